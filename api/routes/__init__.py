@@ -1,0 +1,1 @@
+"""One router per module; `api.main` includes them all."""

@@ -1,0 +1,1 @@
+"""Per-table geometry and appearance: intrinsics, throw-box homography, layout boxes, felt."""

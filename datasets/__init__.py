@@ -1,0 +1,1 @@
+"""Synthetic throw-box generator and loaders for real labelled dice photos."""

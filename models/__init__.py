@@ -1,0 +1,1 @@
+"""ONNX weights, their manifest and model cards, and the scripts that train them."""

@@ -1,0 +1,1 @@
+"""High Roll Dice rules engine: pure game logic (no I/O, no web framework)."""

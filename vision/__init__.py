@@ -1,0 +1,1 @@
+"""Frame in, Roll out: capture, settle, detect, pips, validity, reader."""
