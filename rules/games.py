@@ -23,6 +23,10 @@ from typing import Any, Protocol, cast
 GAME_MODULES: dict[str, str] = {
     "hrd10": "rules.hrd.document",
     "hrd6": "rules.hrd.document",
+    "lightning_roulette": "rules.side_wagers.lightning_roulette",
+    "majestic_match": "rules.side_wagers.majestic_match",
+    "buster_blackjack": "rules.side_wagers.buster_blackjack",
+    "upcard_luck": "rules.side_wagers.upcard_luck",
 }
 
 
