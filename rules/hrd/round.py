@@ -284,7 +284,8 @@ def no_more_bets(rnd: Round) -> Round:
     return replace(rnd, phase=Phase.NO_MORE_BETS, settlements=_with_settlements(rnd, collected))
 
 
-def _check_faces(faces: Sequence[int], *, expected: int, clause: str, field: str) -> list[Problem]:
+def check_faces(faces: Sequence[int], *, expected: int, clause: str, field: str) -> list[Problem]:
+    """Problems of a throw: each face an integer 1..6 ("document"), `expected` dice (`clause`)."""
     problems: list[Problem] = []
     if isinstance(faces, str | bytes) or not isinstance(faces, Sequence):
         return [Problem("document", "a roll is a list of die faces 1..6", field)]
@@ -326,7 +327,7 @@ def record_roll(
         expected, clause = int(rnd.rules.dice), rnd.rules.clause("dice")
     else:
         expected, clause = rnd.dice_to_rethrow, rnd.rules.clause("extra_roll_dice")
-    problems = _check_faces(faces, expected=expected, clause=clause, field=field)
+    problems = check_faces(faces, expected=expected, clause=clause, field=field)
     if problems:
         raise RollRefusedError(problems)
     if first:

@@ -11,6 +11,12 @@ Each setting names the clause that leaves it open. A settle document may carry t
 - `no_match_pip_street` (593.2(e)(1), 675a.6(d)): who wins Pip Street on a 6-dice roll with every face
   different. "ace" (default: every face occurs once, and the tie goes to the higher rank, 593.2(d)) or
   "none" (no face "occurred the greatest number of times"; every Pip Street wager loses).
+- `millionaire_row_alone` (593.2(e)(1) against 593.2(e)(4)): may a seat place a Millionaire Row wager
+  without a Pip Street wager? "allowed" (default: 593.2(e)(4) says "A player may place a Millionaire Row
+  Wager" without the "After placing a Pip Street Wager" that (e)(2) puts before Like Kind, the layout calls
+  it a "First Roll Side Bet" (593.1(b)(2)(ii)), and the issue's own settle example has a seat with only a
+  Millionaire Row wager) or "refused" (593.2(e)(1) read strictly: "To participate in a round of play, each
+  player shall place a Pip Street Wager").
 - `payout_rounding` (593.5 is silent on fractions of a cent): "down" (default: a payout that is not a whole
   cent is rounded down to the cent, the house keeps the fraction, as no chip smaller than a cent exists)
   or "half_up" (to the nearest cent, half a cent up).
@@ -41,6 +47,13 @@ class NoMatchPipStreet(StrEnum):
     NONE = "none"
 
 
+class MillionaireRowAlone(StrEnum):
+    """Whether a Millionaire Row wager needs a Pip Street wager at its seat (see the module docstring)."""
+
+    ALLOWED = "allowed"
+    REFUSED = "refused"
+
+
 class PayoutRounding(StrEnum):
     """How a payout that is not a whole cent is rounded (see the module docstring)."""
 
@@ -60,6 +73,7 @@ class Settings:
     extra_roll_reach: ExtraRollReach = ExtraRollReach.ALL_CIRCLES
     no_match_pip_street: NoMatchPipStreet = NoMatchPipStreet.ACE
     payout_rounding: PayoutRounding = PayoutRounding.DOWN
+    millionaire_row_alone: MillionaireRowAlone = MillionaireRowAlone.ALLOWED
 
     def as_dict(self) -> dict[str, str]:
         """JSON-ready form."""
@@ -67,6 +81,7 @@ class Settings:
             "extra_roll_reach": self.extra_roll_reach.value,
             "no_match_pip_street": self.no_match_pip_street.value,
             "payout_rounding": self.payout_rounding.value,
+            "millionaire_row_alone": self.millionaire_row_alone.value,
         }
 
 
@@ -76,6 +91,7 @@ _CHOICES: dict[str, type[StrEnum]] = {
     "extra_roll_reach": ExtraRollReach,
     "no_match_pip_street": NoMatchPipStreet,
     "payout_rounding": PayoutRounding,
+    "millionaire_row_alone": MillionaireRowAlone,
 }
 
 

@@ -16,6 +16,7 @@ Millionaire Row circles 9 and 10, at most $1                   593.1(b)(2)(ii), 
 no wager after "no more bets"                                  593.2(a), 593.4(a)   675a.6(g)
 =============================================================  ===================  ==============
 
+A seat with only Millionaire Row wagers is accepted by default (setting `millionaire_row_alone`).
 Amounts are positive and in whole cents (clause "document"); one spot holds one wager per seat ("document":
 place the combined amount once). With `extra_roll_reach` "one_circle" an Extra Roll wager names the Like
 Kind circle it covers in `count`; with "all_circles" (the default) it has no count and one per seat covers
@@ -32,7 +33,7 @@ from types import MappingProxyType
 
 from rules.games import Problem
 from rules.hrd.dice import NO_MATCH, DiceCount
-from rules.hrd.settings import DEFAULT_SETTINGS, ExtraRollReach, Settings
+from rules.hrd.settings import DEFAULT_SETTINGS, ExtraRollReach, MillionaireRowAlone, Settings
 
 SEATS: tuple[int, ...] = (1, 2, 3, 4, 5)
 MILLIONAIRE_ROW_MAX = Decimal("1.00")
@@ -272,13 +273,17 @@ def validate_wagers(
     rules: GameRules,
     settings: Settings = DEFAULT_SETTINGS,
     field: str = "wagers",
+    names: Sequence[str] | None = None,
 ) -> list[Problem]:
     """Every problem of a set of wagers (one round), in document order; empty when the set is valid.
 
-    `field` prefixes the `Problem.field` paths: wager i is `f"{field}[{i}]"`.
+    `field` prefixes the `Problem.field` paths: wager i is `f"{field}[{i}]"`, unless `names` gives each
+    wager's path.
     """
     problems: list[Problem] = []
-    where = [f"{field}[{i}]" for i in range(len(wagers))]
+    where = list(names) if names is not None else [f"{field}[{i}]" for i in range(len(wagers))]
+    if len(where) != len(wagers):
+        raise ValueError("names must give one path per wager")
     for i, wager in enumerate(wagers):
         problems.extend(_check_one(wager, where[i], rules=rules, settings=settings))
 
@@ -320,8 +325,10 @@ def _check_seat(
         by_kind[WagerKind.EXTRA_ROLL],
     )
 
-    if not pip:
-        i = indices[0]
+    side_bets_only = all(wagers[i].kind is WagerKind.MILLIONAIRE_ROW for i in indices)
+    alone_ok = side_bets_only and settings.millionaire_row_alone is MillionaireRowAlone.ALLOWED
+    if not pip and not alone_ok:
+        i = next((i for i in indices if wagers[i].kind is not WagerKind.MILLIONAIRE_ROW), indices[0])
         problems.append(
             Problem(
                 rules.clause("needs_pip_street"),
@@ -329,7 +336,7 @@ def _check_seat(
                 where[i],
             )
         )
-    else:
+    elif pip:
         reference = wagers[pip[0]].amount
         for i in pip[1:]:
             if wagers[i].amount != reference:
