@@ -2,19 +2,69 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
-from api.routes import health
+from api.db.session import Database
+from api.events import WebhookDispatcher
+from api.metrics import Metrics, install
+from api.routes import alerts, audit, events, evidence, health, keys, rolls, rounds, settle, tables
+from api.settings import Settings
 
 API_TITLE = "throwbox"
 
 
-def create_app() -> FastAPI:
-    """Create the service with every router attached."""
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Create the service with every router attached.
+
+    The database is migrated to the latest schema when the app starts (its lifespan), and the webhook
+    dispatcher runs while it is up.
+    """
+    settings = settings if settings is not None else Settings()
+    database = Database(settings.resolved_database_url)
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        database.migrate()
+        dispatcher = None
+        if settings.webhook_urls and settings.webhook_secret is not None:
+            dispatcher = WebhookDispatcher(
+                database=database,
+                secret=settings.webhook_secret.get_secret_value().encode("utf-8"),
+                max_attempts=settings.webhook_max_attempts,
+                backoff_s=settings.webhook_backoff_s,
+                timeout_s=settings.webhook_timeout_s,
+            )
+            dispatcher.start()
+        try:
+            yield
+        finally:
+            if dispatcher is not None:
+                dispatcher.stop()
+            database.dispose()
+
     app = FastAPI(
         title=API_TITLE,
         version="0.1.0",
         description="Dice reader and High Roll Dice rules engine (58 Pa. Code ch. 593, 675a).",
+        lifespan=lifespan,
     )
+    app.state.settings = settings
+    app.state.database = database
+    app.state.metrics = metrics
+    install(app, metrics)
     app.include_router(health.router)
+    app.include_router(tables.router)
+    app.include_router(rounds.router)
+    app.include_router(rolls.router)
+    app.include_router(evidence.router)
+    app.include_router(alerts.router)
+    app.include_router(events.router)
+    app.include_router(audit.router)
+    app.include_router(keys.router)
+    app.include_router(settle.router)
     return app

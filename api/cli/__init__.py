@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 
 # One line per command module; each module defines `register(app: typer.Typer) -> None`.
-_COMMAND_MODULES: tuple[str, ...] = ("api.cli.serve",)
+_COMMAND_MODULES: tuple[str, ...] = ("api.cli.serve", "api.cli.keys", "api.cli.audit", "api.cli.synth")
 
 
 def _register_all() -> None:

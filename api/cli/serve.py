@@ -13,10 +13,28 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
         port: int = typer.Option(8000, help="TCP port to listen on."),
     ) -> None:
-        """Start the throwbox service (REST API with OpenAPI docs at /docs)."""
+        """Start the throwbox service (REST API with OpenAPI docs at /docs).
+
+        Settings come from THROWBOX_* environment variables (see the README). On a database with no
+        API key yet, a first admin key is created and written to <data dir>/first-admin.key (mode 0600);
+        the key itself is never printed or logged.
+        """
         import uvicorn
 
+        from api.cli.keys import ensure_first_admin_key, open_database
         from api.main import create_app
+        from api.settings import Settings
 
+        settings = Settings()
+        database = open_database(settings)
+        try:
+            path = ensure_first_admin_key(settings=settings, database=database)
+        finally:
+            database.dispose()
+        if path is not None:
+            typer.echo(f"throwbox: first admin key written to {path} (read it, keep it, delete the file)")
+        elif settings.first_admin_key_path.exists():
+            typer.echo(f"throwbox: the first admin key is in {settings.first_admin_key_path}")
+        typer.echo("throwbox: create more keys with `throwbox keys create --role ROLE`")
         typer.echo(f"throwbox: serving on http://{host}:{port} (API docs at /docs)")
-        uvicorn.run(create_app(), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

@@ -1,0 +1,129 @@
+"""API keys and roles.
+
+A key looks like `tbx_<prefix>_<secret>`. Only the prefix (to find the row) and the SHA-256 of the
+whole key are stored. A plain SHA-256 rather than a slow password hash (bcrypt, argon2) is deliberate:
+the secret is 256 random bits, not a password a person chose, so there is nothing to brute-force and
+each request stays one cheap hash.
+
+Roles (what each may do is written next to every route, and tested in tests/api/test_roles.py):
+
+- `reader`: submits reads and rolls (the camera's reader).
+- `dealer`: opens rounds, places wagers, calls "no more bets", submits hand-keyed rolls, dealer calls.
+- `surveillance`: reads everything (rounds, rolls, audit, alerts, events, evidence), raises reviews;
+  changes nothing.
+- `admin`: tables, keys, acknowledging alerts; reads everything.
+
+A key of any role may also carry the `supervisor` capability: it alone (with admin) may enter a
+correction of a settled round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api.db.models import ApiKey
+
+KEY_SCHEME = "tbx"
+
+
+class Role(StrEnum):
+    """What a key may do."""
+
+    READER = "reader"
+    DEALER = "dealer"
+    SURVEILLANCE = "surveillance"
+    ADMIN = "admin"
+
+
+ALL_ROLES: frozenset[Role] = frozenset(Role)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The holder of a valid key, as the audit trail names them."""
+
+    key_id: int
+    name: str
+    role: Role
+    supervisor: bool
+
+    @property
+    def actor(self) -> str:
+        """Who did it, for the audit trail: `role:name#key_id`."""
+        return f"{self.role.value}:{self.name}#{self.key_id}"
+
+    @property
+    def may_correct(self) -> bool:
+        """Admins and supervisor keys may correct a settled round."""
+        return self.role is Role.ADMIN or self.supervisor
+
+
+@dataclass(frozen=True)
+class NewKey:
+    """A freshly created key: `secret` is shown once and never stored."""
+
+    key_id: int
+    name: str
+    role: Role
+    supervisor: bool
+    secret: str
+
+
+def hash_key(key: str) -> str:
+    """SHA-256 hex of a key (see the module docstring for why SHA-256 suffices)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _split(key: str) -> str | None:
+    parts = key.split("_")
+    if len(parts) != 3 or parts[0] != KEY_SCHEME or not parts[1] or not parts[2]:
+        return None
+    return parts[1]
+
+
+def create_key(session: Session, *, role: Role, name: str, supervisor: bool = False) -> NewKey:
+    """Store a new key's hash and return the key itself (once)."""
+    prefix = secrets.token_hex(6)
+    secret = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32).replace('_', '-')}"
+    row = ApiKey(
+        name=name, role=role.value, supervisor=supervisor, key_prefix=prefix, key_hash=hash_key(secret)
+    )
+    session.add(row)
+    session.flush()
+    return NewKey(key_id=row.id, name=name, role=role, supervisor=supervisor, secret=secret)
+
+
+def authenticate(session: Session, key: str) -> Principal | None:
+    """The principal holding `key`, or None when the key is unknown, malformed or revoked."""
+    prefix = _split(key)
+    if prefix is None:
+        return None
+    row = session.scalars(select(ApiKey).where(ApiKey.key_prefix == prefix)).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    if not hmac.compare_digest(row.key_hash, hash_key(key)):
+        return None
+    return Principal(key_id=row.id, name=row.name, role=Role(row.role), supervisor=row.supervisor)
+
+
+def revoke_key(session: Session, key_id: int) -> bool:
+    """Revoke a key; False when there is no such key."""
+    row = session.get(ApiKey, key_id)
+    if row is None:
+        return False
+    if row.revoked_at is None:
+        row.revoked_at = datetime.now(UTC)
+    return True
+
+
+def count_keys(session: Session) -> int:
+    """How many keys exist (revoked ones included)."""
+    return len(session.scalars(select(ApiKey.id)).all())

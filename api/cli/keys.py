@@ -1,0 +1,134 @@
+"""`throwbox keys`: create, list and revoke API keys (hashed at rest; a key is shown once)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from api.db.session import Database
+    from api.settings import Settings
+
+
+def open_database(settings: Settings) -> Database:
+    """The database of `settings`, migrated to the latest schema."""
+    from api.db.session import Database, DatabaseError
+
+    try:
+        database = Database(settings.resolved_database_url)
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        database.migrate()
+    except DatabaseError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    return database
+
+
+def ensure_first_admin_key(*, settings: Settings, database: Database) -> Path | None:
+    """On a database with no key, create an admin key and write it to a 0600 file; return its path."""
+    from api import audit
+    from api.auth import Role, count_keys, create_key
+
+    with database.session() as session:
+        if count_keys(session) > 0:
+            return None
+        new = create_key(session, role=Role.ADMIN, name="first-admin")
+        path = settings.first_admin_key_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never world-readable
+        with os.fdopen(fd, "w") as handle:
+            handle.write(new.secret + "\n")
+        audit.append(
+            session,
+            actor="system:serve",
+            action="key.create",
+            subject=f"key:{new.key_id}",
+            payload={"name": new.name, "role": new.role.value, "supervisor": False},
+        )
+    return path
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the `keys` command group to the CLI."""
+    keys = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
+    app.add_typer(keys, name="keys")
+
+    @keys.command("create")
+    def create(
+        role: str = typer.Option(..., help="reader, dealer, surveillance or admin."),
+        name: str = typer.Option("", help="Who or what holds the key (default: the role)."),
+        supervisor: bool = typer.Option(False, help="May correct settled rounds."),
+    ) -> None:
+        """Create a key; the key is the LAST line of the output (store it now: it is not kept)."""
+        from api import audit
+        from api.auth import Role, create_key
+        from api.settings import Settings
+
+        try:
+            chosen = Role(role)
+        except ValueError as exc:
+            known = ", ".join(r.value for r in Role)
+            typer.echo(f"error: unknown role {role!r}; use one of: {known}", err=True)
+            raise typer.Exit(2) from exc
+        holder = name.strip() or chosen.value
+        if len(holder) > 100:
+            typer.echo("error: --name has at most 100 characters", err=True)
+            raise typer.Exit(2)
+        settings = Settings()
+        database = open_database(settings)
+        try:
+            with database.session() as session:
+                new = create_key(session, role=chosen, name=holder, supervisor=supervisor)
+                audit.append(
+                    session,
+                    actor="cli:keys",
+                    action="key.create",
+                    subject=f"key:{new.key_id}",
+                    payload={"name": new.name, "role": new.role.value, "supervisor": new.supervisor},
+                )
+        finally:
+            database.dispose()
+        extra = " with the supervisor capability" if supervisor else ""
+        typer.echo(f"created key {new.key_id} ({new.name}, role {new.role.value}{extra}); it is shown once:")
+        typer.echo(new.secret)
+
+    @keys.command("list")
+    def list_keys() -> None:
+        """List keys (never the keys themselves)."""
+        from sqlalchemy import select
+
+        from api.db.models import ApiKey
+        from api.settings import Settings
+
+        database = open_database(Settings())
+        try:
+            with database.session() as session:
+                for row in session.scalars(select(ApiKey).order_by(ApiKey.id)):
+                    state = "revoked" if row.revoked_at is not None else "active"
+                    sup = " supervisor" if row.supervisor else ""
+                    typer.echo(f"{row.id}\t{row.role}{sup}\t{state}\t{row.name}")
+        finally:
+            database.dispose()
+
+    @keys.command("revoke")
+    def revoke(key_id: int = typer.Argument(..., help="The key's id (see `throwbox keys list`).")) -> None:
+        """Revoke a key; it stops working at once."""
+        from api import audit
+        from api.auth import revoke_key
+        from api.settings import Settings
+
+        database = open_database(Settings())
+        try:
+            with database.session() as session:
+                if not revoke_key(session, key_id):
+                    typer.echo(f"error: no key {key_id}", err=True)
+                    raise typer.Exit(1)
+                audit.append(
+                    session, actor="cli:keys", action="key.revoke", subject=f"key:{key_id}", payload={}
+                )
+        finally:
+            database.dispose()
+        typer.echo(f"revoked key {key_id}")

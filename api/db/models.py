@@ -1,0 +1,220 @@
+"""SQLAlchemy 2 models of everything the service stores.
+
+Money never lives in a float column: wagers and settlements are stored as the JSON documents the rules
+engine reads and writes, with amounts as decimal strings.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, in UTC."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """Base of every model; `Base.metadata` is what Alembic migrates."""
+
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class ApiKey(Base):
+    """An API key: only its SHA-256 is stored; the key itself is shown once, at creation."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(20))
+    supervisor: Mapped[bool] = mapped_column(Boolean, default=False)
+    key_prefix: Mapped[str] = mapped_column(String(32), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class GameTable(Base):
+    """A dice table: its game, paytable, interpretation settings, calibration and camera."""
+
+    __tablename__ = "tables"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    game: Mapped[str] = mapped_column(String(20))
+    paytable: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    calibration_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    camera_source: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Round(Base):
+    """One round at a table; `state` is the rules engine's round state, stored as JSON after each step."""
+
+    __tablename__ = "rounds"
+    __table_args__ = (
+        # One open round per table: a partial unique index, enforced by the database itself.
+        Index(
+            "ix_rounds_one_open_per_table",
+            "table_id",
+            unique=True,
+            sqlite_where=text("closed_at IS NULL"),
+            postgresql_where=text("closed_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), index=True)
+    game: Mapped[str] = mapped_column(String(20))
+    phase: Mapped[str] = mapped_column(String(40))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)  # paytable + settings snapshot at opening
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    settlement: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    opened_by: Mapped[str] = mapped_column(String(100))
+    opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Wager(Base):
+    """A wager placed at a seat, as accepted by the rules engine."""
+
+    __tablename__ = "wagers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id"), index=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    placed_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Roll(Base):
+    """A submitted roll, keyed by the submitter's roll id (idempotency), with the outcome it produced."""
+
+    __tablename__ = "rolls"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), index=True)
+    round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id"), nullable=True, index=True)
+    request_sha256: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(20))
+    verdict: Mapped[str] = mapped_column(String(20))
+    faces: Mapped[list[Any]] = mapped_column(JSON)
+    evidence_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    applied: Mapped[bool] = mapped_column(Boolean)
+    outcome: Mapped[dict[str, Any]] = mapped_column(JSON)
+    submitted_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Correction(Base):
+    """A supervisor's correction of a settled round: a new entry linked to the round, never an edit."""
+
+    __tablename__ = "corrections"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id"), index=True)
+    supersedes_id: Mapped[int | None] = mapped_column(ForeignKey("corrections.id"), nullable=True)
+    reason: Mapped[str] = mapped_column(Text)
+    settlement: Mapped[dict[str, Any]] = mapped_column(JSON)
+    made_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditEntry(Base):
+    """One entry of the append-only, hash-chained audit trail (update and delete refused by triggers)."""
+
+    __tablename__ = "audit_log"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    at: Mapped[str] = mapped_column(String(40))  # ISO-8601 UTC, as hashed
+    actor: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(60))
+    subject: Mapped[str] = mapped_column(String(200))
+    payload: Mapped[str] = mapped_column(Text)  # canonical JSON, exactly as hashed
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditHead(Base):
+    """The single row naming the last audit entry; updating it first serialises concurrent appenders."""
+
+    __tablename__ = "audit_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    seq: Mapped[int] = mapped_column(Integer)
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class Event(Base):
+    """An event for the SSE stream and webhooks; its id is the de-duplication key."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    type: Mapped[str] = mapped_column(String(40), index=True)
+    table_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """One event to one webhook URL: written with the event (outbox), retried until delivered."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event_id: Mapped[int] = mapped_column(ForeignKey("events.id"), index=True)
+    url: Mapped[str] = mapped_column(String(1000))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    failed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Alert(Base):
+    """Something a person should look at: a dealer call the dice do not show, a roll nobody can read."""
+
+    __tablename__ = "alerts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    table_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    round_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    message: Mapped[str] = mapped_column(Text)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    raised_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    acknowledged_by: Mapped[str | None] = mapped_column(String(100), nullable=True)
+
+
+class Evidence(Base):
+    """An evidence frame on disk, named and checked by its SHA-256."""
+
+    __tablename__ = "evidence"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    media_type: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Read(Base):
+    """A single-image read (`POST /v1/reads`): the JSON contract document and its annotated frame."""
+
+    __tablename__ = "reads"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    table_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    evidence_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

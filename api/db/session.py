@@ -1,0 +1,101 @@
+"""The database: engine, sessions, and the Alembic upgrade run at start-up.
+
+SQLite (the embedded default) runs in WAL mode, and every transaction starts with `BEGIN IMMEDIATE`,
+so writers queue on SQLite's own lock (with a busy timeout) instead of failing when a read transaction
+tries to become a write one. PostgreSQL is used as it is; rows that must be serialised (the audit head,
+a table's open round) are locked with `SELECT ... FOR UPDATE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class DatabaseError(Exception):
+    """The database cannot be opened or migrated (a bad URL, a missing driver, a refused connection)."""
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event issue BEGIN IMMEDIATE, instead of pysqlite's deferred BEGIN.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")  # an acknowledged roll survives power loss, not just kill -9
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class Database:
+    """One engine and its session factory."""
+
+    def __init__(self, url: str) -> None:
+        try:
+            parsed = make_url(url)
+        except Exception as exc:  # sqlalchemy raises ArgumentError; name the setting, never the URL
+            raise DatabaseError("THROWBOX_DATABASE_URL is not a valid SQLAlchemy URL") from exc
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        if self.is_sqlite:
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        else:
+            kwargs.update(pool_size=20, max_overflow=20)
+        try:
+            self.engine: Engine = create_engine(parsed, **kwargs)
+        except Exception as exc:  # e.g. the driver is not installed
+            raise DatabaseError(f"cannot open the database: {type(exc).__name__}: {exc}") from exc
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session whose transaction commits on success and rolls back on any exception."""
+        with self.sessions() as session, session.begin():
+            yield session
+
+    def migrate(self) -> None:
+        """Bring the schema to the latest Alembic revision."""
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        try:
+            with self.engine.connect() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+                connection.commit()
+        except Exception as exc:
+            raise DatabaseError(f"cannot migrate the database: {type(exc).__name__}") from exc
+
+    def ping(self) -> bool:
+        """True when the database answers a trivial query."""
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+                connection.rollback()
+            return True
+        except Exception:
+            return False
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()

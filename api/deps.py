@@ -1,0 +1,81 @@
+"""FastAPI dependencies: settings, database, metrics and the role check, as `Annotated` aliases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.auth import ALL_ROLES, Principal, Role, authenticate
+from api.db.session import Database
+from api.metrics import Metrics
+from api.settings import Settings
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer tbx_...`")
+
+
+def get_settings(request: Request) -> Settings:
+    """The settings the app was built with."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_database(request: Request) -> Database:
+    """The app's database."""
+    database: Database = request.app.state.database
+    return database
+
+
+def get_metrics(request: Request) -> Metrics:
+    """The app's metrics."""
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def require(*roles: Role) -> Callable[[BearerDep, DatabaseDep], Principal]:
+    """A dependency admitting keys of `roles` only: 401 without a valid key, 403 for another role."""
+    allowed = frozenset(roles)
+    names = ", ".join(sorted(role.value for role in allowed))
+
+    def check(credentials: BearerDep, database: DatabaseDep) -> Principal:
+        if credentials is None:
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                detail="missing API key: send Authorization: Bearer KEY",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        with database.session() as session:
+            principal = authenticate(session, credentials.credentials)
+        if principal is None:
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                detail="unknown or revoked API key",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if principal.role not in allowed:
+            raise HTTPException(
+                status.HTTP_403_FORBIDDEN,
+                detail=f"role {principal.role.value!r} may not do this; allowed: {names}",
+            )
+        return principal
+
+    return check
+
+
+# Who may do what (the matrix in api/auth.py's docstring and the README).
+AnyRole = Annotated[Principal, Depends(require(*ALL_ROLES))]
+Viewer = Annotated[Principal, Depends(require(Role.DEALER, Role.SURVEILLANCE, Role.ADMIN))]
+Watcher = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN))]
+Dealer = Annotated[Principal, Depends(require(Role.DEALER))]
+RollSubmitter = Annotated[Principal, Depends(require(Role.READER, Role.DEALER))]
+ReaderRole = Annotated[Principal, Depends(require(Role.READER))]
+Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
+Reviewer = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN))]

@@ -1,0 +1,118 @@
+"""Alerts: listed by dealer, surveillance and admin; reviews raised by surveillance; acknowledged by admin."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api import audit
+from api.db.models import Alert
+from api.deps import Admin, DatabaseDep, MetricsDep, SettingsDep, Viewer, Watcher
+from api.events import publish
+from api.metrics import Metrics
+from api.schemas.admin import AlertIn, AlertOut
+
+router = APIRouter(prefix="/v1/alerts", tags=["alerts"])
+
+
+def alert_out(row: Alert) -> AlertOut:
+    """Response form of an alert."""
+    return AlertOut.model_validate(row, from_attributes=True)
+
+
+def raise_alert(
+    session: Session,
+    *,
+    kind: str,
+    message: str,
+    actor: str,
+    table_id: str | None,
+    round_id: int | None,
+    data: dict[str, Any],
+    webhook_urls: list[str],
+    metrics: Metrics,
+) -> Alert:
+    """Store an alert, audit it and publish it as an event, in the caller's transaction."""
+    row = Alert(kind=kind, message=message, table_id=table_id, round_id=round_id, data=data, raised_by=actor)
+    session.add(row)
+    session.flush()
+    audit.append(
+        session,
+        actor=actor,
+        action="alert.raise",
+        subject=f"alert:{row.id}",
+        payload={"kind": kind, "message": message, "table_id": table_id, "round_id": round_id, "data": data},
+    )
+    publish(
+        session,
+        event_type="alert",
+        table_id=table_id,
+        data={"alert_id": row.id, "kind": kind, "message": message, "round_id": round_id, "data": data},
+        webhook_urls=webhook_urls,
+    )
+    metrics.alerts.labels(kind=kind).inc()
+    return row
+
+
+@router.get("", response_model=list[AlertOut])
+def list_alerts(
+    _: Viewer,
+    database: DatabaseDep,
+    table_id: Annotated[str | None, Query(max_length=64)] = None,
+    open_only: bool = False,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[AlertOut]:
+    """Alerts, newest first (dealer, surveillance, admin)."""
+    query = select(Alert)
+    if table_id is not None:
+        query = query.where(Alert.table_id == table_id)
+    if open_only:
+        query = query.where(Alert.acknowledged_at.is_(None))
+    with database.session() as session:
+        return [alert_out(row) for row in session.scalars(query.order_by(Alert.id.desc()).limit(limit))]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=AlertOut)
+def raise_review(
+    body: AlertIn, principal: Watcher, database: DatabaseDep, settings: SettingsDep, metrics: MetricsDep
+) -> AlertOut:
+    """Raise a review (surveillance, admin): an alert a person asked for."""
+    with database.session() as session:
+        row = raise_alert(
+            session,
+            kind="review",
+            message=body.message,
+            actor=principal.actor,
+            table_id=body.table_id,
+            round_id=body.round_id,
+            data={},
+            webhook_urls=settings.webhook_urls,
+            metrics=metrics,
+        )
+        return alert_out(row)
+
+
+@router.post("/{alert_id}/acknowledge", response_model=AlertOut)
+def acknowledge(alert_id: int, principal: Admin, database: DatabaseDep) -> AlertOut:
+    """Mark an alert as dealt with (admin); the alert itself stays."""
+    with database.session() as session:
+        row = session.get(Alert, alert_id, with_for_update=True)
+        if row is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no alert {alert_id}")
+        if row.acknowledged_at is not None:
+            raise HTTPException(status.HTTP_409_CONFLICT, detail=f"alert {alert_id} is already acknowledged")
+        row.acknowledged_at = datetime.now(UTC)
+        row.acknowledged_by = principal.actor
+        audit.append(
+            session,
+            actor=principal.actor,
+            action="alert.acknowledge",
+            subject=f"alert:{alert_id}",
+            payload={},
+        )
+        session.flush()
+        return alert_out(row)

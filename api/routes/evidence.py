@@ -1,0 +1,87 @@
+"""Evidence frames: uploaded by the reader or a dealer terminal, fetched (checked) by anyone who watches."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, HTTPException, Path, Request, Response, status
+
+from api import audit
+from api.audit import EvidenceError, load_evidence, store_evidence
+from api.db.models import Evidence
+from api.deps import DatabaseDep, RollSubmitter, SettingsDep, Viewer
+from api.schemas.admin import EvidenceOut
+
+router = APIRouter(prefix="/v1/evidence", tags=["evidence"])
+
+MEDIA_TYPES = ("image/jpeg", "image/png", "image/webp")
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EvidenceOut,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {media: {"schema": {"type": "string", "format": "binary"}} for media in MEDIA_TYPES},
+        }
+    },
+)
+async def upload(
+    request: Request,
+    principal: RollSubmitter,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    content_type: Annotated[str | None, Header()] = None,
+) -> EvidenceOut:
+    """Store a frame (the raw image as the body); refer to it from a roll by its SHA-256."""
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type not in MEDIA_TYPES:
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            detail=f"send the frame as one of: {', '.join(MEDIA_TYPES)}",
+        )
+    data = await request.body()
+    try:
+        with database.session() as session:
+            sha256 = store_evidence(
+                session,
+                evidence_dir=settings.evidence_dir,
+                data=data,
+                media_type=media_type,
+                max_bytes=settings.max_evidence_bytes,
+            )
+            audit.append(
+                session,
+                actor=principal.actor,
+                action="evidence.store",
+                subject=f"evidence:{sha256}",
+                payload={"size_bytes": len(data), "media_type": media_type},
+            )
+    except EvidenceError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+    return EvidenceOut(sha256=sha256, size_bytes=len(data), media_type=media_type)
+
+
+@router.get(
+    "/{sha256}",
+    response_class=Response,
+    responses={200: {"content": {media: {} for media in MEDIA_TYPES}}, 404: {}, 409: {}},
+)
+def fetch(
+    sha256: Annotated[str, Path(pattern=SHA256_PATTERN)],
+    _: Viewer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+) -> Response:
+    """The frame's bytes, after checking them against their SHA-256 (409 when they no longer match)."""
+    with database.session() as session:
+        if session.get(Evidence, sha256) is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no evidence frame {sha256}")
+        try:
+            data, media_type = load_evidence(session, evidence_dir=settings.evidence_dir, sha256=sha256)
+        except EvidenceError as exc:
+            raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
+    return Response(data, media_type=media_type, headers={"X-Content-SHA256": sha256})

@@ -1,0 +1,48 @@
+"""API keys over HTTP (admin): create (the key is shown once), list, revoke."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, status
+from sqlalchemy import select
+
+from api import audit
+from api.auth import Role, create_key, revoke_key
+from api.db.models import ApiKey
+from api.deps import Admin, DatabaseDep
+from api.schemas.admin import KeyIn, KeyOut, NewKeyOut
+
+router = APIRouter(prefix="/v1/keys", tags=["keys"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=NewKeyOut)
+def create(body: KeyIn, principal: Admin, database: DatabaseDep) -> NewKeyOut:
+    """Create a key (admin). The response is the only place the key ever appears."""
+    with database.session() as session:
+        new = create_key(session, role=Role(body.role), name=body.name, supervisor=body.supervisor)
+        audit.append(
+            session,
+            actor=principal.actor,
+            action="key.create",
+            subject=f"key:{new.key_id}",
+            payload={"name": new.name, "role": new.role.value, "supervisor": new.supervisor},
+        )
+    return NewKeyOut(id=new.key_id, name=new.name, role=body.role, supervisor=new.supervisor, key=new.secret)
+
+
+@router.get("", response_model=list[KeyOut])
+def list_keys(_: Admin, database: DatabaseDep) -> list[KeyOut]:
+    """Every key's record, never the key (admin)."""
+    with database.session() as session:
+        rows = session.scalars(select(ApiKey).order_by(ApiKey.id)).all()
+        return [KeyOut.model_validate(row, from_attributes=True) for row in rows]
+
+
+@router.delete("/{key_id}", response_model=KeyOut)
+def revoke(key_id: int, principal: Admin, database: DatabaseDep) -> KeyOut:
+    """Revoke a key (admin); it stops working at once."""
+    with database.session() as session:
+        if not revoke_key(session, key_id):
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no key {key_id}")
+        audit.append(session, actor=principal.actor, action="key.revoke", subject=f"key:{key_id}", payload={})
+        row = session.get(ApiKey, key_id)
+        return KeyOut.model_validate(row, from_attributes=True)

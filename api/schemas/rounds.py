@@ -1,0 +1,135 @@
+"""Rounds, wagers, rolls, dealer calls and corrections."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ROLL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class WagerIn(BaseModel):
+    """One wager at one seat; the rules engine validates it and names the clause it breaks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seat: int = Field(ge=-1000, le=1000, description="Betting position (1..5 in High Roll Dice).")
+    kind: Literal["pip_street", "like_kind", "extra_roll", "millionaire_row"]
+    amount: Decimal = Field(
+        max_digits=14, decimal_places=6, description='The stake; send a string ("5.00"): money is decimal.'
+    )
+    face: int | None = Field(default=None, ge=-1000, le=1000, description="Pip Street face 1..6.")
+    count: int | None = Field(
+        default=None, ge=-1000, le=1000, description="Like Kind / Millionaire Row circle."
+    )
+
+
+class WagersIn(BaseModel):
+    """Wagers to place together: all are accepted or none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    wagers: list[WagerIn] = Field(min_length=1, max_length=200)
+
+
+class RollIn(BaseModel):
+    """A throw, from the reader or keyed by the dealer. Sending the same `roll_id` again applies it once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    roll_id: str = Field(pattern=ROLL_ID_PATTERN, description="The submitter's id of this throw.")
+    source: Literal["reader", "dealer"]
+    verdict: Literal["valid", "invalid", "void", "no_decision"]
+    faces: list[int] = Field(
+        max_length=10, description="The faces read (only the rethrown dice on an Extra Roll)."
+    )
+    reasons: list[str] = Field(default_factory=list, max_length=20)
+    round_id: int | None = Field(default=None, ge=1, description="The round the submitter means; checked.")
+    evidence_sha256: str | None = Field(
+        default=None, pattern=SHA256_PATTERN, description="An evidence frame uploaded to /v1/evidence."
+    )
+    read_id: str | None = Field(default=None, max_length=64, description="The read this roll came from.")
+
+
+class RollOut(BaseModel):
+    """What a roll did: applied or not, whether to rethrow, the round's phase and any settlement."""
+
+    roll_id: str
+    table_id: str
+    round_id: int | None
+    applied: bool
+    duplicate: bool
+    rethrow: bool
+    needs_review: bool
+    verdict: str
+    source: str
+    faces: list[int]
+    message: str
+    phase: str | None
+    settled: bool
+    round: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+class DealerCallIn(BaseModel):
+    """What the dealer announced for a roll; a mismatch with the dice raises an alert."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    roll: Literal[1, 2] = Field(description="1: the first roll; 2: the Extra Roll (final count).")
+    winner: int | None = Field(default=None, ge=1, le=6)
+    match_count: int = Field(ge=0, le=10, description="Like Kind count called (final count on roll 2).")
+
+
+class DealerCallOut(BaseModel):
+    """Whether the call matches the dice."""
+
+    matches: bool
+    called: dict[str, Any]
+    dice_show: dict[str, Any]
+    alert_id: int | None
+
+
+class CorrectionIn(BaseModel):
+    """A supervisor's correction: the dice as they really were; the engine settles the wagers again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=3, max_length=2000)
+    first_roll: list[int] = Field(max_length=10)
+    extra_roll: list[int] | None = Field(default=None, max_length=10)
+
+
+class CorrectionOut(BaseModel):
+    """A correction: a new entry linked to the round (and to the correction it supersedes)."""
+
+    id: int
+    round_id: int
+    supersedes_id: int | None
+    reason: str
+    settlement: dict[str, Any]
+    made_by: str
+    created_at: datetime
+
+
+class RoundOut(BaseModel):
+    """A round: its wagers, steps, the engine's view of it, and any corrections."""
+
+    id: int
+    table_id: str
+    game: str
+    phase: str
+    config: dict[str, Any]
+    wagers: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    summary: dict[str, Any]
+    settlement: dict[str, Any] | None
+    opened_by: str
+    opened_at: datetime
+    settled_at: datetime | None
+    closed_at: datetime | None
+    corrections: list[CorrectionOut]

@@ -1,0 +1,74 @@
+"""Service settings: one pydantic-settings class, read from `THROWBOX_*` environment variables.
+
+Secrets (the database URL may carry a password; the webhook secret) are `SecretStr`, so they never
+appear in a repr, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything the service reads from its environment (prefix `THROWBOX_`)."""
+
+    model_config = SettingsConfigDict(env_prefix="THROWBOX_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(
+        default=Path("./data"),
+        description="Holds the SQLite database, the evidence frames and the first admin key.",
+    )
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="SQLAlchemy URL (e.g. postgresql+psycopg://user:pw@host/db); default SQLite in data_dir.",
+    )
+    webhook_urls: list[str] = Field(
+        default_factory=list,
+        description='URLs that receive every event by POST (JSON list, e.g. ["https://host/hook"]).',
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None, description="HMAC-SHA256 key that signs webhook bodies (X-Throwbox-Signature)."
+    )
+    webhook_max_attempts: int = Field(default=8, ge=1, le=100, description="Deliveries tried per event.")
+    webhook_backoff_s: float = Field(
+        default=1.0, gt=0, le=3600, description="First retry delay; doubles per attempt."
+    )
+    webhook_timeout_s: float = Field(default=5.0, gt=0, le=120, description="Timeout of one delivery.")
+    sse_poll_s: float = Field(default=0.25, gt=0, le=10, description="How often the event stream looks.")
+    max_evidence_bytes: int = Field(
+        default=20_000_000, ge=1, description="Largest evidence frame or uploaded image accepted."
+    )
+
+    @field_validator("webhook_urls")
+    @classmethod
+    def _http_urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"webhook URL must start with http:// or https://: {url!r}")
+        return urls
+
+    @model_validator(mode="after")
+    def _webhooks_are_signed(self) -> Settings:
+        if self.webhook_urls and self.webhook_secret is None:
+            raise ValueError("THROWBOX_WEBHOOK_URLS needs THROWBOX_WEBHOOK_SECRET: every webhook is signed")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL in force: the override, or SQLite under `data_dir`."""
+        if self.database_url is not None:
+            return self.database_url.get_secret_value()
+        return f"sqlite:///{(self.data_dir / 'throwbox.sqlite3').resolve()}"
+
+    @property
+    def evidence_dir(self) -> Path:
+        """Where evidence frames are written, one file per SHA-256."""
+        return self.data_dir / "evidence"
+
+    @property
+    def first_admin_key_path(self) -> Path:
+        """Where `throwbox serve` writes the first admin key on a fresh database."""
+        return self.data_dir / "first-admin.key"
