@@ -86,6 +86,7 @@ def read_lucky_numbers(value: object, problems: list[Problem]) -> dict[int, int]
         )
         ok = False
     draw: dict[int, int] = {}
+    seen: set[int] = set()
     for i, entry in enumerate(value):
         where = f"lucky_numbers[{i}]"
         if not isinstance(entry, Mapping):
@@ -94,7 +95,8 @@ def read_lucky_numbers(value: object, problems: list[Problem]) -> dict[int, int]
             continue
         number = _number(entry.get("number"), field=f"{where}.number", clause="617b.3(a)", problems=problems)
         pays = entry.get("pays")
-        if isinstance(pays, bool) or pays not in PERMITTED_PAYS:
+        pays_ok = isinstance(pays, int) and not isinstance(pays, bool) and pays in PERMITTED_PAYS
+        if not pays_ok:
             listed = ", ".join(str(p) for p in PERMITTED_PAYS)
             problems.append(
                 Problem(
@@ -104,14 +106,16 @@ def read_lucky_numbers(value: object, problems: list[Problem]) -> dict[int, int]
             ok = False
         if number is None:
             ok = False
-        elif number in draw:
+            continue
+        if number in seen:
             problems.append(
                 Problem(
                     "617b.3(d)", f"{number} is drawn twice; the Lucky Numbers are different numbers", where
                 )
             )
             ok = False
-        elif isinstance(pays, int):
+        seen.add(number)
+        if pays_ok and isinstance(pays, int):
             draw[number] = pays
     return draw if ok else None
 
