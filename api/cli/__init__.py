@@ -20,7 +20,17 @@ app = typer.Typer(
 )
 
 # One line per command module; each module defines `register(app: typer.Typer) -> None`.
-_COMMAND_MODULES: tuple[str, ...] = ("api.cli.serve", "api.cli.keys", "api.cli.audit", "api.cli.synth")
+_COMMAND_MODULES: tuple[str, ...] = (
+    "api.cli.serve",
+    "api.cli.keys",
+    "api.cli.audit",
+    "api.cli.synth",
+    "api.cli.math",
+    "api.cli.settle",
+    "api.cli.read",
+    "api.cli.eval",
+    "api.cli.bench",
+)
 
 
 def _register_all() -> None:
