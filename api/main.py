@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
+from api.auth import ALL_ROLES
 from api.db.session import Database
+from api.deps import require
 from api.events import WebhookDispatcher
 from api.metrics import Metrics, install
 from api.routes import alerts, audit, events, evidence, health, keys, rolls, rounds, settle, tables
@@ -66,5 +68,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)
-    app.include_router(settle.router)
+    # The settle calculator changes nothing, but like every route it needs a key (any role).
+    app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))])
     return app

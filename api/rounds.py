@@ -24,6 +24,8 @@ from typing import Any
 
 from rules.games import DocumentRefusedError, Problem, RulesError
 from rules.hrd import round as engine
+from rules.hrd.dice import NO_MATCH
+from rules.hrd.document import round_answer
 from rules.hrd.paytable import Odds, parse_paytable
 from rules.hrd.settings import parse_settings
 from rules.hrd.settlement import Settlement
@@ -93,23 +95,28 @@ def _open(config: Mapping[str, Any]) -> engine.Round:
 
 def wager_from_document(doc: Mapping[str, Any]) -> Wager:
     """A stored wager document (amount as a decimal string) as the engine's `Wager`."""
+    count = doc.get("count")
     return Wager(
         seat=int(doc["seat"]),
         kind=WagerKind(doc["kind"]),
         amount=Decimal(str(doc["amount"])),
         face=doc.get("face"),
-        count=doc.get("count"),
+        # "no_match" is the 6-dice circle; on another game the engine refuses the circle, by clause.
+        count=NO_MATCH if count == "no_match" else count,
     )
 
 
-def wager_document(wager: Wager) -> dict[str, Any]:
-    """The engine's `Wager` as JSON (amount as a decimal string)."""
+def wager_document(wager: Wager, *, game: str) -> dict[str, Any]:
+    """The engine's `Wager` as JSON (amount as a decimal string; "no_match" for the 6-dice circle)."""
+    count: int | str | None = wager.count
+    if game == "hrd6" and count == NO_MATCH:
+        count = "no_match"
     return {
         "seat": wager.seat,
         "kind": wager.kind.value,
         "amount": str(wager.amount),
         "face": wager.face,
-        "count": wager.count,
+        "count": count,
     }
 
 
@@ -117,11 +124,11 @@ def _odds_text(odds: Odds | None) -> str | None:
     return None if odds is None else odds.text
 
 
-def settlement_document(settlement: Settlement) -> dict[str, Any]:
+def settlement_document(settlement: Settlement, *, game: str) -> dict[str, Any]:
     """One decision as JSON."""
     return {
         "wager_index": settlement.wager_index,
-        "wager": wager_document(settlement.wager),
+        "wager": wager_document(settlement.wager, game=game),
         "result": settlement.result.value,
         "win": str(settlement.win),
         "roll": settlement.roll,
@@ -158,7 +165,7 @@ def round_summary(rnd: engine.Round) -> dict[str, Any]:
             {"roll": r.roll, "verdict": r.verdict.value, "faces": list(r.faces), "reason": r.reason}
             for r in rnd.rethrows
         ],
-        "settlements": [settlement_document(s) for s in rnd.settlements_in_wager_order()],
+        "settlements": [settlement_document(s, game=rnd.game) for s in rnd.settlements_in_wager_order()],
         "pending": list(rnd.pending),
         "seats": {
             str(seat): {"staked": str(t.staked), "won": str(t.won), "lost": str(t.lost), "net": str(t.net)}
@@ -221,6 +228,12 @@ class StepResult:
     def complete(self) -> bool:
         """True once every wager is decided."""
         return self.round.phase is engine.Phase.COMPLETE
+
+    def answer(self) -> dict[str, Any]:
+        """The settlement of a complete round, in exactly the form `POST /v1/settle` answers."""
+        if not self.complete:
+            raise StateConflictError(f"the round is in phase {self.round.phase.value}, not complete")
+        return round_answer(self.round)
 
 
 def advance(

@@ -50,9 +50,10 @@ class Database:
             raise DatabaseError("THROWBOX_DATABASE_URL is not a valid SQLAlchemy URL") from exc
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        self._sqlite_dir: Path | None = None
         if self.is_sqlite:
             if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                self._sqlite_dir = Path(parsed.database).parent
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         else:
             kwargs.update(pool_size=20, max_overflow=20)
@@ -76,6 +77,8 @@ class Database:
         from alembic import command
         from alembic.config import Config
 
+        if self._sqlite_dir is not None:
+            self._sqlite_dir.mkdir(parents=True, exist_ok=True)
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         try:

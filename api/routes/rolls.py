@@ -106,7 +106,7 @@ def submit_roll(
                 new_decisions = summary["settlements"][before:] if applied else []
                 if applied and result.complete:
                     settled = True
-                    row.settlement = summary
+                    row.settlement = result.answer()
                     row.settled_at = now_utc()
                     row.closed_at = row.settled_at
                 if applied:

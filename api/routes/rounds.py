@@ -193,7 +193,7 @@ def place_wagers(
                 raise StateConflictError(f"round {round_id} is closed")
             placed = wager_documents(session, round_id)
             result = advance(config=row.config, wagers=placed, steps=steps_of(row), new_wagers=new)
-            accepted = [wager_document(w) for w in result.round.wagers[len(placed) :]]
+            accepted = [wager_document(w, game=row.game) for w in result.round.wagers[len(placed) :]]
             for doc in accepted:
                 session.add(Wager(round_id=round_id, document=doc, placed_by=principal.actor))
             row.state = {"steps": steps_of(row), "summary": result.summary}
@@ -341,7 +341,7 @@ def correct(
                 round_id=round_id,
                 supersedes_id=previous,
                 reason=body.reason,
-                settlement=result.summary,
+                settlement=result.answer(),
                 made_by=principal.actor,
             )
             session.add(correction)
@@ -355,14 +355,18 @@ def correct(
                     "correction_id": correction.id,
                     "reason": body.reason,
                     "steps": steps,
-                    "settlement": result.summary,
+                    "settlement": correction.settlement,
                 },
             )
             publish(
                 session,
                 event_type="correction",
                 table_id=row.table_id,
-                data={"round_id": round_id, "correction_id": correction.id, "settlement": result.summary},
+                data={
+                    "round_id": round_id,
+                    "correction_id": correction.id,
+                    "settlement": correction.settlement,
+                },
                 webhook_urls=settings.webhook_urls,
             )
             return CorrectionOut.model_validate(correction, from_attributes=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,8 +23,8 @@ class WagerIn(BaseModel):
         max_digits=14, decimal_places=6, description='The stake; send a string ("5.00"): money is decimal.'
     )
     face: int | None = Field(default=None, ge=-1000, le=1000, description="Pip Street face 1..6.")
-    count: int | None = Field(
-        default=None, ge=-1000, le=1000, description="Like Kind / Millionaire Row circle."
+    count: Annotated[int, Field(ge=-1000, le=1000)] | Literal["no_match"] | None = Field(
+        default=None, description='Like Kind / Millionaire Row circle; "no_match" on six dice.'
     )
 
 
