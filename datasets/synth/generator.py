@@ -1,0 +1,211 @@
+"""One synthetic scene from (seed, index): scenario physics, camera, look, render, degrade, ground truth.
+
+`generate_scene` is a pure function of its configuration and index (given the renderer), which is what makes
+a data set identical whatever the number of worker processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibration.layout import ThrowBoxLayout
+from datasets.format import FORMAT_VERSION, SCENARIOS, SceneTruth
+from datasets.synth.randomise import (
+    CHIP_COLOURS,
+    degrade,
+    encode_jpeg,
+    sample_camera,
+    sample_degradation,
+    sample_die_styles,
+    sample_lighting,
+)
+from datasets.synth.render import SceneLook, SceneRenderer
+from datasets.synth.scenarios import SCENARIO_FUNCS, ScenarioOutcome
+from datasets.synth.truth import image_truth, physical_truth, scene_verdict
+
+GENERATOR_VERSION = "throwbox-synth 0.1.0"
+DEFAULT_RESOLUTIONS: tuple[tuple[int, int, float], ...] = ((1280, 960, 1.0),)
+
+
+class ConfigError(ValueError):
+    """The generator was asked for something it cannot make (unknown scenario, bad mix, bad size)."""
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """`normal=0.7,cocked=0.1,...` -> normalised weights; unknown or unimplemented names are an error."""
+    mix: dict[str, float] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ConfigError(f"mix entry {part!r} must look like name=weight")
+        if name not in SCENARIOS:
+            raise ConfigError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        if name not in SCENARIO_FUNCS:
+            raise ConfigError(f"scenario {name!r} is not implemented yet")
+        try:
+            weight = float(value)
+        except ValueError as exc:
+            raise ConfigError(f"weight of {name!r} is not a number: {value!r}") from exc
+        if weight < 0 or not np.isfinite(weight):
+            raise ConfigError(f"weight of {name!r} must be a finite number >= 0, got {weight}")
+        mix[name] = mix.get(name, 0.0) + weight
+    total = sum(mix.values())
+    if total <= 0:
+        raise ConfigError("the mix needs at least one scenario with a positive weight")
+    return {k: v / total for k, v in mix.items()}
+
+
+def parse_resolutions(text: str) -> tuple[tuple[int, int, float], ...]:
+    """`1280x960:0.5,640x480:0.5` (weights optional) -> ((w, h, weight), ...)."""
+    out: list[tuple[int, int, float]] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        size, _, weight = part.partition(":")
+        try:
+            w_text, h_text = size.lower().split("x")
+            w, h = int(w_text), int(h_text)
+            wt = float(weight) if weight else 1.0
+        except ValueError as exc:
+            raise ConfigError(f"resolution {part!r} must look like WIDTHxHEIGHT[:weight]") from exc
+        if not (32 <= w <= 8192 and 32 <= h <= 8192) or wt <= 0:
+            raise ConfigError(f"resolution {part!r} out of range (32..8192 px, weight > 0)")
+        out.append((w, h, wt))
+    if not out:
+        raise ConfigError("no resolution given")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """What a data set is made of; together with the index it fixes every scene."""
+
+    seed: int
+    n_dice: int = 10
+    mix: dict[str, float] = field(default_factory=lambda: {"normal": 1.0})
+    resolutions: tuple[tuple[int, int, float], ...] = DEFAULT_RESOLUTIONS
+    oblique_fraction: float = 0.25
+    layout: ThrowBoxLayout = field(default_factory=ThrowBoxLayout)
+
+    def __post_init__(self) -> None:
+        if self.n_dice not in (6, 10):
+            raise ConfigError(f"High Roll Dice uses 10 dice (6 in the variation), got {self.n_dice}")
+        for name in self.mix:
+            if name not in SCENARIO_FUNCS:
+                raise ConfigError(f"scenario {name!r} is not implemented")
+        if not self.resolutions:
+            raise ConfigError("no resolution given")
+
+
+@dataclass(frozen=True)
+class GeneratedScene:
+    """A scene ready to write: JPEG bytes, the ground truth (image path relative to the data set)."""
+
+    jpeg: bytes
+    truth: SceneTruth
+
+
+def scene_rng(seed: int, index: int, stream: int = 0) -> np.random.Generator:
+    """The random stream of one scene (independent of every other scene)."""
+    return np.random.default_rng([seed, index, stream])
+
+
+def pick_scenario(cfg: GeneratorConfig, rng: np.random.Generator) -> str:
+    """Draw a scenario name from the mix."""
+    names = sorted(cfg.mix)
+    probs = np.array([cfg.mix[n] for n in names], dtype=np.float64)
+    return str(rng.choice(names, p=probs / probs.sum()))
+
+
+def simulate_scene(cfg: GeneratorConfig, index: int) -> ScenarioOutcome:
+    """The physics of scene `index` (no rendering)."""
+    rng = scene_rng(cfg.seed, index, 0)
+    name = pick_scenario(cfg, rng)
+    return SCENARIO_FUNCS[name](rng, cfg.layout, cfg.n_dice)
+
+
+def generate_scene(cfg: GeneratorConfig, index: int, renderer: SceneRenderer) -> GeneratedScene:
+    """Make scene `index`: physics, camera, look, render, degradations, ground truth."""
+    outcome = simulate_scene(cfg, index)
+    rng = scene_rng(cfg.seed, index, 1)  # the look has its own stream: changing it never moves a die
+    sizes = cfg.resolutions
+    weights = np.array([s[2] for s in sizes], dtype=np.float64)
+    w, h, _ = sizes[int(rng.choice(len(sizes), p=weights / weights.sum()))]
+    camera = sample_camera(
+        rng, cfg.layout, width_px=w, height_px=h, oblique=bool(rng.random() < cfg.oblique_fraction)
+    )
+    n = len(outcome.result.poses)
+    styles = sample_die_styles(rng, n)
+    felts = SceneRenderer.felt_names()
+    look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
+    lighting = sample_lighting(rng)
+    chips = tuple(
+        type(c)(c.x_mm, c.y_mm, c.n_chips, CHIP_COLOURS[int(rng.integers(len(CHIP_COLOURS)))])
+        for c in outcome.world.chips
+    )
+    out = renderer.render(camera, dice=outcome.result.poses, chips=chips, look=look, lighting=lighting)
+    deg = sample_degradation(rng)
+    image = degrade(out.image, deg, rng)
+    edge = outcome.world.die_edge_mm
+    phys = [
+        physical_truth(p, c, cfg.layout)
+        for p, c in zip(outcome.result.poses, outcome.result.contacts, strict=True)
+    ]
+    dice = tuple(
+        image_truth(
+            die_id=i,
+            pose=pose,
+            phys=ph,
+            camera=camera,
+            seg=out.seg,
+            seg_id=out.die_ids[i],
+            edge_mm=edge,
+            kept=outcome.kept[i],
+            style=styles[i],
+        )
+        for i, (pose, ph) in enumerate(zip(outcome.result.poses, phys, strict=True))
+    )
+    verdict, reasons = scene_verdict(phys, expected=outcome.expected_dice, missing=outcome.missing)
+    scene_id = f"s{cfg.seed:04d}-{index:06d}"
+    hom = camera.plane_homography()
+    render_info = {
+        "renderer": out.renderer,
+        "width_px": w,
+        "height_px": h,
+        "settled": outcome.result.settled,
+        "sim_time_s": round(outcome.result.sim_time_s, 4),
+        "felt": look.felt,
+        "lighting": {
+            "direction": list(lighting.direction),
+            "ambient": lighting.ambient,
+            "diffuse": lighting.diffuse,
+            "specular": lighting.specular,
+            "shadow": lighting.shadow,
+        },
+        "degradation": deg.as_dict(),
+        "note": outcome.note,
+    }
+    truth = SceneTruth(
+        scene_id=scene_id,
+        image=f"images/{scene_id}.jpg",
+        scenario=outcome.scenario,
+        verdict=verdict,
+        reasons=reasons,
+        expected_dice=outcome.expected_dice,
+        dice=dice,
+        camera=camera,
+        homography_px_from_mm=tuple((float(r[0]), float(r[1]), float(r[2])) for r in hom),
+        seed=cfg.seed,
+        index=index,
+        generator=GENERATOR_VERSION,
+        render=render_info,
+        format=FORMAT_VERSION,
+    )
+    return GeneratedScene(encode_jpeg(image, deg.jpeg_quality), truth)

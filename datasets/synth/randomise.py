@@ -1,0 +1,166 @@
+"""Domain randomisation: the camera, the look and the light drawn per scene, and the image degradations.
+
+Everything is drawn from a numpy Generator the caller seeds per scene, so a scene's look depends only on
+(seed, index). The degradations (colour cast, glare, focus and motion blur, sensor noise, JPEG) are done with
+OpenCV on the rendered image; they do not move any die, so the ground truth is unchanged by them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from calibration.camera import Camera, CameraIntrinsics, CameraPose
+from calibration.layout import ThrowBoxLayout
+from datasets.synth.render import Lighting
+from datasets.synth.textures import CASINO_STYLES, DIE_STYLES
+
+ImageArray = NDArray[np.uint8]
+
+CHIP_COLOURS: tuple[tuple[float, float, float, float], ...] = (
+    (0.85, 0.1, 0.1, 1.0),  # red $5
+    (0.1, 0.55, 0.15, 1.0),  # green $25
+    (0.08, 0.08, 0.08, 1.0),  # black $100
+    (0.45, 0.15, 0.6, 1.0),  # purple $500
+    (0.92, 0.92, 0.9, 1.0),  # white $1
+    (0.95, 0.75, 0.1, 1.0),  # yellow
+)
+
+
+@dataclass(frozen=True)
+class Degradation:
+    """Image degradations for one scene (all drawn per scene)."""
+
+    gain: float
+    channel_gain: tuple[float, float, float]
+    glare: tuple[float, float, float, float] | None  # centre x, y (fraction), radius (fraction), strength
+    defocus_sigma_px: float
+    motion_px: int
+    motion_angle_deg: float
+    noise_sigma: float
+    jpeg_quality: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """For the ground truth's `render` record (JSON types: lists, not tuples)."""
+        out: dict[str, Any] = json.loads(json.dumps(asdict(self)))
+        return out
+
+
+def sample_camera(
+    rng: np.random.Generator, layout: ThrowBoxLayout, *, width_px: int, height_px: int, oblique: bool
+) -> Camera:
+    """A camera above the box: top-down with jitter, or oblique from the dealer's or the players' side."""
+    cx, cy = layout.width_mm / 2.0, layout.depth_mm / 2.0
+    hfov = float(rng.uniform(38.0, 55.0))
+    intr = CameraIntrinsics.from_fov(width_px=width_px, height_px=height_px, hfov_deg=hfov)
+    margin = float(rng.uniform(40.0, 110.0))
+    half_w = max(layout.width_mm / 2.0, layout.depth_mm / 2.0 * width_px / height_px) + margin
+    dist = half_w / np.tan(np.radians(hfov) / 2.0)
+    target = (cx + float(rng.normal(0, 15)), cy + float(rng.normal(0, 15)), 0.0)
+    roll = float(rng.normal(0.0, 2.5))
+    if oblique:
+        tilt = np.radians(rng.uniform(15.0, 40.0))
+        side = -1.0 if rng.random() < 0.7 else 1.0  # mostly from the dealer's side
+        dist *= float(rng.uniform(0.95, 1.1))
+        eye = (
+            target[0] + float(rng.normal(0, 40)),
+            target[1] + side * dist * np.sin(tilt),
+            dist * np.cos(tilt),
+        )
+        up_y = 1.0 if side < 0 else -1.0
+    else:
+        dist *= float(rng.uniform(0.97, 1.05))
+        eye = (target[0] + float(rng.normal(0, 20)), target[1] + float(rng.normal(0, 20)), dist)
+        up_y = 1.0
+    r = np.radians(roll)
+    up = (float(np.sin(r)) * up_y, float(np.cos(r)) * up_y, 0.0)
+    pose = CameraPose.look_at(eye_mm=(float(eye[0]), float(eye[1]), float(eye[2])), target_mm=target, up=up)
+    return Camera(intr, pose)
+
+
+def sample_die_styles(rng: np.random.Generator, n: int) -> tuple[str, ...]:
+    """Mostly one casino style for the whole set (as on a table), sometimes other common dice or a mix."""
+    u = rng.random()
+    if u < 0.65:
+        return (str(rng.choice(CASINO_STYLES)),) * n
+    names = [s.name for s in DIE_STYLES]
+    if u < 0.9:
+        return (str(rng.choice(names)),) * n
+    return tuple(str(rng.choice(names)) for _ in range(n))
+
+
+def sample_lighting(rng: np.random.Generator) -> Lighting:
+    """Light from somewhere above, of random strength and tint."""
+    az = rng.uniform(0, 2 * np.pi)
+    el = rng.uniform(np.radians(35), np.radians(88))
+    direction = (float(np.cos(az) * np.cos(el)), float(np.sin(az) * np.cos(el)), float(np.sin(el)))
+    tint = rng.uniform(0.85, 1.0, size=3)
+    return Lighting(
+        direction=direction,
+        colour=(float(tint[0]), float(tint[1]), float(tint[2])),
+        ambient=float(rng.uniform(0.4, 0.75)),
+        diffuse=float(rng.uniform(0.3, 0.65)),
+        specular=float(rng.uniform(0.05, 0.5)),
+        shadow=bool(rng.random() < 0.85),
+    )
+
+
+def sample_degradation(rng: np.random.Generator) -> Degradation:
+    """Colour cast, glare, blur, noise and JPEG quality for one image."""
+    cg = rng.uniform(0.92, 1.08, size=3)
+    glare = None
+    if rng.random() < 0.3:
+        glare = (
+            float(rng.uniform(0.1, 0.9)),
+            float(rng.uniform(0.1, 0.9)),
+            float(rng.uniform(0.05, 0.25)),
+            float(rng.uniform(0.2, 0.7)),
+        )
+    return Degradation(
+        gain=float(rng.uniform(0.8, 1.2)),
+        channel_gain=(float(cg[0]), float(cg[1]), float(cg[2])),
+        glare=glare,
+        defocus_sigma_px=float(rng.uniform(0.4, 1.6)) if rng.random() < 0.35 else 0.0,
+        motion_px=int(rng.integers(3, 10)) if rng.random() < 0.15 else 0,
+        motion_angle_deg=float(rng.uniform(0, 180)),
+        noise_sigma=float(rng.uniform(0.5, 6.0)),
+        jpeg_quality=int(rng.integers(60, 96)),
+    )
+
+
+def degrade(image: ImageArray, deg: Degradation, rng: np.random.Generator) -> ImageArray:
+    """Apply the degradations except JPEG (the writer encodes with `deg.jpeg_quality`)."""
+    img = image.astype(np.float32)
+    img *= deg.gain * np.asarray(deg.channel_gain, dtype=np.float32)
+    h, w = img.shape[:2]
+    if deg.glare is not None:
+        gx, gy, gr, gs = deg.glare
+        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+        r2 = ((xx - gx * w) ** 2 + (yy - gy * h) ** 2) / (gr * max(w, h)) ** 2
+        img += (255.0 * gs * np.exp(-r2))[..., None]
+    if deg.defocus_sigma_px > 0:
+        img = np.asarray(cv2.GaussianBlur(img, (0, 0), deg.defocus_sigma_px), dtype=np.float32)
+    if deg.motion_px > 1:
+        k = np.zeros((deg.motion_px, deg.motion_px), dtype=np.float32)
+        k[deg.motion_px // 2, :] = 1.0
+        rot = cv2.getRotationMatrix2D(
+            ((deg.motion_px - 1) / 2.0, (deg.motion_px - 1) / 2.0), deg.motion_angle_deg, 1.0
+        )
+        k = np.asarray(cv2.warpAffine(k, rot, (deg.motion_px, deg.motion_px)), dtype=np.float32)
+        img = np.asarray(cv2.filter2D(img, -1, k / max(float(k.sum()), 1e-6)), dtype=np.float32)
+    if deg.noise_sigma > 0:
+        img += rng.normal(0.0, deg.noise_sigma, size=img.shape).astype(np.float32)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def encode_jpeg(image: ImageArray, quality: int) -> bytes:
+    """JPEG bytes of a BGR image."""
+    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise RuntimeError("OpenCV could not encode the image as JPEG")
+    return bytes(buf.tobytes())

@@ -1,0 +1,313 @@
+"""Rendering a resting (or moving) scene from a calibrated camera with pybullet.
+
+pybullet's EGL plugin (Mesa's software OpenGL on a machine without a GPU) gives shading and soft shadows
+at about 0.05-0.09 s a 1280x960 frame; TinyRenderer, pybullet's built-in CPU rasteriser, is the fallback
+when EGL cannot start. Pitfalls measured in issue 3 and handled here: the plugin must be loaded before any
+body exists; meshes are cached by file name (one OBJ + MTL per texture); textures are never freed, so the
+palette is fixed and the client is reconnected every `RECONNECT_EVERY` scenes.
+
+Camera conversion: OpenCV looks along +z with +y down, OpenGL along -z with +y up; the projection is built
+from the intrinsics so that a world point lands on exactly the pixel `Camera.project` gives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calibration.camera import Camera
+from calibration.layout import ThrowBoxLayout
+from datasets.synth.physics import CHIP_HEIGHT_MM, CHIP_RADIUS_MM, ChipStack, DiePose, wall_boxes_m
+from datasets.synth.textures import (
+    DIE_STYLES,
+    FACE_ID_STYLE,
+    FELT_COLOURS,
+    INK_COLOURS,
+    write_die_mesh,
+    write_felt_mesh,
+)
+
+ImageArray = NDArray[np.uint8]
+RECONNECT_EVERY = 40
+NEAR_M, FAR_M = 0.05, 5.0
+
+
+class RenderError(RuntimeError):
+    """The renderer could not produce an image (no OpenGL, a broken client)."""
+
+
+@dataclass(frozen=True)
+class Lighting:
+    """Light for one render: direction toward the light (world), colour and shading coefficients."""
+
+    direction: tuple[float, float, float] = (0.3, -0.4, 1.0)
+    colour: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    ambient: float = 0.6
+    diffuse: float = 0.5
+    specular: float = 0.2
+    shadow: bool = True
+
+
+FLAT_LIGHT = Lighting(ambient=1.0, diffuse=0.0, specular=0.0, shadow=False)
+
+
+@dataclass(frozen=True)
+class SceneLook:
+    """Which palette entries a scene uses."""
+
+    die_styles: tuple[str, ...]  # one per die
+    felt: str  # "<felt colour>-<ink index>"
+    wall_rgba: tuple[float, float, float, float] = (0.35, 0.2, 0.1, 1.0)
+    table_rgba: tuple[float, float, float, float] = (0.25, 0.15, 0.08, 1.0)
+
+
+@dataclass(frozen=True)
+class RenderOutput:
+    """The rendered image (BGR uint8), the segmentation mask (body index per pixel, -1 none) and ids."""
+
+    image: ImageArray
+    seg: NDArray[np.int32]
+    die_ids: tuple[int, ...]  # segmentation value of each die, in die order
+    renderer: str
+
+
+def view_matrix(camera: Camera) -> list[float]:
+    """pybullet view matrix (column-major 4x4) for an OpenCV camera whose pose is in mm."""
+    rot = camera.pose.rotation
+    t = np.asarray(camera.pose.tvec, dtype=np.float64) / 1000.0
+    m = np.eye(4)
+    m[:3, :3] = rot
+    m[:3, 3] = t
+    gl = np.diag([1.0, -1.0, -1.0, 1.0]) @ m
+    return [float(v) for v in gl.T.ravel()]
+
+
+def projection_matrix(camera: Camera) -> list[float]:
+    """pybullet projection matrix (column-major 4x4) reproducing the intrinsics exactly."""
+    k = camera.intrinsics
+    w, h = k.width_px, k.height_px
+    n, f = NEAR_M, FAR_M
+    cx, cy = k.cx + 0.5, k.cy + 0.5  # OpenGL pixel i spans [i, i+1]; OpenCV puts its centre at i
+    p = np.array(
+        [
+            [2 * k.fx / w, 0.0, 1.0 - 2 * cx / w, 0.0],
+            [0.0, 2 * k.fy / h, 2 * cy / h - 1.0, 0.0],
+            [0.0, 0.0, -(f + n) / (f - n), -2 * f * n / (f - n)],
+            [0.0, 0.0, -1.0, 0.0],
+        ]
+    )
+    return [float(v) for v in p.T.ravel()]
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """The EGL plugin prints its vendor strings on stdout (fd 1); keep them off the progress bar."""
+    try:
+        fd = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(fd, 1)
+        os.close(fd)
+
+
+class SceneRenderer:
+    """One pybullet client for rendering; rebuilds the scene's bodies for every render.
+
+    Args:
+        layout: the throw box.
+        prefer_egl: try the EGL plugin first (falls back to TinyRenderer when it cannot load).
+    """
+
+    def __init__(self, layout: ThrowBoxLayout, *, prefer_egl: bool = True, die_edge_mm: float = 19.0) -> None:
+        self.layout = layout
+        self.prefer_egl = prefer_egl and os.environ.get("THROWBOX_RENDERER", "").lower() != "tiny"
+        self.die_edge_mm = die_edge_mm
+        self._assets = Path(tempfile.mkdtemp(prefix="throwbox-synth-"))
+        self._meshes: dict[str, Path] = {}
+        for style in (*DIE_STYLES, FACE_ID_STYLE):
+            self._meshes[f"die:{style.name}"] = write_die_mesh(
+                self._assets, style, edge_m=die_edge_mm / 1000.0
+            )
+        for name, bgr in FELT_COLOURS:
+            for i, ink in enumerate(INK_COLOURS):
+                key = f"{name}-{i}"
+                self._meshes[f"felt:{key}"] = write_felt_mesh(
+                    self._assets, key, layout, felt_bgr=bgr, ink_bgr=ink
+                )
+        self._cid: int | None = None
+        self._egl = False
+        self._renders = 0
+
+    @staticmethod
+    def felt_names() -> tuple[str, ...]:
+        """Every felt in the palette."""
+        return tuple(f"{name}-{i}" for name, _ in FELT_COLOURS for i in range(len(INK_COLOURS)))
+
+    @property
+    def renderer_name(self) -> str:
+        """ "egl" or "tiny" (valid after the first render)."""
+        return "egl" if self._egl else "tiny"
+
+    def close(self) -> None:
+        """Disconnect and delete the temporary textures."""
+        self._disconnect()
+        shutil.rmtree(self._assets, ignore_errors=True)
+
+    def __enter__(self) -> SceneRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _disconnect(self) -> None:
+        import pybullet as pb
+
+        if self._cid is not None:
+            with contextlib.suppress(Exception), _quiet_stdout():
+                pb.disconnect(physicsClientId=self._cid)
+            self._cid = None
+
+    def _client(self) -> int:
+        import pkgutil
+
+        import pybullet as pb
+
+        if self._cid is not None and self._renders >= RECONNECT_EVERY:
+            self._disconnect()
+        if self._cid is None:
+            cid = pb.connect(pb.DIRECT)
+            self._egl = False
+            if self.prefer_egl:
+                loader = pkgutil.get_loader("eglRenderer")
+                filename = loader.get_filename() if loader is not None else None  # type: ignore[attr-defined]
+                if filename:
+                    with _quiet_stdout():
+                        plugin = pb.loadPlugin(filename, "_eglRendererPlugin", physicsClientId=cid)
+                    self._egl = plugin >= 0
+            self._cid = cid
+            self._renders = 0
+        return self._cid
+
+    def _mesh_body(
+        self, cid: int, key: str, pos_m: list[float], quat: list[float], rgba: list[float] | None = None
+    ) -> int:
+        import pybullet as pb
+
+        kwargs: dict[str, object] = {"fileName": str(self._meshes[key]), "physicsClientId": cid}
+        if rgba is not None:
+            kwargs["rgbaColor"] = rgba
+        vs = pb.createVisualShape(pb.GEOM_MESH, **kwargs)
+        return int(pb.createMultiBody(0, -1, vs, pos_m, quat, physicsClientId=cid))
+
+    def _box_body(self, cid: int, centre: list[float], half: list[float], rgba: list[float]) -> int:
+        import pybullet as pb
+
+        vs = pb.createVisualShape(pb.GEOM_BOX, halfExtents=half, rgbaColor=rgba, physicsClientId=cid)
+        return int(pb.createMultiBody(0, -1, vs, centre, physicsClientId=cid))
+
+    def render(
+        self,
+        camera: Camera,
+        *,
+        dice: tuple[DiePose, ...],
+        chips: tuple[ChipStack, ...],
+        look: SceneLook,
+        lighting: Lighting,
+        face_id: bool = False,
+    ) -> RenderOutput:
+        """Draw the scene as `camera` sees it; with `face_id`, dice get one flat colour per face."""
+        import pybullet as pb
+
+        if len(look.die_styles) != len(dice):
+            raise ValueError(f"{len(dice)} dice but {len(look.die_styles)} die styles")
+        cid = self._client()
+        bodies: list[int] = []
+        try:
+            lay = self.layout
+            w, d = lay.width_mm / 1000.0, lay.depth_mm / 1000.0
+            bodies.append(self._mesh_body(cid, f"felt:{look.felt}", [0.0, 0.0, 0.0], [0, 0, 0, 1]))
+            # The table around the box, a little below the felt so the two never fight for depth.
+            bodies.append(
+                self._box_body(cid, [w / 2, d / 2, -0.0105], [1.5, 1.5, 0.01], list(look.table_rgba))
+            )
+            for centre, half in wall_boxes_m(lay):
+                bodies.append(self._box_body(cid, list(centre), list(half), list(look.wall_rgba)))
+            for stack in chips:
+                for k in range(stack.n_chips):
+                    shade = 1.0 if k % 2 == 0 else 0.85  # alternate shades so the chips read as a stack
+                    rgba = [
+                        stack.colour_rgba[0] * shade,
+                        stack.colour_rgba[1] * shade,
+                        stack.colour_rgba[2] * shade,
+                        1.0,
+                    ]
+                    vs = pb.createVisualShape(
+                        pb.GEOM_CYLINDER,
+                        radius=CHIP_RADIUS_MM / 1000.0,
+                        length=CHIP_HEIGHT_MM / 1000.0 * 0.98,
+                        rgbaColor=rgba,
+                        physicsClientId=cid,
+                    )
+                    z = (k + 0.5) * CHIP_HEIGHT_MM / 1000.0
+                    bodies.append(
+                        int(
+                            pb.createMultiBody(
+                                0, -1, vs, [stack.x_mm / 1000.0, stack.y_mm / 1000.0, z], physicsClientId=cid
+                            )
+                        )
+                    )
+            die_ids: list[int] = []
+            for pose, style in zip(dice, look.die_styles, strict=True):
+                key = f"die:{FACE_ID_STYLE.name}" if face_id else f"die:{style}"
+                pos = [c / 1000.0 for c in pose.position_mm]
+                did = self._mesh_body(cid, key, pos, list(pose.quat_xyzw))
+                bodies.append(did)
+                die_ids.append(did)
+            intr = camera.intrinsics
+            renderer = pb.ER_BULLET_HARDWARE_OPENGL if self._egl else pb.ER_TINY_RENDERER
+            with _quiet_stdout():
+                result = pb.getCameraImage(
+                    intr.width_px,
+                    intr.height_px,
+                    viewMatrix=view_matrix(camera),
+                    projectionMatrix=projection_matrix(camera),
+                    lightDirection=list(lighting.direction),
+                    lightColor=list(lighting.colour),
+                    lightDistance=2.0,
+                    shadow=1 if lighting.shadow else 0,
+                    lightAmbientCoeff=lighting.ambient,
+                    lightDiffuseCoeff=lighting.diffuse,
+                    lightSpecularCoeff=lighting.specular,
+                    renderer=renderer,
+                    physicsClientId=cid,
+                )
+            self._renders += 1
+        except pb.error as exc:
+            self._disconnect()
+            raise RenderError(f"pybullet could not render: {exc}") from exc
+        finally:
+            if self._cid is not None:
+                for b in bodies:
+                    with contextlib.suppress(Exception):
+                        pb.removeBody(b, physicsClientId=self._cid)
+        width, height = int(result[0]), int(result[1])
+        pixels = np.asarray(result[2], dtype=np.uint8).reshape(height, width, 4)
+        seg = np.asarray(result[4], dtype=np.int32).reshape(height, width)
+        if pixels[..., 3].max() == 0:
+            raise RenderError("the renderer returned an empty frame")
+        bgr = np.ascontiguousarray(pixels[..., 2::-1])
+        return RenderOutput(bgr, seg, tuple(die_ids), self.renderer_name)
