@@ -181,7 +181,11 @@ def felt_texture(
     for face, rect in layout.layout_boxes().items():
         cv2.rectangle(img8, to_px(rect.x0, rect.y1), to_px(rect.x1, rect.y0), ink_bgr, thick, cv2.LINE_AA)
         label = LAYOUT_LABELS[face].upper()
-        scale = 0.03 * px_per_mm * min(rect.x1 - rect.x0, 80.0) / 10.0
+        # Fit the label to 70 % of the box width (and at most a third of its depth).
+        (tw1, th1), _ = cv2.getTextSize(label, cv2.FONT_HERSHEY_DUPLEX, 1.0, thick)
+        box_w_px = (rect.x1 - rect.x0) * px_per_mm
+        box_h_px = (rect.y1 - rect.y0) * px_per_mm
+        scale = min(0.7 * box_w_px / tw1, box_h_px / 3.0 / th1)
         (tw, th), _ = cv2.getTextSize(label, cv2.FONT_HERSHEY_DUPLEX, scale, thick)
         cx, cy = to_px(*rect.centre)
         cv2.putText(
