@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -74,7 +75,7 @@ class Service:
 def running_service(backend: str, data_dir: Path, **overrides: Any) -> Iterator[Service]:
     """Start the app on a free port with keys for every role."""
     with database_url(backend, data_dir) as url:
-        settings = Settings(data_dir=data_dir, database_url=url, **overrides)
+        settings = Settings(data_dir=data_dir, database_url=SecretStr(url) if url else None, **overrides)
         app = create_app(settings)
         with serve_app(app) as base_url, httpx.Client(timeout=30.0) as client:
             keys: dict[str, str] = {}

@@ -20,7 +20,9 @@ HRD10_FIRST = [5, 5, 5, 5, 6, 6, 6, 1, 1, 4]
 HRD10_EXTRA = [5, 5, 2, 3, 4, 6]  # the six dice that were not 5s
 
 
-def roll(svc: Service, table: str, roll_id: str, faces: list[int], verdict: str = "valid", **extra: Any) -> Any:
+def roll(
+    svc: Service, table: str, roll_id: str, faces: list[int], verdict: str = "valid", **extra: Any
+) -> Any:
     body = {"roll_id": roll_id, "source": "reader", "verdict": verdict, "faces": faces, **extra}
     return svc.call("POST", f"/v1/tables/{table}/rolls", "reader", json=body)
 
@@ -73,8 +75,10 @@ def test_ten_dice_round_with_extra_roll_equals_settle(service: Service) -> None:
     stored = svc.ok("GET", f"/v1/rounds/{rid}", "surveillance")
     assert stored["phase"] == "complete" and stored["closed_at"] is not None
     settled = svc.ok(
-        "POST", "/v1/settle", "reader", json={"game": "hrd10", "wagers": HRD10_WAGERS,
-                                                "rolls": [HRD10_FIRST, HRD10_EXTRA]}
+        "POST",
+        "/v1/settle",
+        "reader",
+        json={"game": "hrd10", "wagers": HRD10_WAGERS, "rolls": [HRD10_FIRST, HRD10_EXTRA]},
     )
     assert stored["settlement"] == settled
     # The Like Kind 6 wager is decided on the final count (4 kept + 2 new fives = 6) at roll 2.
@@ -102,7 +106,9 @@ def test_six_dice_round_equals_settle(service: Service) -> None:
     rid = svc.ok("POST", "/v1/tables/T6/rounds", "dealer", 201)["id"]
     # The 6-dice game has no Extra Roll: the engine refuses it by clause.
     refused = svc.call(
-        "POST", f"/v1/rounds/{rid}/wagers", "dealer",
+        "POST",
+        f"/v1/rounds/{rid}/wagers",
+        "dealer",
         json={"wagers": [{"seat": 1, "kind": "extra_roll", "amount": "5.00"}]},
     )
     assert refused.status_code == 422
@@ -112,7 +118,8 @@ def test_six_dice_round_equals_settle(service: Service) -> None:
     done = roll(svc, "T6", "six-1", faces)
     assert done.status_code == 201 and done.json()["settled"] is True
     stored = svc.ok("GET", f"/v1/rounds/{rid}", "dealer")
-    settled = svc.ok("POST", "/v1/settle", "dealer", json={"game": "hrd6", "wagers": wagers, "rolls": [faces]})
+    doc = {"game": "hrd6", "wagers": wagers, "rolls": [faces]}
+    settled = svc.ok("POST", "/v1/settle", "dealer", json=doc)
     assert stored["settlement"] == settled
     assert [s["result"] for s in settled["settlements"]] == ["win", "win", "lose", "lose"]
 
@@ -124,9 +131,10 @@ def test_dealer_call_mismatch_raises_alert_and_correction_is_linked(service: Ser
     svc.ok("POST", f"/v1/rounds/{rid}/wagers", "dealer", 201, json={"wagers": HRD10_WAGERS[4:6]})
     svc.ok("POST", f"/v1/rounds/{rid}/no-more-bets", "dealer")
     assert roll(svc, "T1", "c-1", HRD10_FIRST).json()["settled"] is True
-    good = svc.ok("POST", f"/v1/rounds/{rid}/dealer-calls", "dealer", json={"roll": 1, "winner": 5, "match_count": 4})
+    calls = f"/v1/rounds/{rid}/dealer-calls"
+    good = svc.ok("POST", calls, "dealer", json={"roll": 1, "winner": 5, "match_count": 4})
     assert good["matches"] is True and good["alert_id"] is None
-    bad = svc.ok("POST", f"/v1/rounds/{rid}/dealer-calls", "dealer", json={"roll": 1, "winner": 6, "match_count": 3})
+    bad = svc.ok("POST", calls, "dealer", json={"roll": 1, "winner": 6, "match_count": 3})
     assert bad["matches"] is False
     alerts = svc.ok("GET", "/v1/alerts?table_id=T1", "surveillance")
     assert [(a["id"], a["kind"]) for a in alerts] == [(bad["alert_id"], "dealer_call_mismatch")]
@@ -139,8 +147,12 @@ def test_dealer_call_mismatch_raises_alert_and_correction_is_linked(service: Ser
     first = svc.ok("POST", f"/v1/rounds/{rid}/corrections", "supervisor", 201, json=body)
     second = svc.ok("POST", f"/v1/rounds/{rid}/corrections", "admin", 201, json={**body, "reason": "again"})
     assert first["supersedes_id"] is None and second["supersedes_id"] == first["id"]
-    expected = svc.ok("POST", "/v1/settle", "admin",
-                      json={"game": "hrd10", "wagers": HRD10_WAGERS[4:6], "rolls": [body["first_roll"]]})
+    expected = svc.ok(
+        "POST",
+        "/v1/settle",
+        "admin",
+        json={"game": "hrd10", "wagers": HRD10_WAGERS[4:6], "rolls": [body["first_roll"]]},
+    )
     assert first["settlement"] == expected
     after = svc.ok("GET", f"/v1/rounds/{rid}", "surveillance")
     # The settled round itself never changed; the corrections hang off it.
@@ -159,8 +171,8 @@ def test_no_decision_roll_alerts_and_advances_nothing(service: Service) -> None:
     assert unsure.json()["phase"] == "no_more_bets"
     alerts = svc.ok("GET", "/v1/alerts", "admin")
     assert [a["kind"] for a in alerts] == ["no_decision"]
-    keyed = svc.call("POST", "/v1/tables/T2/rolls", "dealer",
-                     json={"roll_id": "u-2", "source": "dealer", "verdict": "valid", "faces": [2, 2, 3, 4, 5, 6]})
+    by_hand = {"roll_id": "u-2", "source": "dealer", "verdict": "valid", "faces": [2, 2, 3, 4, 5, 6]}
+    keyed = svc.call("POST", "/v1/tables/T2/rolls", "dealer", json=by_hand)
     assert keyed.status_code == 201 and keyed.json()["settled"] is True
     metrics = svc.client.get(svc.base_url + "/metrics").text
     assert 'throwbox_roll_verdicts_total{applied="false",verdict="no_decision"} 1.0' in metrics
