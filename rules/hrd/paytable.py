@@ -37,7 +37,8 @@ from rules.hrd.dice import NO_MATCH, DiceCount
 
 FORMAT = "throwbox-hrd-paytable/1"
 
-_ODDS_RE = re.compile(r"^\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s+to\s+([0-9][0-9,]*(?:\.[0-9]+)?)\s*$")
+_NUMBER = r"((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)"  # thousands commas only in threes
+_ODDS_RE = re.compile(rf"^\s*{_NUMBER}\s+to\s+{_NUMBER}\s*$")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def parse_odds(text: str) -> Odds:
     try:
         numerator = Fraction(Decimal(match.group(1).replace(",", "")))
         denominator = Fraction(Decimal(match.group(2).replace(",", "")))
-    except InvalidOperation as exc:  # e.g. "1,,0" passes the pattern but is no number
+    except InvalidOperation as exc:  # the pattern admits only numbers; this guards a change to it
         raise ValueError(f"odds {text!r} are not numbers") from exc
     if numerator <= 0 or denominator <= 0:
         raise ValueError(f"both sides of odds must be positive, got {text!r}")
