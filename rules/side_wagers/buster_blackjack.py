@@ -41,6 +41,7 @@ from rules.cards import Card
 from rules.games import DocumentRefusedError, MathOptions, MathReport, MathTable, Problem
 from rules.side_wagers.blackjack import DealerOutcomes, dealer_hand_problem, dealer_outcomes, hand_total
 from rules.side_wagers.common import (
+    check_fields,
     check_shoe,
     fraction_str,
     math_decks,
@@ -176,6 +177,8 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     settings = read_settings(
         doc.get("settings"), defaults=SETTINGS_DEFAULTS, choices=SETTINGS_CHOICES, problems=problems
     )
+    known = ("game", "decks", "settings", "paytable", "wagers", "dealer_cards", "player_cards")
+    check_fields(doc, known=known, problems=problems)
     wagers = read_wagers(doc, kinds=("buster_blackjack",), problems=problems)
     one_per_seat(
         wagers,

@@ -22,12 +22,14 @@ CENT = Decimal("0.01")
 
 
 def parse_amount(value: object, *, field: str, problems: list[Problem]) -> Decimal | None:
-    """A wager amount: a decimal string ("5.00") or an integer, positive, whole cents. None if refused."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
+    """A wager amount: a decimal string ("5.00"), an integer or a Decimal; positive, whole cents. None if
+    refused (a float is refused: money is never a float)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
         kind = "a float" if isinstance(value, float) else repr(value)
         problems.append(Problem("document", f'an amount is a decimal string like "5.00", not {kind}', field))
         return None
     try:
+        # A Decimal comes from JSON parsed with parse_float=Decimal (the CLI and the API do): exact, so fine.
         amount = Decimal(value.strip() if isinstance(value, str) else value)
     except InvalidOperation:
         problems.append(Problem("document", f"{value!r} is not a decimal amount", field))
@@ -153,8 +155,11 @@ class Wager:
         return f"wagers[{self.index}]"
 
 
-def read_wagers(doc: Mapping[str, Any], *, kinds: Sequence[str], problems: list[Problem]) -> list[Wager]:
-    """The document's "wagers": a non-empty list of {"seat": int >= 1, "kind": one of `kinds`, "amount"}."""
+def read_wagers(
+    doc: Mapping[str, Any], *, kinds: Sequence[str], fields: Sequence[str] = (), problems: list[Problem]
+) -> list[Wager]:
+    """The document's "wagers": a non-empty list of {"seat": int >= 1, "kind": one of `kinds`, "amount"},
+    plus the game's own `fields`; any other field is refused (a typo is never silently ignored)."""
     raw_list = doc.get("wagers")
     if not isinstance(raw_list, list) or not raw_list:
         problems.append(Problem("document", '"wagers" must be a non-empty list', "wagers"))
@@ -165,6 +170,16 @@ def read_wagers(doc: Mapping[str, Any], *, kinds: Sequence[str], problems: list[
         if not isinstance(raw, Mapping):
             problems.append(Problem("document", "each wager is a JSON object", where))
             continue
+        known = ("seat", "kind", "amount", *fields)
+        for name in raw:
+            if name not in known:
+                problems.append(
+                    Problem(
+                        "document",
+                        f"unknown wager field {name!r}; known: {', '.join(known)}",
+                        f"{where}.{name}",
+                    )
+                )
         seat = raw.get("seat")
         if isinstance(seat, bool) or not isinstance(seat, int) or seat < 1:
             problems.append(
@@ -184,10 +199,16 @@ def read_wagers(doc: Mapping[str, Any], *, kinds: Sequence[str], problems: list[
 
 
 def settlement(
-    wager: Wager, *, result: str, win: Decimal, extra: Mapping[str, Any] | None = None
+    wager: Wager,
+    *,
+    result: str,
+    win: Decimal,
+    echo: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One settlement row: the wager's own fields, then result ("win", "lose" or "push") and net "win"."""
-    row: dict[str, Any] = dict(wager.raw)
+    """One settlement row: seat, kind, the wager's own fields (`echo`, as read), amount, then result ("win"
+    or "lose"), the net "win", and what decided it (`extra`)."""
+    row: dict[str, Any] = {"seat": wager.seat, "kind": wager.kind, **(echo or {})}
     row["amount"] = money_str(wager.amount)
     row["result"] = result
     row["win"] = money_str(win)
@@ -240,6 +261,9 @@ def read_settings(
             )
             continue
         allowed = choices[name]
+        if isinstance(value, str) and all(isinstance(c, bool) for c in allowed):
+            # `throwbox math --setting KEY=VALUE` passes every value as a string.
+            value = {"true": True, "false": False}.get(value.strip().lower(), value)
         if not any(value == choice and type(value) is type(choice) for choice in allowed):
             listed = ", ".join(repr(c) for c in allowed)
             problems.append(
@@ -311,6 +335,15 @@ def check_shoe(cards: Iterable[Card], *, decks: int, problems: list[Problem]) ->
         Shoe(decks).check(cards)
     except CardError as err:
         problems.append(Problem("document", f"impossible cards: {err}", "cards"))
+
+
+def check_fields(doc: Mapping[str, Any], *, known: Sequence[str], problems: list[Problem]) -> None:
+    """Refuse top-level fields the game does not read (a misspelt "setings" is never silently ignored)."""
+    for name in doc:
+        if name not in known:
+            problems.append(
+                Problem("document", f"unknown field {name!r}; known: {', '.join(known)}", str(name))
+            )
 
 
 def refuse_if(problems: list[Problem]) -> None:

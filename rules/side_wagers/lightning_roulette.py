@@ -38,6 +38,7 @@ from typing import Any
 
 from rules.games import DocumentRefusedError, MathOptions, MathReport, MathTable, Problem
 from rules.side_wagers.common import (
+    check_fields,
     fraction_str,
     odds_str,
     pay,
@@ -127,7 +128,8 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
         DocumentRefusedError: every problem found, each naming its clause.
     """
     problems: list[Problem] = []
-    wagers = read_wagers(doc, kinds=("straight",), problems=problems)
+    check_fields(doc, known=("game", "wagers", "lucky_numbers", "spin"), problems=problems)
+    wagers = read_wagers(doc, kinds=("straight",), fields=("number",), problems=problems)
     numbers: dict[int, int] = {}
     for wager in wagers:
         number = _number(
@@ -145,13 +147,15 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     for wager in wagers:
         number = numbers[wager.index]
         if number != spin:
-            rows.append(settlement(wager, result="lose", win=Decimal(0), extra={"lucky": number in draw}))
+            lost = {"lucky": number in draw}
+            rows.append(settlement(wager, result="lose", win=Decimal(0), echo={"number": number}, extra=lost))
             continue
         lucky = number in draw
         odds = Fraction(draw[number] if lucky else ORDINARY_PAY)
         clause = "617b.3(e)" if lucky else "617b.3(f)"
-        extra = {"lucky": lucky, "odds": odds_str(odds), "clause": clause}
-        rows.append(settlement(wager, result="win", win=pay(wager.amount, odds), extra=extra))
+        extra: dict[str, Any] = {"lucky": lucky, "odds": odds_str(odds), "clause": clause}
+        win = pay(wager.amount, odds)
+        rows.append(settlement(wager, result="win", win=win, echo={"number": number}, extra=extra))
     return {
         "game": GAME,
         "spin": spin,

@@ -29,6 +29,7 @@ from rules.cards import SUITS, Card
 from rules.games import MathOptions, MathReport, MathTable, Problem
 from rules.side_wagers.common import (
     Wager,
+    check_fields,
     check_shoe,
     fraction_str,
     math_decks,
@@ -70,7 +71,8 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     """
     problems: list[Problem] = []
     decks = read_decks(doc.get("decks"), allowed=DECKS_ALLOWED, clause="631b.7", problems=problems)
-    wagers = read_wagers(doc, kinds=("majestic_match",), problems=problems)
+    check_fields(doc, known=("game", "decks", "wagers", "player_cards", "banker_cards"), problems=problems)
+    wagers = read_wagers(doc, kinds=("majestic_match",), fields=("hand",), problems=problems)
     for wager in wagers:
         hand = wager.raw.get("hand")
         if hand not in HANDS:
@@ -108,11 +110,16 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _settle(wager: Wager, outcome: str) -> dict[str, Any]:
+    echo = {"hand": wager.raw["hand"]}
     if outcome == "no_match":
-        return settlement(wager, result="lose", win=Decimal(0), extra={"outcome": outcome})
+        return settlement(wager, result="lose", win=Decimal(0), echo=echo, extra={"outcome": outcome})
     odds = PAYTABLE[outcome]
     return settlement(
-        wager, result="win", win=pay(wager.amount, odds), extra={"outcome": outcome, "odds": odds_str(odds)}
+        wager,
+        result="win",
+        win=pay(wager.amount, odds),
+        echo=echo,
+        extra={"outcome": outcome, "odds": odds_str(odds)},
     )
 
 

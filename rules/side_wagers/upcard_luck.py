@@ -41,9 +41,11 @@ from rules.cards import Card, Suit
 from rules.games import DocumentRefusedError, MathOptions, MathReport, MathTable, Problem
 from rules.side_wagers.blackjack import hand_total, is_blackjack
 from rules.side_wagers.common import (
+    check_fields,
     check_shoe,
     fraction_str,
     math_decks,
+    money_str,
     odds_str,
     one_per_seat,
     parse_amount,
@@ -132,7 +134,10 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     settings = read_settings(
         doc.get("settings"), defaults=SETTINGS_DEFAULTS, choices=SETTINGS_CHOICES, problems=problems
     )
-    wagers = read_wagers(doc, kinds=("upcard_luck",), problems=problems)
+    known = ("game", "decks", "settings", "wagers", "dealer_upcard", "player_cards")
+    check_fields(doc, known=known, problems=problems)
+    wagers = read_wagers(doc, kinds=("upcard_luck",), fields=("blackjack_wager",), problems=problems)
+    main_wagers: dict[int, Decimal] = {}
     one_per_seat(
         wagers,
         key=lambda w: w.seat,
@@ -149,6 +154,8 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
             )
             continue
         main = parse_amount(raw_main, field=where, problems=problems)
+        if main is not None:
+            main_wagers[wager.index] = main
         if main is not None and wager.amount > main:
             problems.append(
                 Problem(
@@ -197,14 +204,15 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
         outcome = classify(player, upcard, settings)
         total = hand_total(player)
         hand = {"cards": [str(c) for c in player], "total": total.total, "soft": total.soft}
+        echo = {"blackjack_wager": money_str(main_wagers[wager.index])}
         if outcome == "lose":
-            rows.append(
-                settlement(wager, result="lose", win=Decimal(0), extra={"outcome": outcome, "hand": hand})
-            )
+            extra = {"outcome": outcome, "hand": hand}
+            rows.append(settlement(wager, result="lose", win=Decimal(0), echo=echo, extra=extra))
         else:
             odds = PAYTABLE[outcome]
             extra = {"outcome": outcome, "odds": odds_str(odds), "hand": hand}
-            rows.append(settlement(wager, result="win", win=pay(wager.amount, odds), extra=extra))
+            win = pay(wager.amount, odds)
+            rows.append(settlement(wager, result="win", win=win, echo=echo, extra=extra))
     return {
         "game": GAME,
         "decks": decks,

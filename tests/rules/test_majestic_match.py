@@ -133,6 +133,14 @@ def test_every_problem_is_listed_at_once() -> None:
     assert clauses(err)[0] == "631b.7"
 
 
+def test_unknown_document_fields_are_refused() -> None:
+    bad = doc(["KS", "QS"], ["4H", "9C"], (1, "player", "1.00"))
+    bad["banker_card"] = ["4H", "9C"]
+    with pytest.raises(DocumentRefusedError) as err:
+        games.settle(bad)
+    assert [(p.clause, p.field) for p in err.value.problems] == [("document", "banker_card")]
+
+
 def test_example_document_settles() -> None:
     out = games.settle(json.loads((EXAMPLES / "majestic_match.json").read_text()))
     assert [r["result"] for r in out["settlements"]] == ["win", "lose", "lose"]

@@ -130,3 +130,19 @@ def test_read_wagers_needs_a_list(wagers: object) -> None:
     problems: list[Problem] = []
     assert read_wagers({"wagers": wagers}, kinds=("straight",), problems=problems) == []
     assert problems[0].field == "wagers"
+
+
+def test_unknown_wager_fields_are_refused_not_ignored() -> None:
+    problems: list[Problem] = []
+    doc = {"wagers": [{"seat": 1, "kind": "straight", "number": 5, "amont": "1.00", "amount": "1.00"}]}
+    wagers = read_wagers(doc, kinds=("straight",), fields=("number",), problems=problems)
+    assert [(p.field, p.message.split(";")[0]) for p in problems] == [
+        ("wagers[0].amont", "unknown wager field 'amont'")
+    ]
+    assert len(wagers) == 1  # the rest of the wager is still read, so every problem is listed
+
+
+def test_decimal_amounts_from_json_numbers_are_exact_and_accepted() -> None:
+    problems: list[Problem] = []
+    assert parse_amount(Decimal("5.00"), field="x", problems=problems) == Decimal("5.00")
+    assert problems == []
