@@ -3,7 +3,8 @@
 Generic over `rules.games`: the body's "game" picks the game module. The body is read raw (the document
 shapes differ per game) and parsed with exact decimals; the High Roll Dice shape is documented in OpenAPI
 with an example. A document that breaks a rule gets 422 with every problem: `{"detail": [{"clause",
-"message", "field"}, ...]}`. The endpoint stores nothing and changes nothing, so it needs no API key.
+"message", "field"}, ...]}`. The endpoint stores nothing and changes nothing; `api.main` includes it
+behind an API key of any role, like every service route (401 without one).
 """
 
 from __future__ import annotations
