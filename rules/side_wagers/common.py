@@ -110,9 +110,13 @@ def fraction_str(value: Fraction) -> str:
 
 
 def percent_str(value: Fraction, digits: int = 4) -> str:
-    """A fraction as a percentage rounded for people, e.g. 239/1369 -> "17.4580%"."""
+    """A fraction as a percentage rounded for people, e.g. 239/1369 -> "17.4580%"; a probability too small
+    to show in `digits` decimals is "<0.0001%" (the exact fraction sits next to it)."""
     scaled = Decimal(value.numerator) * 100 / Decimal(value.denominator)
-    return f"{scaled.quantize(Decimal(1).scaleb(-digits))}%"
+    step = Decimal(1).scaleb(-digits)
+    if 0 < scaled < step:
+        return f"<{step}%"
+    return f"{scaled.quantize(step)}%"
 
 
 def refuse_options(game: str, options: MathOptions, *, allowed: Iterable[str]) -> None:

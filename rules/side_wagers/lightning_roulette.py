@@ -288,7 +288,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         "wheel": "single zero, 37 numbers",
         "ordinary_pays": f"{ORDINARY_PAY} to 1",
         "permitted_lucky_pays": [f"{m} to 1" for m in PERMITTED_PAYS],
-        "formula": "house_edge = (259 - E[k] * (E[m] - 29)) / 1369",
+        "formula": "house_edge = (259 - E(k) * (E(m) - 29)) / 1369",
         "grid": {
             f"k={k},m={m}": fraction_str(house_edge(mean_lucky=Fraction(k), mean_pays=Fraction(m)))
             for k in range(1, 6)
@@ -299,8 +299,9 @@ def math_report(game: str, options: MathOptions) -> MathReport:
     notes = [
         "A straight wager wins with probability 1/37; a win on a Lucky Number pays its payout, any other "
         "win 29 to 1 (617b.3(e), (f)).",
-        "House edge = (259 - E[k] * (E[m] - 29)) / 1369, for an RNG that picks k different numbers uniformly "
-        "and gives each an independent payout m; it depends on the distribution only through E[k] and E[m].",
+        "House edge = (259 - E(k) * (E(m) - 29)) / 1369, for an RNG that picks k different numbers uniformly "
+        "and gives each an independent payout m; it depends on the distribution only through the means E(k) "
+        "and E(m).",
     ]
     if options.distribution is None:
         notes.append("No distribution given: pass one (--distribution FILE) for its exact house edge.")
@@ -330,8 +331,11 @@ def math_report(game: str, options: MathOptions) -> MathReport:
                 title="The distribution as read (normalised)",
                 columns=("quantity", "value", "probability"),
                 rows=(
-                    *((f"{k} Lucky Numbers", str(k), fraction_str(p)) for k, p in counts.items()),
-                    *((f"payout {m} to 1", str(m), fraction_str(p)) for m, p in pays.items()),
+                    *((f"Lucky Numbers drawn: {k}", str(k), fraction_str(p)) for k, p in counts.items()),
+                    *(
+                        (f"a Lucky Number's payout: {m} to 1", str(m), fraction_str(p))
+                        for m, p in pays.items()
+                    ),
                 ),
             )
         )

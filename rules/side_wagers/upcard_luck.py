@@ -311,8 +311,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         title=f"Upcard Luck (633b.15), {decks} decks",
         tables=(
             MathTable(
-                title=f"Outcomes, {decks} decks, settings {dict(settings)}: house edge {percent_str(edge)} "
-                f"({fraction_str(edge)})",
+                title=f"Outcomes, {decks} decks: house edge {percent_str(edge)} ({fraction_str(edge)})",
                 columns=("outcome", "pays", "probability", "percent"),
                 rows=rows,
             ),
@@ -330,6 +329,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         ),
         data=data,
         notes=(
+            "Settings: " + ", ".join(f"{k}={str(v).lower()}" for k, v in settings.items()) + ".",
             "Exact: the dealer's upcard and the player's two cards are three cards of the full shoe, "
             "enumerated over 12 card types with their multiplicities.",
             "Each hand pays its best outcome only: A♠ J♠ is paid 80 to 1, not also 8 to 1 as a Blackjack.",
