@@ -1,20 +1,17 @@
 """Wagers and wager validation: each broken rule is one `Problem` naming its clause.
 
-The rules checked (10 dice: 593.1, 593.2; 6 dice: 675a.6):
+The rules checked, with the clause each refusal names (hrd10 / hrd6):
 
-=============================================================  ===================  ==============
-rule                                                           hrd10                hrd6
-=============================================================  ===================  ==============
-a seat is one of the five betting positions                    593.1(a)             675a.6(b)
-a Pip Street wager is needed to play (any other wager needs one)  593.2(e)(1)       675a.6(d)
-a Pip Street wager is on a face 1..6                           593.1(b)(2)(iii)     675a.6(b)(2)
-Like Kind equals the player's Pip Street wager                 593.2(e)(2)          675a.6(d)
-Like Kind circles: 2..8 (hrd10); 2..6 and no match (hrd6)     593.1(b)(2)(i)       675a.6(b)(1)
-Extra Roll only with a Like Kind wager and equal to it         593.2(e)(3)          (no Extra Roll) 675a.6(d)
-all Pip Street, Like Kind and Extra Roll wagers of equal value 593.1(b)(2)(iv)      675a.6(b)(3)
-Millionaire Row circles 9 and 10, at most $1                   593.1(b)(2)(ii), 593.2(e)(4)  (none) 675a.6(d)
-no wager after "no more bets"                                  593.2(a), 593.4(a)   675a.6(g)
-=============================================================  ===================  ==============
+- a seat is one of the five betting positions: 593.1(a) / 675a.6(b)
+- a Pip Street wager is needed to play (any other wager at the seat needs one): 593.2(e)(1) / 675a.6(d)
+- a Pip Street wager is on a face 1..6: 593.1(b)(2)(iii) / 675a.6(b)(2)
+- a Like Kind wager equals the player's Pip Street wager: 593.2(e)(2) / 675a.6(d)
+- Like Kind circles 2..8: 593.1(b)(2)(i); 2..6 and "no match": 675a.6(b)(1)
+- an Extra Roll wager only with a Like Kind wager and equal to it: 593.2(e)(3); none with six dice:
+  675a.6(d)
+- all Pip Street, Like Kind and Extra Roll wagers of a seat of equal value: 593.1(b)(2)(iv) / 675a.6(b)(3)
+- Millionaire Row circles 9 and 10: 593.1(b)(2)(ii); at most $1: 593.2(e)(4); none with six dice: 675a.6(d)
+- no wager after "no more bets": 593.2(a) / 675a.6(g)
 
 A seat with only Millionaire Row wagers is accepted by default (setting `millionaire_row_alone`).
 Amounts are positive and in whole cents (clause "document"); one spot holds one wager per seat ("document":

@@ -152,8 +152,9 @@ def test_ten_of_a_kind_with_extra_roll_has_nothing_to_rethrow() -> None:
     assert r.extra_roll.final_count == 10
     assert r.extra_roll.faces == ()
     # The 8 circle lost on roll one (below the count of 10).
-    assert r.settlement_for(1) is not None
-    assert r.settlement_for(1).result is Result.LOSE  # type: ignore[union-attr]
+    eight = r.settlement_for(1)
+    assert eight is not None
+    assert eight.result is Result.LOSE
 
 
 def test_withdraw_keeps_the_rest_valid() -> None:
