@@ -17,7 +17,7 @@ from calibration.table import TableCalibration
 _BOX = (0, 220, 255)  # BGR: amber
 _GRID = (200, 200, 200)
 _LAYOUT = (255, 255, 0)  # cyan
-_DIE = (60, 60, 255)
+_DIE = (80, 80, 255)
 _MARKER = (255, 0, 255)
 _SHIFT = 4  # fixed-point bits for sub-pixel drawing
 
@@ -61,25 +61,54 @@ def draw_overlay(frame: object, cal: TableCalibration, *, grid_mm: float = 50.0)
     font_scale = 0.5 * scale
     for face, rect in lay.layout_boxes().items():
         _polyline(img, cal, _rect(rect.x0, rect.y0, rect.x1, rect.y1), _LAYOUT, thick)
-        cx, cy = cal.mm_to_pixel([rect.centre])[0]
+        # Label just beyond the box's far edge, so it does not hide the printed label.
+        cx, cy = cal.mm_to_pixel([(rect.centre[0], rect.y1 + 0.25 * lay.strip_margin_mm)])[0]
         label = LAYOUT_LABELS[face]
         (tw, th), _ = cv2.getTextSize(label, cv2.FONT_HERSHEY_SIMPLEX, font_scale, thin)
-        org = (round(cx - tw / 2), round(cy + th / 2))
+        org = (round(cx - tw / 2), round(cy - th / 2))
         cv2.putText(img, label, org, cv2.FONT_HERSHEY_SIMPLEX, font_scale, (0, 0, 0), thin + 2, cv2.LINE_AA)
         cv2.putText(img, label, org, cv2.FONT_HERSHEY_SIMPLEX, font_scale, _LAYOUT, thin, cv2.LINE_AA)
-    # Die scale: the expected die footprint at nine places across the throw area.
+    # Die scale: the expected top face of a resting die (at die height) at nine places in the throw area.
     area = lay.throw_area
-    half = lay.die_edge_mm / 2.0
+    e = lay.die_edge_mm
+    camera = cal.camera
     for fx in (0.15, 0.5, 0.85):
         for fy in (0.15, 0.5, 0.85):
             x = area.x0 + fx * (area.x1 - area.x0)
             y = area.y0 + fy * (area.y1 - area.y0)
-            _polyline(img, cal, _rect(x - half, y - half, x + half, y + half), _DIE, thin)
+            top = camera.project(
+                np.array(
+                    [
+                        [x - e / 2, y - e / 2, e],
+                        [x + e / 2, y - e / 2, e],
+                        [x + e / 2, y + e / 2, e],
+                        [x - e / 2, y + e / 2, e],
+                    ]
+                )
+            )
+            pts = np.round(top * (1 << _SHIFT)).astype(np.int32).reshape(-1, 1, 2)
+            cv2.polylines(img, [pts], True, _DIE, thin, cv2.LINE_AA, shift=_SHIFT)
+            edge_px = cal.die_edge_px_at(x, y)
+            label_org = (
+                round(float(top[:, 0].max()) + 3 * scale),
+                round(float(top[:, 1].mean()) + 4 * scale),
+            )
+            cv2.putText(
+                img,
+                f"{edge_px:.1f}px",
+                label_org,
+                cv2.FONT_HERSHEY_SIMPLEX,
+                0.35 * scale,
+                _DIE,
+                thin,
+                cv2.LINE_AA,
+            )
     for quad in cal.reference_corners_px.values():
         pts = np.round(np.asarray(quad) * (1 << _SHIFT)).astype(np.int32).reshape(-1, 1, 2)
         cv2.polylines(img, [pts], True, _MARKER, thin, cv2.LINE_AA, shift=_SHIFT)
     text = f"table {cal.table_id}  {cal.calibration_id.split('#')[-1]}  grid {grid_mm:g} mm"
     org = (round(10 * scale), round(24 * scale))
-    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, font_scale, (0, 0, 0), thin + 2, cv2.LINE_AA)
+    (tw, th), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, font_scale, thin)
+    cv2.rectangle(img, (org[0] - 4, org[1] - th - 4), (org[0] + tw + 4, org[1] + base + 2), (0, 0, 0), -1)
     cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, font_scale, (255, 255, 255), thin, cv2.LINE_AA)
     return img

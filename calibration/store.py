@@ -69,6 +69,7 @@ def _write(path: Path, fmt: str, body: dict[str, Any]) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the service (same host, maybe another user) reads it
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, sort_keys=True, allow_nan=False)
             fh.write("\n")
