@@ -22,6 +22,7 @@ app = typer.Typer(
 # One line per command module; each module defines `register(app: typer.Typer) -> None`.
 _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.serve",
+    "api.cli.calibrate",
     "api.cli.keys",
     "api.cli.audit",
     "api.cli.synth",
