@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.auth import ALL_ROLES, Principal, Role, authenticate
 from api.db.session import Database
 from api.metrics import Metrics
+from api.schemas import DB_INT_MAX
 from api.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer tbx_...`")
@@ -79,3 +80,6 @@ RollSubmitter = Annotated[Principal, Depends(require(Role.READER, Role.DEALER))]
 ReaderRole = Annotated[Principal, Depends(require(Role.READER))]
 Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
 Reviewer = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN))]
+
+# A database id in a path: refused (422) beyond the 32-bit range PostgreSQL's INTEGER holds.
+IdPath = Annotated[int, Path(ge=1, le=DB_INT_MAX)]

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from api import audit
 from api.db.models import Alert
-from api.deps import Admin, DatabaseDep, MetricsDep, SettingsDep, Viewer, Watcher
+from api.deps import Admin, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer, Watcher
 from api.events import publish
 from api.metrics import Metrics
 from api.schemas.admin import AlertIn, AlertOut
@@ -97,7 +97,7 @@ def raise_review(
 
 
 @router.post("/{alert_id}/acknowledge", response_model=AlertOut)
-def acknowledge(alert_id: int, principal: Admin, database: DatabaseDep) -> AlertOut:
+def acknowledge(alert_id: IdPath, principal: Admin, database: DatabaseDep) -> AlertOut:
     """Mark an alert as dealt with (admin); the alert itself stays."""
     with database.session() as session:
         row = session.get(Alert, alert_id, with_for_update=True)

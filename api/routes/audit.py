@@ -11,6 +11,7 @@ from sqlalchemy import select
 from api.audit import verify_chain
 from api.db.models import AuditEntry
 from api.deps import DatabaseDep, Watcher
+from api.schemas import DB_INT_MAX
 from api.schemas.admin import AuditEntryOut, AuditVerifyOut
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
@@ -20,7 +21,7 @@ router = APIRouter(prefix="/v1/audit", tags=["audit"])
 def list_entries(
     _: Watcher,
     database: DatabaseDep,
-    after_seq: Annotated[int, Query(ge=0)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=DB_INT_MAX)] = 0,
     subject: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[AuditEntryOut]:

@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from api.deps import DatabaseDep, SettingsDep, Viewer
 from api.events import EVENT_TYPES, events_after, sse_message
+from api.schemas import DB_INT_MAX
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
 
@@ -29,11 +30,11 @@ async def stream(
     _: Viewer,
     database: DatabaseDep,
     settings: SettingsDep,
-    after: Annotated[int, Query(ge=0, description="Send events with an id above this.")] = 0,
+    after: Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Send events with an id above this.")] = 0,
     follow: Annotated[bool, Query(description="Keep the stream open for new events.")] = True,
     types: Annotated[str | None, Query(max_length=500, description="Comma-separated event types.")] = None,
     table_id: Annotated[str | None, Query(max_length=64)] = None,
-    last_event_id: Annotated[str | None, Header(max_length=40)] = None,
+    last_event_id: Annotated[str | None, Header(max_length=10)] = None,
 ) -> StreamingResponse:
     """Rolls, settlements, invalid rolls, alerts and round steps as server-sent events with ids.
 
@@ -42,7 +43,7 @@ async def stream(
     """
     start = after
     if last_event_id is not None:
-        if not last_event_id.isdigit():
+        if not last_event_id.isdigit() or int(last_event_id) > DB_INT_MAX:
             raise HTTPException(status.HTTP_400_BAD_REQUEST, detail="Last-Event-ID must be an event id")
         start = max(start, int(last_event_id))
     wanted: set[str] | None = None

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from api import audit
 from api.auth import Role, create_key, revoke_key
 from api.db.models import ApiKey
-from api.deps import Admin, DatabaseDep
+from api.deps import Admin, DatabaseDep, IdPath
 from api.schemas.admin import KeyIn, KeyOut, NewKeyOut
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
@@ -38,7 +38,7 @@ def list_keys(_: Admin, database: DatabaseDep) -> list[KeyOut]:
 
 
 @router.delete("/{key_id}", response_model=KeyOut)
-def revoke(key_id: int, principal: Admin, database: DatabaseDep) -> KeyOut:
+def revoke(key_id: IdPath, principal: Admin, database: DatabaseDep) -> KeyOut:
     """Revoke a key (admin); it stops working at once."""
     with database.session() as session:
         if not revoke_key(session, key_id):

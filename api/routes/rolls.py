@@ -24,6 +24,7 @@ from api.events import publish
 from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, advance, now_utc
 from api.routes.alerts import raise_alert
 from api.routes.rounds import http_error, steps_of, wager_documents
+from api.schemas import DB_INT_MAX
 from api.schemas.rounds import RollIn, RollOut
 
 router = APIRouter(tags=["rolls"])
@@ -216,7 +217,7 @@ def list_rolls(
     table_id: str,
     _: Viewer,
     database: DatabaseDep,
-    round_id: Annotated[int | None, Query(ge=1)] = None,
+    round_id: Annotated[int | None, Query(ge=1, le=DB_INT_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[RollOut]:
     """Rolls at a table, newest first (dealer, surveillance, admin)."""

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from api import audit
 from api.db.models import Correction, GameTable, Round, Wager
-from api.deps import AnyRole, DatabaseDep, Dealer, MetricsDep, SettingsDep, Viewer
+from api.deps import AnyRole, DatabaseDep, Dealer, IdPath, MetricsDep, SettingsDep, Viewer
 from api.events import publish
 from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, advance, wager_document
 from api.routes.alerts import raise_alert
@@ -163,7 +163,7 @@ def list_rounds(
 
 
 @router.get("/v1/rounds/{round_id}", response_model=RoundOut, responses={404: {}})
-def get_round(round_id: int, _: Viewer, database: DatabaseDep) -> RoundOut:
+def get_round(round_id: IdPath, _: Viewer, database: DatabaseDep) -> RoundOut:
     """One round with its wagers, steps, settlement and corrections (dealer, surveillance, admin)."""
     try:
         with database.session() as session:
@@ -179,7 +179,7 @@ def get_round(round_id: int, _: Viewer, database: DatabaseDep) -> RoundOut:
     responses={404: {}, 409: {}, **REFUSED},
 )
 def place_wagers(
-    round_id: int, body: WagersIn, principal: Dealer, database: DatabaseDep, settings: SettingsDep
+    round_id: IdPath, body: WagersIn, principal: Dealer, database: DatabaseDep, settings: SettingsDep
 ) -> RoundOut:
     """Place wagers by seat (dealer): all or none, validated by the rules engine."""
     new = [
@@ -218,7 +218,9 @@ def place_wagers(
 
 
 @router.post("/v1/rounds/{round_id}/no-more-bets", response_model=RoundOut, responses={404: {}, 409: {}})
-def no_more_bets(round_id: int, principal: Dealer, database: DatabaseDep, settings: SettingsDep) -> RoundOut:
+def no_more_bets(
+    round_id: IdPath, principal: Dealer, database: DatabaseDep, settings: SettingsDep
+) -> RoundOut:
     """Close betting (dealer); Extra Roll stakes are collected now (593.4(a))."""
     step = {"op": "no_more_bets"}
     try:
@@ -254,7 +256,7 @@ def no_more_bets(round_id: int, principal: Dealer, database: DatabaseDep, settin
 
 @router.post("/v1/rounds/{round_id}/dealer-calls", response_model=DealerCallOut, responses={404: {}, 409: {}})
 def dealer_call(
-    round_id: int,
+    round_id: IdPath,
     body: DealerCallIn,
     principal: Dealer,
     database: DatabaseDep,
@@ -311,7 +313,7 @@ def dealer_call(
     responses={403: {}, 404: {}, 409: {}, **REFUSED},
 )
 def correct(
-    round_id: int, body: CorrectionIn, principal: AnyRole, database: DatabaseDep, settings: SettingsDep
+    round_id: IdPath, body: CorrectionIn, principal: AnyRole, database: DatabaseDep, settings: SettingsDep
 ) -> CorrectionOut:
     """Correct a settled round (supervisor key or admin): the engine settles the wagers again on the
     corrected dice; the result is a new entry linked to the round, which itself never changes."""

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas import DB_INT_MAX
+
 ROLL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -48,7 +50,9 @@ class RollIn(BaseModel):
         max_length=10, description="The faces read (only the rethrown dice on an Extra Roll)."
     )
     reasons: list[str] = Field(default_factory=list, max_length=20)
-    round_id: int | None = Field(default=None, ge=1, description="The round the submitter means; checked.")
+    round_id: int | None = Field(
+        default=None, ge=1, le=DB_INT_MAX, description="The round the submitter means; checked."
+    )
     evidence_sha256: str | None = Field(
         default=None, pattern=SHA256_PATTERN, description="An evidence frame uploaded to /v1/evidence."
     )
