@@ -70,7 +70,8 @@ def settle_document(doc: Mapping[str, Any]) -> dict[str, Any]:
         DocumentRefusedError: every problem found, each naming its clause.
     """
     problems: list[Problem] = []
-    decks = read_decks(doc.get("decks"), allowed=DECKS_ALLOWED, clause="631b.7", problems=problems)
+    # 631b.7 names no deck count; Baccarat shoes hold 6 or 8 decks, the shoes this engine's math covers.
+    decks = read_decks(doc.get("decks"), allowed=DECKS_ALLOWED, clause="document", problems=problems)
     check_fields(doc, known=("game", "decks", "wagers", "player_cards", "banker_cards"), problems=problems)
     wagers = read_wagers(doc, kinds=("majestic_match",), fields=("hand",), problems=problems)
     for wager in wagers:

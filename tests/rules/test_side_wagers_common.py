@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules.games import Problem
+from rules import games
+from rules.games import DocumentRefusedError, Problem
+from rules.side_wagers import common
 from rules.side_wagers.common import money_str, odds_str, parse_amount, parse_odds, pay, read_wagers
 
 
@@ -146,3 +151,47 @@ def test_decimal_amounts_from_json_numbers_are_exact_and_accepted() -> None:
     problems: list[Problem] = []
     assert parse_amount(Decimal("5.00"), field="x", problems=problems) == Decimal("5.00")
     assert problems == []
+
+
+_JUNK = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 40)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=4)
+    | st.sampled_from(["KS", "10H", "AS", "JS", "5.00", "8+", "2 to 1"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+_EXAMPLES = Path(common.__file__).parent / "examples"
+_GAMES = ("lightning_roulette", "majestic_match", "buster_blackjack", "upcard_luck")
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path] if path else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _paths(item, (*path, index))
+    return out
+
+
+@given(game=st.sampled_from(_GAMES), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_bad_input_is_refused_never_a_crash(game: str, data: st.DataObject) -> None:
+    """Replace parts of a valid example with junk: the answer is a settlement or a refusal, nothing else."""
+    doc = json.loads((_EXAMPLES / f"{game}.json").read_text())
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(doc)))
+        target = doc
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = data.draw(_JUNK)
+    try:
+        answer = games.settle(doc)
+    except DocumentRefusedError as err:
+        assert err.problems and all(p.clause and p.message for p in err.problems)
+    else:
+        json.dumps(answer)  # always JSON-ready
