@@ -62,7 +62,8 @@ class Service:
 
     def call(self, method: str, path: str, who: str | None, **kwargs: Any) -> httpx.Response:
         """One request as `who`."""
-        return self.client.request(method, self.base_url + path, headers=self.headers(who), **kwargs)
+        headers = {**kwargs.pop("headers", {}), **self.headers(who)}
+        return self.client.request(method, self.base_url + path, headers=headers, **kwargs)
 
     def ok(self, method: str, path: str, who: str | None, expect: int = 200, **kwargs: Any) -> Any:
         """One request that must answer `expect`; its JSON."""
