@@ -36,6 +36,8 @@ from rules.games import Problem
 from rules.hrd.dice import NO_MATCH, DiceCount
 
 FORMAT = "throwbox-hrd-paytable/1"
+# A bound far above the regulation's largest (1,000,000 to 1) that keeps every payout exact in `decimal`.
+MAX_ODDS = 1_000_000_000
 
 _NUMBER = r"((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)"  # thousands commas only in threes
 _ODDS_RE = re.compile(rf"^\s*{_NUMBER}\s+to\s+{_NUMBER}\s*$")
@@ -69,6 +71,8 @@ def parse_odds(text: str) -> Odds:
         raise ValueError(f"odds {text!r} are not numbers") from exc
     if numerator <= 0 or denominator <= 0:
         raise ValueError(f"both sides of odds must be positive, got {text!r}")
+    if numerator / denominator > MAX_ODDS:
+        raise ValueError(f"odds may pay at most {MAX_ODDS:,} to 1, got {text!r}")
     return Odds(win=numerator / denominator, text=" ".join(text.split()))
 
 

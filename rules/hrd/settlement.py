@@ -73,7 +73,9 @@ def payout(amount: Decimal, odds: Odds, *, rounding: PayoutRounding) -> Decimal:
         cents = math.floor(cents_exact)
     else:
         cents = math.floor(cents_exact + Fraction(1, 2))
-    return (Decimal(cents) / 100).quantize(Decimal("0.01"))
+    # Built from its digits, so exact however large (no rounding to the context's precision).
+    sign, digits, _ = Decimal(cents).as_tuple()
+    return Decimal((sign, digits, -2))
 
 
 def _win(index: int, wager: Wager, odds: Odds, *, roll: int, clause: str, settings: Settings) -> Settlement:

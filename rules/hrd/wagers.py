@@ -35,6 +35,8 @@ from rules.hrd.settings import DEFAULT_SETTINGS, ExtraRollReach, MillionaireRowA
 SEATS: tuple[int, ...] = (1, 2, 3, 4, 5)
 MILLIONAIRE_ROW_MAX = Decimal("1.00")
 CENT = Decimal("0.01")
+# No table takes a larger wager; the bound keeps every amount and payout exact in `decimal`'s 28 digits.
+MAX_AMOUNT = Decimal("1000000000.00")
 
 
 class WagerKind(StrEnum):
@@ -177,6 +179,10 @@ def _check_one(wager: Wager, where: str, *, rules: GameRules, settings: Settings
     if not isinstance(amount, Decimal) or not amount.is_finite() or amount <= 0:
         problems.append(
             Problem("document", f"amount must be a positive sum of money, got {amount!r}", f"{where}.amount")
+        )
+    elif amount > MAX_AMOUNT:
+        problems.append(
+            Problem("document", f"amount must be at most {MAX_AMOUNT:,}, got {amount}", f"{where}.amount")
         )
     elif amount != amount.quantize(CENT):
         problems.append(

@@ -93,3 +93,8 @@ def test_paytable_errors_name_the_table_they_replace() -> None:
         ("593.5(b)", "paytable.like_kind.3"),
         ("593.5(d)", "paytable.extra_roll.8"),
     ]
+
+
+def test_odds_beyond_a_billion_to_one_are_refused() -> None:
+    with pytest.raises(ValueError, match="at most"):
+        parse_odds("1,000,000,001 to 1")

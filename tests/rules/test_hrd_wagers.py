@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from rules.games import DocumentRefusedError, settle
 
@@ -297,3 +300,44 @@ def test_equal_value_means_equal_amounts_not_equal_strings() -> None:
 )
 def test_refused_rolls_and_documents(doc: dict[str, Any], expected: list[tuple[str, str]]) -> None:
     assert problems(doc) == expected
+
+
+JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**40), 10**40)
+    | st.text(max_size=8)
+    | st.decimals(allow_nan=True),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "seat": st.integers(-1, 7) | JSONISH,
+        "kind": st.sampled_from(["pip_street", "like_kind", "extra_roll", "millionaire_row"]) | JSONISH,
+        "amount": st.sampled_from(["5.00", "1.00", "0.01", "1e30", "-1", "NaN"]) | JSONISH,
+        "face": st.integers(0, 7) | JSONISH,
+        "count": st.integers(0, 11) | st.just("no_match") | JSONISH,
+    },
+)
+
+
+@hyp_settings(max_examples=200, deadline=None)
+@given(
+    game=st.sampled_from(["hrd10", "hrd6"]),
+    wagers=st.lists(FIELDS, max_size=5) | JSONISH,
+    rolls=st.lists(st.lists(st.integers(0, 7), min_size=0, max_size=11), max_size=3) | JSONISH,
+    extra=st.dictionaries(st.sampled_from(["settings", "paytable", "x"]), JSONISH, max_size=2),
+)
+def test_any_document_is_settled_or_refused_never_crashes(
+    game: str, wagers: Any, rolls: Any, extra: dict[str, Any]
+) -> None:
+    doc = {"game": game, "wagers": wagers, "rolls": rolls, **extra}
+    try:
+        answer = settle(doc)
+    except DocumentRefusedError as exc:
+        assert exc.problems  # every refusal says why
+        assert all(p.clause and p.message for p in exc.problems)
+    else:
+        assert len(answer["settlements"]) == len(wagers)
