@@ -4,7 +4,8 @@ A wager on a hand wins when that hand's initial two cards are of one suit: a Roy
 one suit) pays 25 to 1, any other Suited Match 2.5 to 1 (631b.7(d), (e)). Wagers on both hands are paid
 separately (631b.7(c)(1)); no Baccarat wager is needed (631b.7(b)). The engine settles on the two initial
 cards of each hand, so a document gives exactly two cards per hand (a Baccarat third card is drawn after
-these wagers are settled, 631b.7(c)).
+these wagers are settled, 631b.7(c)). 631b.7(c)(2) says the dealer collects "the Perfect Pairs wager" when
+neither match shows; read, as the rest of the section requires, as the losing Majestic Match wager.
 
 Settle document::
 
