@@ -1,0 +1,149 @@
+"""Settings, evidence frames (SHA-256 at rest, checked when fetched), the audit trail over HTTP,
+readiness and metrics."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr, ValidationError
+
+from api.audit import evidence_path
+from api.settings import Settings
+from tests.api.conftest import Service
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def test_settings_from_environment_and_secrets_hidden(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("THROWBOX_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("THROWBOX_DATABASE_URL", "postgresql+psycopg://tb:hunter2@db/throwbox")
+    monkeypatch.setenv("THROWBOX_WEBHOOK_URLS", '["https://hooks.example/a"]')
+    monkeypatch.setenv("THROWBOX_WEBHOOK_SECRET", "s3cret-value")
+    settings = Settings()
+    assert settings.data_dir == tmp_path / "d"
+    assert settings.resolved_database_url == "postgresql+psycopg://tb:hunter2@db/throwbox"
+    assert settings.webhook_urls == ["https://hooks.example/a"]
+    shown = repr(settings) + str(settings) + settings.model_dump_json()
+    assert "hunter2" not in shown and "s3cret-value" not in shown
+
+
+def test_settings_default_sqlite_under_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert settings.resolved_database_url == f"sqlite:///{(tmp_path / 'throwbox.sqlite3').resolve()}"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        # a webhook that nobody could verify
+        ({"webhook_urls": ["https://h.example/x"]}, "THROWBOX_WEBHOOK_SECRET"),
+        # not an HTTP URL
+        ({"webhook_urls": ["ftp://h.example/x"], "webhook_secret": SecretStr("k")}, "http:// or https://"),
+        # retries must be at least one attempt
+        ({"webhook_max_attempts": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_bad_settings_are_refused_clearly(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("/", ".").replace("+", ".")):
+        Settings(**overrides)  # type: ignore[arg-type]
+
+
+def test_evidence_stored_by_sha256_and_checked_on_fetch(service: Service) -> None:
+    svc = service
+    stored = svc.ok("POST", "/v1/evidence", "reader", 201, content=PNG, headers={"Content-Type": "image/png"})
+    sha = hashlib.sha256(PNG).hexdigest()
+    assert stored == {"sha256": sha, "size_bytes": len(PNG), "media_type": "image/png"}
+    fetched = svc.call("GET", f"/v1/evidence/{sha}", "surveillance")
+    assert fetched.status_code == 200 and fetched.content == PNG
+    assert fetched.headers["content-type"] == "image/png"
+    # Refused uploads: wrong media type, empty body.
+    assert (
+        svc.call(
+            "POST", "/v1/evidence", "reader", content=b"x", headers={"Content-Type": "text/plain"}
+        ).status_code
+        == 415
+    )
+    assert (
+        svc.call(
+            "POST", "/v1/evidence", "reader", content=b"", headers={"Content-Type": "image/png"}
+        ).status_code
+        == 422
+    )
+    assert svc.call("GET", f"/v1/evidence/{'1' * 64}", "surveillance").status_code == 404
+    # A roll refers to evidence by SHA-256; an unknown one is refused before anything is stored.
+    svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "EV", "game": "hrd6"})
+    svc.ok("POST", "/v1/rounds/1/no-more-bets", "dealer", 404)
+    rid = svc.ok("POST", "/v1/tables/EV/rounds", "dealer", 201)["id"]
+    svc.ok("POST", f"/v1/rounds/{rid}/no-more-bets", "dealer")
+    body = {
+        "roll_id": "ev-1",
+        "source": "reader",
+        "verdict": "void",
+        "faces": [],
+        "evidence_sha256": "2" * 64,
+    }
+    assert svc.call("POST", "/v1/tables/EV/rolls", "reader", json=body).status_code == 404
+    body["evidence_sha256"] = sha
+    svc.ok("POST", "/v1/tables/EV/rolls", "reader", 201, json=body)
+    # A frame changed on disk no longer matches its SHA-256: refused with 409, never served.
+    path = evidence_path(svc.settings.evidence_dir, sha)
+    path.write_bytes(PNG[:-1] + b"\x00")
+    tampered = svc.call("GET", f"/v1/evidence/{sha}", "surveillance")
+    assert tampered.status_code == 409 and "does not match" in tampered.json()["detail"]
+
+
+def test_audit_trail_names_who_did_what(service: Service) -> None:
+    svc = service
+    svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "AU", "game": "hrd10"})
+    rid = svc.ok("POST", "/v1/tables/AU/rounds", "dealer", 201)["id"]
+    entries = svc.ok("GET", "/v1/audit", "surveillance")
+    assert [(e["action"], e["actor"].split(":")[0]) for e in entries] == [
+        ("table.create", "admin"),
+        ("round.open", "dealer"),
+    ]
+    assert entries[1]["subject"] == f"round:{rid}"
+    assert entries[1]["prev_hash"] == entries[0]["hash"]
+    assert svc.ok("GET", "/v1/audit/verify", "admin") == {
+        "ok": True,
+        "entries": 2,
+        "first_bad_seq": None,
+        "problem": None,
+    }
+
+
+def test_table_config_checked_by_rules_engine(service: Service) -> None:
+    svc = service
+    bad = svc.call(
+        "POST",
+        "/v1/tables",
+        "admin",
+        json={"id": "B", "game": "hrd10", "settings": {"extra_roll_reach": "sometimes"}},
+    )
+    assert bad.status_code == 422
+    assert bad.json()["detail"]["problems"][0]["clause"] == "settings"
+    svc.ok(
+        "POST",
+        "/v1/tables",
+        "admin",
+        201,
+        json={"id": "B", "game": "hrd10", "settings": {"extra_roll_reach": "one_circle"}},
+    )
+    assert svc.call("POST", "/v1/tables", "admin", json={"id": "B", "game": "hrd10"}).status_code == 409
+    assert svc.call("POST", "/v1/tables", "admin", json={"id": "bad id!", "game": "hrd10"}).status_code == 422
+    assert svc.call("POST", "/v1/tables", "admin", json={"id": "C", "game": "craps"}).status_code == 422
+
+
+def test_readyz_and_metrics(service: Service) -> None:
+    svc = service
+    ready = svc.client.get(svc.base_url + "/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["database"] == {"ok": True, "detail": "reachable"}
+    svc.call("GET", "/v1/tables", None)
+    text = svc.client.get(svc.base_url + "/metrics").text
+    assert 'throwbox_http_requests_total{method="GET",route="/v1/tables",status="401"} 1.0' in text
+    assert "throwbox_http_request_duration_seconds_bucket" in text
+    assert 'throwbox_errors_total{kind="client_4xx"}' in text
