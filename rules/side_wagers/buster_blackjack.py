@@ -271,6 +271,7 @@ def _house_edge(outcomes: DealerOutcomes, paytable: BusterPaytable) -> Fraction:
 
 def math_report(game: str, options: MathOptions) -> MathReport:
     """Exact bust-by-card-count probabilities (S17 and H17) and, with a paytable, house edges."""
+    # No settings: the report shows both dealer rules (S17 and H17) side by side.
     refuse_options(game, options, allowed=("decks", "paytable"))
     decks = math_decks(options.decks, default=4, allowed=DECKS_ALLOWED, game=GAME)
     paytable = read_paytable(options.paytable) if options.paytable is not None else default_paytable(decks)

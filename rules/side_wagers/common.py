@@ -120,7 +120,8 @@ def percent_str(value: Fraction, digits: int = 4) -> str:
 
 
 def refuse_options(game: str, options: MathOptions, *, allowed: Iterable[str]) -> None:
-    """Refuse math options this game does not read (a deck count for roulette, a distribution for cards).
+    """Refuse math options this game does not read (a deck count for roulette, a distribution for cards,
+    settings for a game whose math has none).
 
     Raises:
         DocumentRefusedError: an option that does not apply to `game` was given.
@@ -130,6 +131,7 @@ def refuse_options(game: str, options: MathOptions, *, allowed: Iterable[str]) -
         "paytable": options.paytable is not None,
         "decks": options.decks is not None,
         "distribution": options.distribution is not None,
+        "settings": bool(options.settings),
     }
     problems = [
         Problem("document", f"{game} takes no {name} option", name)

@@ -264,7 +264,7 @@ def house_edge(probabilities: Mapping[str, Fraction]) -> Fraction:
 
 def math_report(game: str, options: MathOptions) -> MathReport:
     """Exact outcome probabilities and house edge of Upcard Luck, and the edge under every interpretation."""
-    refuse_options(game, options, allowed=("decks",))
+    refuse_options(game, options, allowed=("decks", "settings"))
     decks = math_decks(options.decks, default=6, allowed=DECKS_ALLOWED, game=GAME)
     problems: list[Problem] = []
     settings = read_settings(

@@ -73,6 +73,8 @@ def test_math_buster_blackjack_with_a_paytable_file() -> None:
         (("buster_blackjack", "--decks", "2"), "supports 1, 4, 6, 8 decks"),
         (("lightning_roulette", "--decks", "6"), "takes no decks"),
         (("upcard_luck", "--setting", "soft_hand_total=best"), "soft_hand_total"),
+        (("majestic_match", "--setting", "x=1"), "takes no settings"),
+        (("buster_blackjack", "--setting", "dealer_hits_soft_17=true"), "takes no settings"),
     ],
 )
 def test_math_refusals_exit_2_with_the_reason(args: tuple[str, ...], message: str) -> None:
