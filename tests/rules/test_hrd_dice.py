@@ -35,7 +35,9 @@ WORKED_EXAMPLES = [
     pytest.param([6, 6, 6, 1, 1, 1, 1, 2, 3, 5], 1, 4, id="593_2_e_2_i_three_6s_four_1s_four_of_a_kind"),
     pytest.param([2, 2, 2, 2, 2, 1, 1, 1, 3, 4], 2, 5, id="593_2_e_2_ii_five_2s_three_1s_five_of_a_kind"),
     pytest.param([5, 5, 5, 5, 6, 6, 6, 1, 1, 4], 5, 4, id="593_4_e_four_fives_move_to_five_box"),
+    pytest.param([5, 5, 5, 5, 6, 6, 6, 1, 1, 4], 5, 4, id="675a_4_e_four_fives_move_to_five_box"),
     pytest.param([6, 6, 6, 4, 4, 4, 2, 2, 1, 1], 6, 3, id="593_4_g_three_6s_three_4s_the_6s_stay"),
+    pytest.param([6, 6, 6, 4, 4, 4, 2, 2, 1, 1], 6, 3, id="675a_4_g_three_6s_three_4s_the_6s_stay"),
 ]
 
 
@@ -52,7 +54,7 @@ def test_593_2_e_3_two_more_1s_on_the_extra_roll_make_six_of_a_kind() -> None:
     assert first.match_count + new_matches(winner=1, rethrown=[1, 1, 2, 3, 4, 5]) == 6
 
 
-def test_593_4_h_three_6s_kept_two_more_6s_make_five_of_a_kind() -> None:
+def test_593_4_h_675a_4_h_three_6s_kept_two_more_6s_make_five_of_a_kind() -> None:
     assert 3 + new_matches(winner=6, rethrown=[6, 6, 1, 2, 3, 4, 5]) == 5
 
 

@@ -63,7 +63,7 @@ def test_round_without_extra_roll_completes_after_roll_one() -> None:
     ]
 
 
-def test_593_4_b_invalid_roll_is_rethrown_in_the_same_round() -> None:
+def test_593_4_b_675a_4_b_invalid_roll_is_rethrown_in_the_same_round() -> None:
     r = no_more_bets(place_wager(open_round("hrd10"), pip(1)))
     r = record_roll(r, [1, 1, 2], verdict=RollVerdict.INVALID, reason="a die went off the table")
     assert r.phase is Phase.NO_MORE_BETS
@@ -74,11 +74,23 @@ def test_593_4_b_invalid_roll_is_rethrown_in_the_same_round() -> None:
     assert r.phase is Phase.FIRST_ROLL
 
 
-def test_593_4_c_void_roll_is_rethrown_in_the_same_round() -> None:
+def test_675a_6_g_675a_4_c_void_roll_is_rethrown_in_the_same_round_six_dice() -> None:
     r = no_more_bets(place_wager(open_round("hrd6"), pip(1)))
     r = record_roll(r, [], verdict="void", reason="cocked die on two sides")
     assert r.phase is Phase.NO_MORE_BETS
     assert [t.verdict for t in r.rethrows] == [RollVerdict.VOID]
+
+
+def test_593_4_c_675a_4_c_void_first_roll_then_void_extra_roll_both_rethrown() -> None:
+    r = no_more_bets(place_wagers(open_round("hrd10"), [pip(5), like(6), extra()]))
+    r = record_roll(r, [5, 5], verdict=RollVerdict.VOID, reason="a die cocked on two sides against the chips")
+    r = settle_first_roll(record_roll(r, [5, 5, 5, 5, 6, 6, 6, 1, 1, 4]))
+    r = record_roll(r, [], verdict=RollVerdict.VOID, reason="cocked again")
+    assert r.phase is Phase.AWAITING_EXTRA_ROLL
+    assert [(t.roll, t.verdict) for t in r.rethrows] == [(1, RollVerdict.VOID), (2, RollVerdict.VOID)]
+    r = settle_extra_roll(record_roll(r, [5, 5, 1, 2, 3, 4]))
+    six = r.settlement_for(1)
+    assert six is not None and six.result is Result.WIN and six.win == Decimal("20.00")
 
 
 def test_593_4_a_extra_roll_stake_collected_at_no_more_bets() -> None:
