@@ -137,3 +137,18 @@ def test_console_script_exit_code_from_a_real_process(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert json.loads(proc.stdout)["detail"][0]["clause"] == "675a.6(e)"
+
+
+def test_settle_reads_standard_input() -> None:
+    result = runner.invoke(app, ["settle", "-", "--json"], input=json.dumps(HRD10_EXAMPLE))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["extra_roll"]["final_count"] == 6
+
+
+def test_math_is_generic_over_every_registered_game() -> None:
+    from rules.games import game_ids
+
+    for game in game_ids():
+        result = runner.invoke(app, ["math", game, "--json"])
+        assert result.exit_code == 0, (game, result.output)
+        assert json.loads(result.stdout)["game"] == game
