@@ -25,6 +25,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.calibrate",
     "api.cli.keys",
     "api.cli.audit",
+    "api.cli.loadtest",
     "api.cli.synth",
     "api.cli.math",
     "api.cli.settle",
