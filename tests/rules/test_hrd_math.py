@@ -134,3 +134,56 @@ def test_math_report_refuses_what_it_does_not_understand(options: MathOptions, f
     with pytest.raises(DocumentRefusedError) as err:
         math_report("hrd10", options)
     assert [p.field for p in err.value.problems] == fields
+
+
+def test_math_agrees_exactly_with_the_settlement_code() -> None:
+    """The EV of "circles 2..8 + one Extra Roll" from the math equals the money the round state machine pays,
+    summed over every first-roll multiset and every Extra Roll outcome with their exact weights."""
+    from decimal import Decimal
+
+    from rules.hrd.round import (
+        no_more_bets,
+        open_round,
+        place_wagers,
+        record_roll,
+        settle_extra_roll,
+        settle_first_roll,
+    )
+    from rules.hrd.settlement import Result, Settlement
+    from rules.hrd.wagers import Wager, WagerKind
+
+    def net(settlements: tuple[Settlement, ...]) -> Fraction:
+        return sum(
+            (Fraction(s.win) if s.result is Result.WIN else -Fraction(s.wager.amount) for s in settlements),
+            Fraction(0),
+        )
+
+    one = Decimal(1)
+    wagers = [Wager(seat=1, kind=WagerKind.PIP_STREET, face=1, amount=one)]
+    wagers += [Wager(seat=1, kind=WagerKind.LIKE_KIND, count=c, amount=one) for c in range(2, 9)]
+    wagers.append(Wager(seat=1, kind=WagerKind.EXTRA_ROLL, amount=one))
+    base = no_more_bets(place_wagers(open_round("hrd10"), wagers))
+    pip_total = Fraction(0)
+    line_total = Fraction(0)
+    for counts in compositions(10, 6):
+        p = Fraction(multinomial(counts), 6**10)
+        faces = [f for f in range(1, 7) for _ in range(counts[f - 1])]
+        r = settle_first_roll(record_roll(base, faces))
+        pip_total += p * net(tuple(s for s in r.settlements if s.wager.kind is WagerKind.PIP_STREET))
+        if r.extra_roll is not None:  # ten of a kind: nothing to rethrow
+            line_total += p * net(tuple(s for s in r.settlements if s.wager.kind is not WagerKind.PIP_STREET))
+            continue
+        winner = winner_of_counts(counts)
+        other = 3 if winner == 2 else 2
+        rethrown = r.dice_to_rethrow
+        for final, q in final_count_distribution(dice=10, kept=10 - rethrown).items():
+            new = final - (10 - rethrown)
+            done = settle_extra_roll(record_roll(r, [winner] * new + [other] * (rethrown - new)))
+            line_total += (
+                p * q * net(tuple(s for s in done.settlements if s.wager.kind is not WagerKind.PIP_STREET))
+            )
+    m = game_math(rules=HRD10, paytable=default_paytable("hrd10"), settings=Settings())
+    line = next(v for v in m.extra_roll_lines if v.spot == "circles 2..8 + one Extra Roll")
+    assert line_total == line.expected_value
+    ace = next(v for v in m.wagers if v.kind == "pip_street" and v.spot == "1")
+    assert pip_total == ace.expected_value
