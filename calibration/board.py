@@ -140,7 +140,11 @@ MIN_CHARUCO_CORNERS = 8
 
 
 def detect_board(image: object, spec: BoardSpec) -> BoardView | None:
-    """Find the board's inner corners with sub-pixel accuracy; None when the board is not seen."""
+    """Find the board's inner corners with sub-pixel accuracy; None when the board is not seen.
+
+    A plain chessboard's corners may come back listed from either end (a half turn of the board): that is
+    still a rigid motion of the board, which is all an intrinsics calibration needs.
+    """
     gray = to_gray(image)
     if spec.kind == "charuco":
         board = spec.charuco_board()

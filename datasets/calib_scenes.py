@@ -253,7 +253,8 @@ def board_view_poses(
             continue
         px = Camera(intrinsics, pose).project(corners)
         inside = (px[:, 0] > 2) & (px[:, 0] < w - 3) & (px[:, 1] > 2) & (px[:, 1] < h - 3)
-        if inside.sum() < 3:  # most of the board in view (ChArUco copes with partial views)
+        # ChArUco copes with partial views (most of the board in view); a chessboard must be seen whole.
+        if inside.sum() < (4 if board.kind == "chessboard" else 3):
             continue
         poses.append(pose)
     return poses

@@ -179,11 +179,6 @@ def register(app: typer.Typer) -> None:
                 strip_margin_mm=strip_margin_mm,
                 die_edge_mm=die_edge_mm,
             )
-            image = read_image(frame)
-            stored = load_intrinsics(
-                intrinsics_file or intrinsics_path(data_dir, table),
-                resolution_wh=(image.shape[1], image.shape[0]),
-            )
             markers = None
             hand = None
             if corners is not None:
@@ -198,6 +193,11 @@ def register(app: typer.Typer) -> None:
                     side_mm=marker_mm,
                     inset_mm=marker_inset_mm,
                 )
+            image = read_image(frame)
+            stored = load_intrinsics(
+                intrinsics_file or intrinsics_path(data_dir, table),
+                resolution_wh=(image.shape[1], image.shape[0]),
+            )
             cal = calibrate_table(
                 image,
                 table_id=table,

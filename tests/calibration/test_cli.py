@@ -1,0 +1,140 @@
+"""`throwbox calibrate ...` end to end on rendered files: intrinsics, table, overlay, check, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from datasets.calib_scenes import displaced
+from tests.calibration.conftest import Scenes
+
+BOARD = "charuco:7x5:40:30:DICT_5X5_100"
+LAYOUT_ARGS = [
+    "--width-mm", "300", "--depth-mm", "225", "--wall-height-mm", "40",
+    "--strip-depth-mm", "40", "--strip-margin-mm", "8",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def files(scenes: Scenes, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("calib-cli")
+    for i, img in enumerate(scenes.board_images):
+        cv2.imwrite(str(root / f"board_{i}.png"), img)
+    cv2.imwrite(str(root / "empty.png"), scenes.empty)
+    cv2.imwrite(str(root / "empty_2.png"), scenes.empty_2)
+    cv2.imwrite(str(root / "unmoved.png"), scenes.scene.frame(noise_seed=70))
+    moved = scenes.scene.frame(pose=displaced(scenes.scene.pose, shift_mm=(10.0, 0.0, 0.0)), noise_seed=71)
+    cv2.imwrite(str(root / "moved.png"), moved)
+    cv2.imwrite(str(root / "big.png"), np.zeros((720, 1280, 3), np.uint8))
+    (root / "not_an_image.png").write_bytes(b"hello")
+    return root
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_full_flow(files: Path) -> None:
+    data = files / "data"
+    boards = [str(p) for p in sorted(files.glob("board_*.png"))]
+    code, out = _run(
+        "calibrate",
+        "intrinsics",
+        *boards,
+        "--board",
+        BOARD,
+        "--table",
+        "t1",
+        "--data-dir",
+        str(data),
+        "--json",
+    )
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["views_used"] == len(boards) and doc["rms_px"] < 0.3
+    assert (data / "t1.intrinsics.json").is_file()
+
+    overlay = files / "overlay.png"
+    code, out = _run(
+        "calibrate", "table", "--table", "t1", str(files / "empty.png"), str(files / "empty_2.png"),
+        "--data-dir", str(data), "--overlay", str(overlay), "--json", *LAYOUT_ARGS,
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["source"] == "markers" and doc["resolution_wh"] == [640, 360]
+    written = cv2.imread(str(overlay))
+    assert written is not None and written.shape == (360, 640, 3)
+    original = cv2.imread(str(files / "empty.png"))
+    assert original is not None
+    assert np.abs(written.astype(int) - original.astype(int)).sum() > 0  # something was drawn
+
+    code, out = _run(
+        "calibrate", "check", "--table", "t1", str(files / "unmoved.png"), "--data-dir", str(data)
+    )
+    assert code == 0 and "OK" in out, out
+    code, out = _run(
+        "calibrate", "check", "--table", "t1", str(files / "moved.png"), "--data-dir", str(data), "--json"
+    )
+    assert code == 3, out
+    assert json.loads(out)["status"] == "moved"
+    code, out = _run(
+        "calibrate", "check", "--table", "t1", str(files / "board_0.png"), "--data-dir", str(data)
+    )
+    assert code == 4 and "UNKNOWN" in out, out
+
+    code, out = _run(
+        "calibrate", "overlay", "--table", "t1", str(files / "unmoved.png"), "--out", str(files / "o2.jpg"),
+        "--data-dir", str(data),
+    )  # fmt: skip
+    assert code == 0 and (files / "o2.jpg").is_file(), out
+
+    # A frame from another camera resolution is refused with the reason.
+    code, out = _run("calibrate", "check", "--table", "t1", str(files / "big.png"), "--data-dir", str(data))
+    assert code == 2 and "1280x720" in out, out
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        # no board in these images
+        (["intrinsics", "empty.png", "empty_2.png", "--board", BOARD, "--out", "x.json"], "found in 0 of 2"),
+        # malformed board
+        (["intrinsics", "board_0.png", "--board", "charuco:7x5", "--out", "x.json"], "cannot parse board"),
+        # neither --table nor --out
+        (["intrinsics", "board_0.png", "--board", BOARD], "exactly one of --table"),
+        # unreadable image
+        (["intrinsics", "not_an_image.png", "--board", BOARD, "--out", "x.json"], "not a readable image"),
+        # missing image
+        (["intrinsics", "nope.png", "--board", BOARD, "--out", "x.json"], "no such file"),
+        # table without intrinsics
+        (["table", "--table", "t9", "empty.png", "--data-dir", "nodata"], "no calibration file"),
+        # check of an uncalibrated table
+        (["check", "--table", "t9", "empty.png", "--data-dir", "nodata"], "no calibration file"),
+        # unsafe table id
+        (["check", "--table", "../x", "empty.png"], "invalid table id"),
+        # malformed hand corners
+        (["table", "--table", "t9", "empty.png", "--corners", "1,2;3"], "four 'x,y' points"),
+    ],
+)
+def test_refusals_exit_2_with_reason(
+    files: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], match: str
+) -> None:
+    monkeypatch.chdir(files)
+    code, out = _run("calibrate", *args)
+    assert code == 2, out
+    assert match in out
+
+
+def test_board_printout(tmp_path: Path) -> None:
+    out = tmp_path / "board.png"
+    code, text = _run("calibrate", "board", "--out", str(out), "--px-per-mm", "2")
+    assert code == 0, text
+    img = cv2.imread(str(out), cv2.IMREAD_GRAYSCALE)
+    assert img is not None and img.shape == (400, 560)
