@@ -53,7 +53,7 @@ def require(*roles: Role) -> Callable[[BearerDep, DatabaseDep], Principal]:
                 detail="missing API key: send Authorization: Bearer KEY",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        with database.session() as session:
+        with database.read_session() as session:
             principal = authenticate(session, credentials.credentials)
         if principal is None:
             raise HTTPException(

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_READ_ONLY = "throwbox_read_only"
 
 
 class DatabaseError(Exception):
@@ -37,7 +38,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _sqlite_begin(conn: Any) -> None:
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    # Read-only sessions (`Database.read_session`) take no write lock: WAL readers never block.
+    if conn.get_execution_options().get(_READ_ONLY):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class Database:
@@ -65,12 +70,23 @@ class Database:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        reader = self.engine.execution_options(**{_READ_ONLY: True})
+        self.read_sessions = sessionmaker(reader, expire_on_commit=False)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A session whose transaction commits on success and rolls back on any exception."""
         with self.sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def read_session(self) -> Iterator[Session]:
+        """A session for reading only: on SQLite it starts a deferred transaction (no write lock), so
+        reads run beside a writer instead of queueing behind it. Writing in it is a programming error."""
+        with self.read_sessions() as session, session.begin():
+            yield session
+            if session.new or session.dirty or session.deleted:
+                raise RuntimeError("read_session used to write; use Database.session")
 
     def migrate(self) -> None:
         """Bring the schema to the latest Alembic revision."""

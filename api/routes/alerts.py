@@ -72,7 +72,7 @@ def list_alerts(
         query = query.where(Alert.table_id == table_id)
     if open_only:
         query = query.where(Alert.acknowledged_at.is_(None))
-    with database.session() as session:
+    with database.read_session() as session:
         return [alert_out(row) for row in session.scalars(query.order_by(Alert.id.desc()).limit(limit))]
 
 

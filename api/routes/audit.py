@@ -29,7 +29,7 @@ def list_entries(
     query = select(AuditEntry).where(AuditEntry.seq > after_seq)
     if subject is not None:
         query = query.where(AuditEntry.subject == subject)
-    with database.session() as session:
+    with database.read_session() as session:
         rows = session.scalars(query.order_by(AuditEntry.seq).limit(limit)).all()
         return [
             AuditEntryOut(
@@ -49,7 +49,7 @@ def list_entries(
 @router.get("/verify", response_model=AuditVerifyOut)
 def verify(_: Watcher, database: DatabaseDep) -> AuditVerifyOut:
     """Recompute the hash chain; `ok` is false at the first entry that was changed or removed."""
-    with database.session() as session:
+    with database.read_session() as session:
         report = verify_chain(session)
     return AuditVerifyOut(
         ok=report.ok, entries=report.entries, first_bad_seq=report.first_bad_seq, problem=report.problem

@@ -57,7 +57,7 @@ async def stream(
             )
 
     def fetch(after_id: int) -> list[dict[str, object]]:
-        with database.session() as session:
+        with database.read_session() as session:
             return events_after(session, after_id=after_id, limit=BATCH, types=wanted, table_id=table_id)
 
     async def body() -> AsyncIterator[str]:

@@ -77,7 +77,7 @@ def fetch(
     settings: SettingsDep,
 ) -> Response:
     """The frame's bytes, after checking them against their SHA-256 (409 when they no longer match)."""
-    with database.session() as session:
+    with database.read_session() as session:
         if session.get(Evidence, sha256) is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no evidence frame {sha256}")
         try:

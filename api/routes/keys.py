@@ -32,7 +32,7 @@ def create(body: KeyIn, principal: Admin, database: DatabaseDep) -> NewKeyOut:
 @router.get("", response_model=list[KeyOut])
 def list_keys(_: Admin, database: DatabaseDep) -> list[KeyOut]:
     """Every key's record, never the key (admin)."""
-    with database.session() as session:
+    with database.read_session() as session:
         rows = session.scalars(select(ApiKey).order_by(ApiKey.id)).all()
         return [KeyOut.model_validate(row, from_attributes=True) for row in rows]
 

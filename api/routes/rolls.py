@@ -224,7 +224,7 @@ def list_rolls(
     query = select(Roll).where(Roll.table_id == table_id)
     if round_id is not None:
         query = query.where(Roll.round_id == round_id)
-    with database.session() as session:
+    with database.read_session() as session:
         rows = session.scalars(query.order_by(Roll.created_at.desc()).limit(limit)).all()
         return [_roll_out(row, duplicate=False) for row in rows]
 
@@ -232,7 +232,7 @@ def list_rolls(
 @router.get("/v1/rolls/{roll_id}", response_model=RollOut, responses={404: {}})
 def get_roll(roll_id: str, _: Viewer, database: DatabaseDep) -> RollOut:
     """One roll and what it did (dealer, surveillance, admin)."""
-    with database.session() as session:
+    with database.read_session() as session:
         row = session.get(Roll, roll_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no roll {roll_id!r}")

@@ -136,7 +136,7 @@ def open_round(table_id: str, principal: Dealer, database: DatabaseDep, settings
 @router.get("/v1/tables/{table_id}/rounds/current", response_model=RoundOut, responses={404: {}})
 def current_round(table_id: str, _: Viewer, database: DatabaseDep) -> RoundOut:
     """The open round at a table (dealer, surveillance, admin)."""
-    with database.session() as session:
+    with database.read_session() as session:
         row = session.scalars(
             select(Round).where(Round.table_id == table_id, Round.closed_at.is_(None))
         ).first()
@@ -156,7 +156,7 @@ def list_rounds(
     query = select(Round)
     if table_id is not None:
         query = query.where(Round.table_id == table_id)
-    with database.session() as session:
+    with database.read_session() as session:
         return [
             round_out(session, row) for row in session.scalars(query.order_by(Round.id.desc()).limit(limit))
         ]
@@ -166,7 +166,7 @@ def list_rounds(
 def get_round(round_id: IdPath, _: Viewer, database: DatabaseDep) -> RoundOut:
     """One round with its wagers, steps, settlement and corrections (dealer, surveillance, admin)."""
     try:
-        with database.session() as session:
+        with database.read_session() as session:
             return round_out(session, load_round(session, round_id))
     except NotFoundError as exc:
         raise http_error(exc) from exc

@@ -47,14 +47,14 @@ def create_table(body: TableIn, principal: Admin, database: DatabaseDep) -> Tabl
 @router.get("", response_model=list[TableOut])
 def list_tables(_: AnyRole, database: DatabaseDep) -> list[TableOut]:
     """Every table (any role)."""
-    with database.session() as session:
+    with database.read_session() as session:
         return [table_out(row) for row in session.scalars(select(GameTable).order_by(GameTable.id))]
 
 
 @router.get("/{table_id}", response_model=TableOut)
 def get_table(table_id: str, _: AnyRole, database: DatabaseDep) -> TableOut:
     """One table (any role)."""
-    with database.session() as session:
+    with database.read_session() as session:
         row = session.get(GameTable, table_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
