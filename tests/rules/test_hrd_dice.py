@@ -4,7 +4,7 @@ winner property."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.hrd.dice import (
@@ -95,7 +95,7 @@ def test_classify_refuses_bad_rolls(faces: list[int], dice: DiceCount, message: 
         classify(faces, dice=dice)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from([DiceCount.TEN, DiceCount.SIX]).flatmap(
         lambda n: st.lists(st.integers(1, 6), min_size=int(n), max_size=int(n)).map(lambda f: (n, f))

@@ -7,7 +7,7 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.games import DocumentRefusedError, MathOptions, math_report
@@ -44,7 +44,7 @@ def test_first_roll_probabilities_sum_to_exactly_one(dice: int, no_match: NoMatc
     assert sum(m.match_count.values()) == 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dice=st.integers(1, 9), data=st.data())
 def test_probabilities_sum_to_exactly_one_for_any_throw(dice: int, data: st.DataObject) -> None:
     m = first_roll(dice)

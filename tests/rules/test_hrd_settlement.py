@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.games import DocumentRefusedError, settle
@@ -321,7 +321,7 @@ def test_593_5_d_extra_roll_three_of_a_kind_pays_8_to_1() -> None:
 TEN = st.lists(st.integers(1, 6), min_size=10, max_size=10)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     first=TEN,
     rethrow=TEN,

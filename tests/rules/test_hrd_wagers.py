@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
@@ -323,7 +323,7 @@ FIELDS = st.fixed_dictionaries(
 )
 
 
-@hyp_settings(max_examples=200, deadline=None)
+@hyp_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     game=st.sampled_from(["hrd10", "hrd6"]),
     wagers=st.lists(FIELDS, max_size=5) | JSONISH,
