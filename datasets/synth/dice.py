@@ -91,3 +91,46 @@ def cube_corners_local(edge: float) -> FloatArray:
     """The eight corners of the die in its own frame."""
     h = edge / 2.0
     return np.array([[sx * h, sy * h, sz * h] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+
+
+def matrix_to_quat(rot: FloatArray) -> tuple[float, float, float, float]:
+    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method, numerically stable)."""
+    m = np.asarray(rot, dtype=np.float64)
+    tr = float(np.trace(m))
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    else:
+        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s
+    q = np.array([x, y, z, w], dtype=np.float64)
+    q /= np.linalg.norm(q)
+    return (float(q[0]), float(q[1]), float(q[2]), float(q[3]))
+
+
+def frame_rotation(local: tuple[FloatArray, FloatArray], world: tuple[FloatArray, FloatArray]) -> FloatArray:
+    """The rotation taking two orthonormal die-frame vectors onto two orthonormal world vectors."""
+    a1, a2 = (np.asarray(v, dtype=np.float64) for v in local)
+    b1, b2 = (np.asarray(v, dtype=np.float64) for v in world)
+    a = np.column_stack([a1, a2, np.cross(a1, a2)])
+    b = np.column_stack([b1, b2, np.cross(b1, b2)])
+    return np.asarray(b @ a.T, dtype=np.float64)
+
+
+def flat_rotation(face: int, yaw_rad: float, second: int | None = None) -> FloatArray:
+    """A die lying flat with `face` up, turned by `yaw_rad` about the vertical."""
+    if second is None:
+        second = next(f for f in FACES if f not in (face, opposite(face)))
+    up = np.array([0.0, 0.0, 1.0])
+    horiz = np.array([np.cos(yaw_rad), np.sin(yaw_rad), 0.0])
+    n_face = np.asarray(FACE_NORMALS[face], dtype=np.float64)
+    n_second = np.asarray(FACE_NORMALS[second], dtype=np.float64)
+    if abs(float(n_face @ n_second)) > 1e-9:
+        raise ValueError(f"face {second} is not adjacent to face {face}")
+    return frame_rotation((n_face, n_second), (up, horiz))

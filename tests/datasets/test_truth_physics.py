@@ -1,0 +1,165 @@
+"""The ground truth agrees with the physics and with what the renderer shows (issue 3, "What it must show").
+
+- the face up recorded is the face the renderer draws on top: each die is rendered with one flat colour per
+  face (a colour-id render) from straight above it, and the colour at the top face's centre names the face;
+- a stacked scene really has one die above another; a cocked die really touches the chips, with the side
+  the rule reads it by facing the stack; a wedged die touches both stacks; kept and moved dice sit in the
+  layout box of their face.
+Scenes are small and few: the physics is what is checked, at 1/480 s steps, in a few seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibration.camera import Camera, CameraIntrinsics, CameraPose
+from calibration.layout import ThrowBoxLayout
+from datasets.synth.dice import FACE_NORMALS, opposite
+from datasets.synth.generator import GeneratorConfig, simulate_scene
+from datasets.synth.physics import CHIP_RADIUS_MM, ChipStack, DiePose
+from datasets.synth.render import FLAT_LIGHT, SceneLook, SceneRenderer
+from datasets.synth.scenarios import ScenarioOutcome
+from datasets.synth.textures import FACE_ID_COLOURS
+from datasets.synth.truth import physical_truth, scene_verdict
+
+LAYOUT = ThrowBoxLayout()
+
+
+def _outcome(scenario: str, index: int, n_dice: int = 10) -> ScenarioOutcome:
+    return simulate_scene(GeneratorConfig(seed=20, n_dice=n_dice, mix={scenario: 1.0}), index)
+
+
+def _colour_face(
+    renderer: SceneRenderer, poses: tuple[DiePose, ...], chips: tuple[ChipStack, ...], i: int
+) -> int:
+    """Render every die in face-id colours from 300 mm straight above die i; name the face at its centre."""
+    x, y, z = poses[i].position_mm
+    cam = Camera(
+        CameraIntrinsics.from_fov(width_px=96, height_px=96, hfov_deg=10.0),
+        CameraPose.look_at(eye_mm=(x, y, z + 300.0), target_mm=(x, y, z)),
+    )
+    out = renderer.render(
+        cam,
+        dice=poses,
+        chips=chips,
+        look=SceneLook(("white-black",) * len(poses), "green-0"),
+        lighting=FLAT_LIGHT,
+        face_id=True,
+    )
+    # The centre of the top face, projected (not the die's centre: a tilted die's top is off-centre).
+    rot = poses[i].rotation
+    top = np.asarray(poses[i].position_mm) + rot @ (np.asarray(FACE_NORMALS[_geo(poses[i])]) * 9.5)
+    u, v = cam.project(top[None, :])[0]
+    assert out.seg[round(v), round(u)] == out.die_ids[i], "the top face is hidden by something"
+    colour = out.image[round(v), round(u)].astype(np.int32)
+    return min(FACE_ID_COLOURS, key=lambda f: int(np.abs(np.asarray(FACE_ID_COLOURS[f]) - colour).sum()))
+
+
+def _geo(pose: DiePose) -> int:
+    from datasets.synth.dice import face_up
+
+    return face_up(pose.rotation)
+
+
+@pytest.mark.parametrize(("scenario", "index"), [("normal", 0), ("cocked", 1), ("stacked", 2)])
+def test_face_up_matches_the_colour_id_render(renderer: SceneRenderer, scenario: str, index: int) -> None:
+    o = _outcome(scenario, index)
+    covered = {j for c in o.result.contacts for j in c.supported_by_die}  # a die under another shows no top
+    for i, (pose, contacts) in enumerate(zip(o.result.poses, o.result.contacts, strict=True)):
+        t = physical_truth(pose, contacts, LAYOUT)
+        if t.off_table or i in covered:
+            continue
+        assert _colour_face(renderer, o.result.poses, o.world.chips, i) == t.face_geometric, f"die {i}"
+        if not t.cocked:
+            assert t.face == t.face_geometric
+
+
+def test_stacked_die_is_really_on_another_die() -> None:
+    o = _outcome("stacked", 3)
+    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(o.result.poses, o.result.contacts, strict=True)]
+    tops = [i for i, t in enumerate(truths) if t.stacked]
+    assert len(tops) == 1, o.note
+    top = o.result.poses[tops[0]].position_mm
+    (base_index,) = o.result.contacts[tops[0]].supported_by_die
+    base = o.result.poses[base_index].position_mm
+    assert top[2] == pytest.approx(base[2] + 19.0, abs=1.0)  # one die edge higher, resting on it
+    assert np.hypot(top[0] - base[0], top[1] - base[1]) < 19.0 / 2 + 4.0  # and over it
+    assert scene_verdict(truths, expected=10, missing=0)[0] == "invalid"
+
+
+def _distance_to_stack_top_rim(pose: DiePose, stack: ChipStack) -> float:
+    """Smallest distance from the stack's top rim (sampled circle) to the die's surface, in mm."""
+    ang = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    rim = np.stack(
+        [
+            stack.x_mm + CHIP_RADIUS_MM * np.cos(ang),
+            stack.y_mm + CHIP_RADIUS_MM * np.sin(ang),
+            np.full_like(ang, stack.height_mm),
+        ],
+        axis=1,
+    )
+    local = (rim - np.asarray(pose.position_mm)) @ pose.rotation  # into the die's frame
+    outside = np.maximum(np.abs(local) - 9.5, 0.0)
+    return float(np.linalg.norm(outside, axis=1).min())
+
+
+def test_cocked_die_really_touches_the_chips_with_the_side_read_against_it() -> None:
+    o = _outcome("cocked", 1)
+    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(o.result.poses, o.result.contacts, strict=True)]
+    cocked = [i for i, t in enumerate(truths) if t.cocked]
+    assert len(cocked) == 1, o.note
+    i = cocked[0]
+    t, pose = truths[i], o.result.poses[i]
+    stack = min(
+        o.world.chips, key=lambda s: np.hypot(s.x_mm - pose.position_mm[0], s.y_mm - pose.position_mm[1])
+    )
+    assert _distance_to_stack_top_rim(pose, stack) < 0.5
+    assert t.tilt_deg > 5.0 and t.rests_on == "chips" and t.face is not None
+    resting = opposite(t.face)
+    normal = pose.rotation @ np.asarray(FACE_NORMALS[resting])
+    to_stack = np.array([stack.x_mm - pose.position_mm[0], stack.y_mm - pose.position_mm[1], 0.0])
+    assert normal @ to_stack > 0 and normal[2] < 0  # the side read against faces the stack, downward
+    assert scene_verdict(truths, expected=10, missing=0) == ("valid", ())
+
+
+def test_wedged_die_touches_both_stacks_and_voids_the_roll() -> None:
+    o = _outcome("wedged", 0)
+    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(o.result.poses, o.result.contacts, strict=True)]
+    wedged = [i for i, t in enumerate(truths) if t.cocked and t.sides_resting > 1]
+    assert len(wedged) == 1, o.note
+    pose = o.result.poses[wedged[0]]
+    assert all(_distance_to_stack_top_rim(pose, s) < 0.5 for s in o.world.chips)
+    assert scene_verdict(truths, expected=10, missing=0) == ("void", ("cocked_multi_side",))
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 3])
+def test_off_table_or_missing_is_invalid(index: int) -> None:
+    o = _outcome("off_table", index)
+    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(o.result.poses, o.result.contacts, strict=True)]
+    verdict, reasons = scene_verdict(truths, expected=10, missing=o.missing)
+    assert verdict == "invalid"
+    if o.missing:
+        assert len(o.result.poses) == 9 and reasons == ("missing",)
+    else:
+        outside = [p for p in o.result.poses if not LAYOUT.box.contains(p.position_mm[0], p.position_mm[1])]
+        assert len(outside) == 1 and reasons == ("off_table",)
+
+
+def test_layout_and_extra_roll_dice_sit_in_the_box_of_their_face() -> None:
+    moved = _outcome("layout", 0)
+    truths = [
+        physical_truth(p, c, LAYOUT) for p, c in zip(moved.result.poses, moved.result.contacts, strict=True)
+    ]
+    in_boxes = [t for t in truths if t.layout_box is not None]
+    assert in_boxes, moved.note
+    assert all(t.face == t.layout_box and not t.cocked for t in in_boxes)
+    extra = _outcome("extra_roll", 0, n_dice=6)
+    kept = [
+        physical_truth(p, c, LAYOUT)
+        for p, c, k in zip(extra.result.poses, extra.result.contacts, extra.kept, strict=True)
+        if k
+    ]
+    assert len(kept) >= 2
+    assert all(t.layout_box == t.face for t in kept)
+    assert len({t.face for t in kept}) == 1
