@@ -20,46 +20,67 @@ def _load(path: Path) -> Any:
     return json.loads(text, parse_float=Decimal)
 
 
+def _cell(value: Any) -> str:
+    """One table cell: scalars as they are, nested values as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
 def _print_answer(answer: dict[str, Any]) -> None:
+    """Tables for people, for any game's answer: a header, one row per settlement, the seat totals."""
     from rich.console import Console
     from rich.table import Table
 
     # Wide enough for the settlement table when the output is a file or a pipe (rich would assume 80).
     console = Console(width=None if sys.stdout.isatty() else 160)
-    first = answer.get("first_roll") or {}
-    console.print(
-        f"[bold]{answer.get('game')}[/bold]  first roll {first.get('faces')}: "
-        f"winner {first.get('winner')}, match count {first.get('match_count')}"
-    )
-    extra = answer.get("extra_roll")
-    if extra:
+    first = answer.get("first_roll")
+    if isinstance(first, dict):  # High Roll Dice
         console.print(
-            f"Extra Roll: kept {extra['kept']}, rethrown {extra['faces']}, final count {extra['final_count']}"
+            f"[bold]{answer.get('game')}[/bold]  first roll {first.get('faces')}: "
+            f"winner {first.get('winner')}, match count {first.get('match_count')}"
         )
+        extra = answer.get("extra_roll")
+        if isinstance(extra, dict):
+            console.print(
+                f"Extra Roll: kept {extra.get('kept')}, rethrown {extra.get('faces')}, "
+                f"final count {extra.get('final_count')}"
+            )
+    else:
+        header = ", ".join(
+            f"{k} {_cell(v)}" for k, v in answer.items() if k not in ("game", "settlements", "seats")
+        )
+        console.print(f"[bold]{answer.get('game')}[/bold]  {header}")
+    settlements = [s for s in answer.get("settlements", []) if isinstance(s, dict)]
+    # The contract's fields first, in the contract's order; then whatever else a game adds.
+    columns = [
+        k
+        for k in ("seat", "kind", "face", "count", "amount", "result", "win", "roll")
+        if any(k in s for s in settlements)
+    ]
+    for s in settlements:
+        columns += [k for k in s if k not in columns]
     table = Table(title="settlements")
-    for column in ("#", "seat", "wager", "spot", "amount", "result", "win", "roll", "odds", "clause"):
+    table.add_column("#")
+    for column in columns:
         table.add_column(column)
-    for i, s in enumerate(answer.get("settlements", [])):
-        spot = s.get("face", s.get("count", ""))
-        table.add_row(
-            str(i),
-            str(s["seat"]),
-            s["kind"],
-            str(spot),
-            s["amount"],
-            s["result"],
-            s["win"],
-            "" if s["roll"] is None else str(s["roll"]),
-            s.get("odds") or "",
-            s.get("clause", ""),
-        )
+    for i, s in enumerate(settlements):
+        table.add_row(str(i), *(_cell(s.get(column)) for column in columns))
     console.print(table)
-    seats = Table(title="seats")
-    for column in ("seat", "staked", "won", "lost", "net"):
-        seats.add_column(column)
-    for seat, t in answer.get("seats", {}).items():
-        seats.add_row(seat, t["staked"], t["won"], t.get("lost", ""), t["net"])
-    console.print(seats)
+    seats = answer.get("seats")
+    if isinstance(seats, dict) and seats:
+        seat_columns: list[str] = []
+        for totals in seats.values():
+            seat_columns += [k for k in totals if k not in seat_columns]
+        seat_table = Table(title="seats")
+        seat_table.add_column("seat")
+        for column in seat_columns:
+            seat_table.add_column(column)
+        for seat, totals in seats.items():
+            seat_table.add_row(str(seat), *(_cell(totals.get(column)) for column in seat_columns))
+        console.print(seat_table)
 
 
 def register(app: typer.Typer) -> None:

@@ -152,3 +152,30 @@ def test_math_is_generic_over_every_registered_game() -> None:
         result = runner.invoke(app, ["math", game, "--json"])
         assert result.exit_code == 0, (game, result.output)
         assert json.loads(result.stdout)["game"] == game
+
+
+def test_settle_tables_work_for_any_game_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    from api.cli.settle import _print_answer
+
+    answer = {
+        "game": "some_card_game",
+        "dealer_upcard": "6D",
+        "settlements": [
+            {
+                "seat": 1,
+                "kind": "side",
+                "amount": "5.00",
+                "result": "win",
+                "win": "15.00",
+                "hand": {"cards": ["AS"]},
+            },
+            {"seat": 2, "kind": "side", "amount": "1.00", "result": "lose", "win": "0.00", "outcome": "bust"},
+        ],
+        "seats": {"1": {"staked": "5.00", "net": "15.00"}},
+    }
+    _print_answer(answer)
+    out = capsys.readouterr().out
+    assert "dealer_upcard 6D" in out
+    assert '{"cards":["AS"]}' in out
+    assert "bust" in out
+    assert "15.00" in out
