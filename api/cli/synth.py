@@ -46,8 +46,6 @@ def register(app: typer.Typer) -> None:
             )
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc
-        if videos:
-            raise typer.BadParameter("throw videos are not implemented yet", param_hint="--videos")
         n_workers = workers or (os.cpu_count() or 1)
         with Progress(
             TextColumn("synth"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
@@ -62,3 +60,8 @@ def register(app: typer.Typer) -> None:
             f"renderer {summary.renderers})"
         )
         typer.echo(f"scenarios {summary.by_scenario}; verdicts {summary.by_verdict}")
+        if videos:
+            from datasets.synth.video import generate_videos
+
+            written = generate_videos(out / "videos", cfg, count=videos, workers=n_workers)
+            typer.echo(f"wrote {written} throw videos ({cfg.n_dice} dice, 30 fps) to {out / 'videos'}")

@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from datasets.format import FORMAT_VERSION, SCENARIOS, SceneTruth
+from datasets.synth.physics import ChipStack
 from datasets.synth.randomise import (
     CHIP_COLOURS,
+    Degradation,
     degrade,
     encode_jpeg,
     sample_camera,
@@ -21,7 +24,7 @@ from datasets.synth.randomise import (
     sample_die_styles,
     sample_lighting,
 )
-from datasets.synth.render import SceneLook, SceneRenderer
+from datasets.synth.render import Lighting, RenderOutput, SceneLook, SceneRenderer
 from datasets.synth.scenarios import SCENARIO_FUNCS, ScenarioOutcome
 from datasets.synth.truth import image_truth, physical_truth, scene_verdict
 
@@ -131,29 +134,48 @@ def simulate_scene(cfg: GeneratorConfig, index: int) -> ScenarioOutcome:
     return SCENARIO_FUNCS[name](rng, cfg.layout, cfg.n_dice)
 
 
-def generate_scene(cfg: GeneratorConfig, index: int, renderer: SceneRenderer) -> GeneratedScene:
-    """Make scene `index`: physics, camera, look, render, degradations, ground truth."""
-    outcome = simulate_scene(cfg, index)
-    rng = scene_rng(cfg.seed, index, 1)  # the look has its own stream: changing it never moves a die
+@dataclass(frozen=True)
+class SceneLookDraw:
+    """Everything drawn for how a scene looks: camera, dice styles, felt, light, chips, degradations."""
+
+    camera: Camera
+    look: SceneLook
+    lighting: Lighting
+    chips: tuple[ChipStack, ...]
+    degradation: Degradation
+
+
+def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Generator) -> SceneLookDraw:
+    """Draw the camera and the appearance of a scene (its own random stream: it never moves a die)."""
     sizes = cfg.resolutions
     weights = np.array([s[2] for s in sizes], dtype=np.float64)
     w, h, _ = sizes[int(rng.choice(len(sizes), p=weights / weights.sum()))]
     camera = sample_camera(
         rng, cfg.layout, width_px=w, height_px=h, oblique=bool(rng.random() < cfg.oblique_fraction)
     )
-    n = len(outcome.result.poses)
-    styles = sample_die_styles(rng, n)
+    styles = sample_die_styles(rng, len(outcome.result.poses))
     felts = SceneRenderer.felt_names()
     look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
     lighting = sample_lighting(rng)
     chips = tuple(
-        type(c)(c.x_mm, c.y_mm, c.n_chips, CHIP_COLOURS[int(rng.integers(len(CHIP_COLOURS)))])
+        ChipStack(c.x_mm, c.y_mm, c.n_chips, CHIP_COLOURS[int(rng.integers(len(CHIP_COLOURS)))])
         for c in outcome.world.chips
     )
-    out = renderer.render(camera, dice=outcome.result.poses, chips=chips, look=look, lighting=lighting)
-    deg = sample_degradation(rng)
-    image = degrade(out.image, deg, rng)
-    edge = outcome.world.die_edge_mm
+    return SceneLookDraw(camera, look, lighting, chips, sample_degradation(rng))
+
+
+def build_truth(
+    cfg: GeneratorConfig,
+    outcome: ScenarioOutcome,
+    draw: SceneLookDraw,
+    out: RenderOutput,
+    *,
+    index: int,
+    scene_id: str,
+    image: str,
+) -> SceneTruth:
+    """The ground truth of a rendered final state."""
+    camera = draw.camera
     phys = [
         physical_truth(p, c, cfg.layout)
         for p, c in zip(outcome.result.poses, outcome.result.contacts, strict=True)
@@ -166,22 +188,22 @@ def generate_scene(cfg: GeneratorConfig, index: int, renderer: SceneRenderer) ->
             camera=camera,
             seg=out.seg,
             seg_id=out.die_ids[i],
-            edge_mm=edge,
+            edge_mm=outcome.world.die_edge_mm,
             kept=outcome.kept[i],
-            style=styles[i],
+            style=draw.look.die_styles[i],
         )
         for i, (pose, ph) in enumerate(zip(outcome.result.poses, phys, strict=True))
     )
     verdict, reasons = scene_verdict(phys, expected=outcome.expected_dice, missing=outcome.missing)
-    scene_id = f"s{cfg.seed:04d}-{index:06d}"
     hom = camera.plane_homography()
+    lighting = draw.lighting
     render_info = {
         "renderer": out.renderer,
-        "width_px": w,
-        "height_px": h,
+        "width_px": camera.intrinsics.width_px,
+        "height_px": camera.intrinsics.height_px,
         "settled": outcome.result.settled,
         "sim_time_s": round(outcome.result.sim_time_s, 4),
-        "felt": look.felt,
+        "felt": draw.look.felt,
         "lighting": {
             "direction": list(lighting.direction),
             "ambient": lighting.ambient,
@@ -189,12 +211,12 @@ def generate_scene(cfg: GeneratorConfig, index: int, renderer: SceneRenderer) ->
             "specular": lighting.specular,
             "shadow": lighting.shadow,
         },
-        "degradation": deg.as_dict(),
+        "degradation": draw.degradation.as_dict(),
         "note": outcome.note,
     }
-    truth = SceneTruth(
+    return SceneTruth(
         scene_id=scene_id,
-        image=f"images/{scene_id}.jpg",
+        image=image,
         scenario=outcome.scenario,
         verdict=verdict,
         reasons=reasons,
@@ -208,4 +230,19 @@ def generate_scene(cfg: GeneratorConfig, index: int, renderer: SceneRenderer) ->
         render=render_info,
         format=FORMAT_VERSION,
     )
-    return GeneratedScene(encode_jpeg(image, deg.jpeg_quality), truth)
+
+
+def generate_scene(cfg: GeneratorConfig, index: int, renderer: SceneRenderer) -> GeneratedScene:
+    """Make scene `index`: physics, camera, look, render, degradations, ground truth."""
+    outcome = simulate_scene(cfg, index)
+    rng = scene_rng(cfg.seed, index, 1)  # the look has its own stream: changing it never moves a die
+    draw = draw_look(cfg, outcome, rng)
+    out = renderer.render(
+        draw.camera, dice=outcome.result.poses, chips=draw.chips, look=draw.look, lighting=draw.lighting
+    )
+    image = degrade(out.image, draw.degradation, rng)
+    scene_id = f"s{cfg.seed:04d}-{index:06d}"
+    truth = build_truth(
+        cfg, outcome, draw, out, index=index, scene_id=scene_id, image=f"images/{scene_id}.jpg"
+    )
+    return GeneratedScene(encode_jpeg(image, draw.degradation.jpeg_quality), truth)

@@ -378,7 +378,7 @@ def winning_face(faces: list[int]) -> int:
     return max(set(faces), key=lambda f: (faces.count(f), RANK[f]))
 
 
-def _layout_slots(layout: ThrowBoxLayout, face: int, count: int, pitch: float) -> list[tuple[float, float]]:
+def layout_slots(layout: ThrowBoxLayout, face: int, count: int, pitch: float) -> list[tuple[float, float]]:
     """Grid positions for `count` dice inside the layout box of `face` (three to a row)."""
     rect = layout.layout_boxes()[face]
     cx, cy = rect.centre
@@ -401,7 +401,7 @@ def layout_moved(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutco
         return ScenarioOutcome("layout", world, first, n_dice, (False,) * n_dice, note="no readable die")
     win = winning_face(faces)
     movers = [i for i, t in enumerate(truths) if t.face == win and not t.cocked and not t.off_table][:9]
-    slots = _layout_slots(layout, win, len(movers), edge + 2.5)
+    slots = layout_slots(layout, win, len(movers), edge + 2.5)
     changes = {
         die: flat_die(
             rng,
@@ -425,7 +425,7 @@ def extra_roll(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome
     face = int(rng.choice(FACES))
     k = int(rng.integers(2, min(6, n_dice - 1) + 1))
     world = PhysicsWorld(layout)
-    slots = _layout_slots(layout, face, k, edge + 2.5)
+    slots = layout_slots(layout, face, k, edge + 2.5)
     kept = tuple(
         flat_die(
             rng,
