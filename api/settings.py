@@ -69,6 +69,11 @@ class Settings(BaseSettings):
         return self.data_dir / "evidence"
 
     @property
+    def calibration_dir(self) -> Path:
+        """Where `throwbox calibrate` stores table calibrations for the service."""
+        return self.data_dir / "calibration"
+
+    @property
     def first_admin_key_path(self) -> Path:
         """Where `throwbox serve` writes the first admin key on a fresh database."""
         return self.data_dir / "first-admin.key"

@@ -6,9 +6,13 @@ from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from sqlalchemy import select
 
+from api.db.models import GameTable
+from api.db.session import Database
 from api.deps import DatabaseDep, MetricsDep, SettingsDep
 from api.schemas.admin import CheckOut, ReadyOut
+from api.settings import Settings
 
 router = APIRouter(tags=["health"])
 
@@ -24,12 +28,15 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz", response_model=ReadyOut, responses={503: {"model": ReadyOut}})
 def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JSONResponse:
-    """Ready when the database answers, the data directory is writable and every registered check passes."""
+    """Ready when the database answers, the data directory exists, every table's calibration is present
+    and intact, and every registered check (the reader adds "models") passes."""
     checks: dict[str, CheckOut] = {}
     db_ok = database.ping()
     checks["database"] = CheckOut(ok=db_ok, detail="reachable" if db_ok else "not reachable")
     data_ok = settings.data_dir.is_dir()
     checks["data_dir"] = CheckOut(ok=data_ok, detail="present" if data_ok else "missing")
+    cal_ok, cal_detail = _calibrations(database, settings)
+    checks["calibration"] = CheckOut(ok=cal_ok, detail=cal_detail)
     extra: dict[str, ReadinessCheck] = getattr(request.app.state, "readiness_checks", {})
     for name, check in sorted(extra.items()):
         try:
@@ -39,6 +46,29 @@ def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JS
         checks[name] = CheckOut(ok=ok, detail=detail)
     body = ReadyOut(ready=all(c.ok for c in checks.values()), checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
+
+
+def _calibrations(database: Database, settings: Settings) -> tuple[bool, str]:
+    """Every table that names a calibration has it, intact, under `<data_dir>/calibration`."""
+    from calibration.errors import CalibrationError
+    from calibration.store import load_table
+
+    try:
+        with database.read_session() as session:
+            named = session.execute(
+                select(GameTable.id, GameTable.calibration_id).where(GameTable.calibration_id.is_not(None))
+            ).all()
+    except Exception:  # the database check above reports the database itself
+        return False, "cannot list the tables"
+    problems = []
+    for table_id, calibration_id in named:
+        try:
+            load_table(settings.calibration_dir, str(calibration_id))
+        except CalibrationError as exc:
+            problems.append(f"table {table_id}: {exc}")
+    if problems:
+        return False, "; ".join(problems[:5])
+    return True, f"{len(named)} table calibration(s) present and intact"
 
 
 @router.get("/metrics", response_class=Response)

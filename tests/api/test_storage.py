@@ -147,3 +147,9 @@ def test_readyz_and_metrics(service: Service) -> None:
     assert 'throwbox_http_requests_total{method="GET",route="/v1/tables",status="401"} 1.0' in text
     assert "throwbox_http_request_duration_seconds_bucket" in text
     assert 'throwbox_errors_total{kind="client_4xx"}' in text
+    # A table that names a calibration that is not there makes the service not ready, and says why.
+    svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "CAL", "game": "hrd10", "calibration_id": "CAL"})
+    not_ready = svc.client.get(svc.base_url + "/readyz")
+    assert not_ready.status_code == 503
+    check = not_ready.json()["checks"]["calibration"]
+    assert check["ok"] is False and check["detail"].startswith("table CAL:")
