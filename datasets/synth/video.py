@@ -97,9 +97,12 @@ def make_video(
     video_id = f"v{cfg.seed:04d}-{index:06d}"
     folder = out_dir / video_id
     (folder / "frames").mkdir(parents=True, exist_ok=True)
-    last_t, last_poses = trajectory[-1]
-    tail = [(last_t + (k + 1) / fps, last_poses) for k in range(round(tail_s * fps))]
-    samples = trajectory + tail
+    # Frames on a fixed 1/fps grid: the final (resting) pose, recorded when the simulation stopped, is shown
+    # from the next grid time on, then held for `tail_s`.
+    grid = [(n / fps, poses) for n, (_, poses) in enumerate(trajectory)]
+    last_poses = trajectory[-1][1]
+    tail = [((len(grid) + k) / fps, last_poses) for k in range(round(tail_s * fps))]
+    samples = grid + tail
     speeds = motion([p for _, p in samples], fps)
     still = [lin <= REST_LIN_MM_S and ang <= REST_ANG_RAD_S for lin, ang in speeds]
     at_rest = len(still)
