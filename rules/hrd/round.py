@@ -46,7 +46,7 @@ Example (the worked example of 593.4(e)-(h)):
 ...     print(s.wager.kind.value, s.result.value, s.win, s.roll)
 pip_street win 20.00 1
 like_kind win 20.00 2
-extra_roll collected 0.00 None
+extra_roll collected 0.00 1
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ class Settlement:
         wager: the wager.
         result: win, lose or collected.
         win: the net amount won (stake returned on top); 0.00 unless `result` is win.
-        roll: 1 or 2, the roll that decided it; None for an Extra Roll stake collected at "no more bets".
+        roll: 1 or 2, the roll that decided it; an Extra Roll stake, collected at "no more bets"
+            before roll one (593.4(a)), is reported with roll 1.
         odds: the odds paid (win only).
         clause: the clause that decided it.
     """
@@ -61,7 +62,7 @@ class Settlement:
     wager: Wager
     result: Result
     win: Decimal
-    roll: int | None
+    roll: int
     odds: Odds | None
     clause: str
 
@@ -104,7 +105,7 @@ def collect_extra_roll_stakes(wagers: Sequence[Wager], *, rules: GameRules) -> t
             wager=w,
             result=Result.COLLECTED,
             win=ZERO,
-            roll=None,
+            roll=1,
             odds=None,
             clause=rules.clause("extra_roll_collect"),
         )
