@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from calibration.camera import Camera, CameraIntrinsics, CameraPose
 from calibration.die_scale import die_edge_px, pixel_to_plane_at_height
-from calibration.errors import BadCornerPointsError, ResolutionMismatchError
+from calibration.errors import BadCornerPointsError, CalibrationRefusedError, ResolutionMismatchError
 from calibration.felt import FeltModel, fit_felt_model
 from calibration.images import check_image, resolution_wh
 from calibration.layout import ThrowBoxLayout
@@ -327,10 +327,13 @@ def calibrate_table(
     corners_px: object = None,
     felt_frames: Sequence[object] = (),
     created_at: datetime | None = None,
+    max_plane_rms_mm: float = 1.5,
 ) -> TableCalibration:
     """Calibrate the throw box from one empty-box frame: corner markers, or four corners given by hand.
 
     `felt_frames` (empty-box frames; the calibration frame is always one of them) feed the felt model.
+    With markers, a plane fit worse than `max_plane_rms_mm` is refused (`CalibrationRefusedError`); four
+    hand-given corners always fit exactly, so they cannot be checked this way.
     """
     img = check_image(frame, name="calibration frame")
     if resolution_wh(img) != intrinsics.resolution_wh:
@@ -350,6 +353,14 @@ def calibrate_table(
             image_points_px=np.concatenate([found[i] for i in ids]),
             plane_points_mm=np.concatenate([marker_mm[i] for i in ids]),
         )
+        if fit.rms_mm > max_plane_rms_mm:
+            raise CalibrationRefusedError(
+                f"the 16 marker corners fit a plane only to {fit.rms_mm:.2f} mm RMS "
+                f"(limit {max_plane_rms_mm} mm): "
+                "the marker size, inset or box size given does not match the table, or a marker is not flat "
+                "or not in its corner",
+                reason="plane_fit_error",
+            )
         reference = {i: tuple((float(p[0]), float(p[1])) for p in found[i]) for i in ids}
         source: Source = "markers"
     else:

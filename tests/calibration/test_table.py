@@ -7,7 +7,7 @@ import pytest
 
 from calibration.camera import Camera
 from calibration.die_scale import check_die_scale, die_edge_px
-from calibration.errors import MarkersNotFoundError, ResolutionMismatchError
+from calibration.errors import CalibrationRefusedError, MarkersNotFoundError, ResolutionMismatchError
 from calibration.layout import LAYOUT_ORDER
 from calibration.markers import CornerMarkers
 from calibration.table import calibrate_table
@@ -137,3 +137,29 @@ def test_frame_of_another_resolution_is_refused(scenes: Scenes) -> None:
             layout=SMALL_LAYOUT,
             markers=CornerMarkers(),
         )
+
+
+@pytest.mark.parametrize(
+    ("markers", "layout_change"),
+    [
+        # markers are 30 mm but 40 mm was given
+        (CornerMarkers(side_mm=40.0), {}),
+        # the box is 300 mm wide but 330 mm was given
+        (CornerMarkers(), {"width_mm": 330.0}),
+    ],
+)
+def test_settings_that_do_not_match_the_table_are_refused(
+    scenes: Scenes, markers: CornerMarkers, layout_change: dict[str, float]
+) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(CalibrationRefusedError) as info:
+        calibrate_table(
+            scenes.empty,
+            table_id="x",
+            intrinsics=scenes.intrinsics.intrinsics,
+            intrinsics_rms_px=0.1,
+            layout=replace(SMALL_LAYOUT, **layout_change),
+            markers=markers,
+        )
+    assert info.value.reason == "plane_fit_error"
