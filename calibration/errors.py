@@ -7,7 +7,8 @@ Every refusal says why in its message; callers catch the class that fits what th
     ├── BoardSpecError               a `--board` description cannot be parsed or describes no board
     ├── CalibrationRefusedError      a calibration ran but its result is not trustworthy (`reason` says why:
     │                                too few views, reprojection error too high, poor coverage, implausible
-    │                                focal length or principal point, mixed image sizes)
+    │                                focal length or principal point, mixed image sizes, a box
+    │                                plane the markers do not fit: settings that do not match the table)
     ├── MarkersNotFoundError         the throw-box corner markers are not all visible in a frame
     ├── BadCornerPointsError         four hand-given corner points are missing, malformed or degenerate
     └── CalibrationFileError         a stored calibration cannot be used (`path`: which file, if any)
