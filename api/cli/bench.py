@@ -1,0 +1,103 @@
+"""`throwbox bench`: latency per 1280x960 frame with 10 dice (one thread vs all), and model load time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "tests" / "vision" / "fixtures"
+
+
+def bench_frames(n: int, *, seed: int = 0) -> list[Any]:
+    """`n` 1280x960 frames, each with 10 real dice (cut from the committed fixtures) on a random felt."""
+    import cv2
+    import numpy as np
+
+    from models.augment import paste_dice, random_background
+    from models.data import load_yolo_folder
+
+    items = load_yolo_folder(FIXTURES, box_kind="die")
+    patches: list[tuple[np.ndarray, int]] = []
+    for it in items:
+        img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if img is None:
+            raise typer.BadParameter(f"unreadable fixture {it.path}")
+        for b, f in zip(it.boxes_xyxy, it.faces, strict=True):
+            x0, y0, x1, y1 = (round(float(v)) for v in b)
+            patches.append((img[y0:y1, x0:x1].copy(), int(f)))
+    if not patches:
+        raise typer.BadParameter(f"no fixture dice in {FIXTURES}")
+    rng = np.random.default_rng(seed)
+    frames = []
+    for _ in range(n):
+        while True:
+            picks = [patches[int(i)] for i in rng.integers(0, len(patches), size=10)]
+            frame, boxes, _ = paste_dice(
+                random_background(960, 1280, rng), picks, rng, size_range_px=(50, 80)
+            )
+            if len(boxes) == 10:
+                frames.append(frame)
+                break
+    return frames
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the `bench` command to the CLI."""
+
+    @app.command()
+    def bench(
+        frames: int = typer.Option(200, min=10, help="Timed reads per thread setting."),
+        as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON document."),
+    ) -> None:
+        """Latency p50/p99 per 1280x960 frame with 10 dice, one thread and all threads; model load time."""
+        import os
+        import statistics
+        import time
+
+        import numpy as np
+        from rich.progress import track
+
+        from vision.reader import Reader
+        from vision.types import Frame
+
+        images = bench_frames(10)
+        results: dict[str, object] = {
+            "frame_wh": [1280, 960],
+            "dice_per_frame": 10,
+            "cpu_count": os.cpu_count(),
+        }
+        loads = []
+        for _ in range(5):
+            t = time.perf_counter()
+            Reader(threads=1)
+            loads.append((time.perf_counter() - t) * 1000)
+        results["model_load_ms_median"] = round(statistics.median(loads), 1)
+        for label, threads in (("one_thread", 1), ("all_threads", 0)):
+            reader = Reader(threads=threads)
+            found = [len(reader.read(Frame(image=img)).dice) for img in images]  # also warms up
+            lat = []
+            for i in track(range(frames), description=f"bench {label}", transient=True, disable=as_json):
+                t = time.perf_counter()
+                reader.read(Frame(image=images[i % len(images)]))
+                lat.append((time.perf_counter() - t) * 1000)
+            arr = np.asarray(lat)
+            results[label] = {
+                "p50_ms": round(float(np.percentile(arr, 50)), 2),
+                "p99_ms": round(float(np.percentile(arr, 99)), 2),
+                "mean_ms": round(float(arr.mean()), 2),
+                "dice_found_per_frame": found,
+            }
+        if as_json:
+            typer.echo(json.dumps(results))
+            return
+        typer.echo(f"model load (both models, median of 5): {results['model_load_ms_median']} ms")
+        for label in ("one_thread", "all_threads"):
+            r = results[label]
+            assert isinstance(r, dict)
+            typer.echo(
+                f"{label:12s} p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  mean {r['mean_ms']} ms  "
+                f"(dice found per frame: {r['dice_found_per_frame']})"
+            )

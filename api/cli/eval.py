@@ -1,0 +1,141 @@
+"""`throwbox eval DATASET [--json] [--split test]`: score the reader on a labelled dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    conf = np.asarray(summary["confusion_gt_rows_read_cols_1_to_6_and_uncertain"])
+    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    ax.imshow(conf, cmap="Blues")
+    ax.set_xticks(range(7), ["1", "2", "3", "4", "5", "6", "?"])
+    ax.set_yticks(range(6), ["1", "2", "3", "4", "5", "6"])
+    ax.set_xlabel("read face (? = uncertain)")
+    ax.set_ylabel("labelled face")
+    for (i, j), v in np.ndenumerate(conf):
+        if v:
+            ax.text(j, i, str(v), ha="center", va="center", color="black" if v < conf.max() / 2 else "white")
+    det = summary["detection"]
+    faces = summary["face_accuracy_pct"]
+    ax.set_title(
+        f"{title}\nrecall {det['recall_pct']}%  precision {det['precision_pct']}%  "
+        f"face (learned) {faces['learned_of_matched']}%",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the `eval` command to the CLI."""
+
+    @app.command("eval")
+    def eval_(
+        dataset: Path = typer.Argument(
+            ..., help="Dataset folder: nellbyler, a YOLO folder, or synthetic scenes."
+        ),
+        split: str = typer.Option(
+            "test", help="Split for sets that have one (train/test/all; valid for YOLO sets)."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON document."),
+        plot: Path = typer.Option(Path("reports/eval.png"), help="Where to save the confusion-matrix plot."),
+        expect_from_labels: bool = typer.Option(
+            True, help="Run the count check with the labelled number of dice (as a table's game would)."
+        ),
+        threads: int = typer.Option(1, min=0, help="onnxruntime threads (0 = all cores)."),
+        limit: int = typer.Option(0, min=0, help="Score only the first N images (0 = all)."),
+    ) -> None:
+        """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
+        import numpy as np
+        from rich.progress import track
+
+        from models.data import DatasetError, load_dataset
+        from models.evaluate import Tally
+        from vision.image import UnreadableImageError, load_image
+        from vision.onnx_session import ModelError
+        from vision.reader import Reader
+        from vision.types import Frame
+
+        try:
+            items = load_dataset(dataset, split=split)
+        except DatasetError as exc:
+            typer.echo(f"throwbox eval: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if limit:
+            items = items[:limit]
+        if not items:
+            typer.echo(f"throwbox eval: no labelled images in {dataset} ({split})", err=True)
+            raise typer.Exit(2)
+        try:
+            reader = Reader(threads=threads)
+        except ModelError as exc:
+            typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        box_kind = items[0].box_kind
+        tally = Tally()
+        for item in track(items, description=f"eval {dataset.name}", transient=True, disable=as_json):
+            try:
+                image = load_image(item.path)
+            except UnreadableImageError as exc:
+                typer.echo(f"throwbox eval: {exc}", err=True)
+                raise typer.Exit(2) from exc
+            expected = len(item.faces) if expect_from_labels and len(item.faces) else None
+            roll = reader.read(Frame(image=image, frame_id=item.path.name), expected_dice=expected)
+            tally.add_image(
+                name=item.path.name,
+                gt_xyxy=item.boxes_xyxy,
+                gt_faces=item.faces,
+                pred_xyxy=np.array([d.candidate.box_xyxy for d in roll.dice], np.float32).reshape(-1, 4),
+                pred_score=np.array([d.candidate.score for d in roll.dice], np.float32),
+                pred_face=[d.face for d in roll.dice],
+                learned_face=[int(np.argmax(d.face_probs)) + 1 for d in roll.dice],
+                pip_count=[d.pip_count for d in roll.dice],
+                verdict=roll.verdict.value,
+                latency_ms=roll.timing_ms["total"],
+                box_kind=box_kind,
+            )
+        summary = {
+            "dataset": str(dataset),
+            "split": split,
+            "models": reader.models,
+            **tally.summary(box_kind=box_kind),
+        }
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        _plot(summary, plot, f"{dataset.name} ({split})")
+        summary["plot"] = str(plot)
+        if as_json:
+            typer.echo(json.dumps(summary))
+            return
+        det, faces, rolls = summary["detection"], summary["face_accuracy_pct"], summary["rolls"]
+        typer.echo(f"{dataset} [{split}]: {summary['images']} images, {summary['gt_dice']} labelled dice")
+        typer.echo(f"  detection: recall {det['recall_pct']}%  precision {det['precision_pct']}%")
+        typer.echo(
+            f"  faces: learned {faces['learned_of_matched']}% of matched; final {faces['final_of_gt_dice']}% "
+            f"of labelled; uncertain {faces['uncertain_of_matched']}%; accuracy when certain "
+            f"{faces['final_of_certain']}%"
+        )
+        typer.echo(
+            f"  classical pip count: opinion on {faces['classical_opinion_rate']}%, right on "
+            f"{faces['classical_precision']}% of those"
+        )
+        typer.echo(
+            f"  rolls: exact and valid {rolls['exact_valid_pct']}%; every die found and read "
+            f"right {rolls['learned_exact_pct']}%; verdicts {rolls['verdicts']}"
+        )
+        typer.echo(
+            f"  latency per image: p50 {summary['latency_ms']['p50']} ms, "
+            f"p99 {summary['latency_ms']['p99']} ms"
+        )
+        typer.echo(f"  plot: {plot}")

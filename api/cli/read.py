@@ -1,0 +1,65 @@
+"""`throwbox read IMAGE... [--expect N] [--table ID] [--json] [--annotate OUT_DIR]`: read dice in photos."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the `read` command to the CLI."""
+
+    @app.command()
+    def read(
+        images: list[Path] = typer.Argument(..., help="Image files (JPEG, PNG, ...).", show_default=False),
+        expect: int | None = typer.Option(None, "--expect", min=1, help="How many dice the roll must have."),
+        table: str | None = typer.Option(None, "--table", help="Table id, recorded in the result."),
+        as_json: bool = typer.Option(False, "--json", help="One JSON document per image, one per line."),
+        annotate_dir: Path | None = typer.Option(
+            None, "--annotate", help="Write an annotated evidence frame per image into this folder."
+        ),
+        threads: int = typer.Option(1, min=0, help="onnxruntime threads (0 = all cores)."),
+    ) -> None:
+        """Find every die and read its top face; exit 1 if any image could not be read."""
+        import cv2
+
+        from vision.annotate import annotate
+        from vision.image import UnreadableImageError, load_image
+        from vision.onnx_session import ModelError
+        from vision.reader import Reader
+        from vision.types import Frame
+
+        try:
+            reader = Reader(threads=threads)
+        except ModelError as exc:
+            typer.echo(f"throwbox read: cannot load the models: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if annotate_dir is not None:
+            annotate_dir.mkdir(parents=True, exist_ok=True)
+        failed = 0
+        for path in images:
+            try:
+                image = load_image(path)
+            except UnreadableImageError as exc:
+                failed += 1
+                doc = {"image": str(path), "error": str(exc), "verdict": None}
+                typer.echo(json.dumps(doc) if as_json else f"{path}: ERROR {exc}", err=not as_json)
+                continue
+            roll = reader.read(Frame(image=image, frame_id=path.name, table_id=table), expected_dice=expect)
+            doc = {"image": str(path), **roll.as_dict()}
+            if annotate_dir is not None:
+                out_path = annotate_dir / f"{path.stem}.annotated.jpg"
+                cv2.imwrite(str(out_path), annotate(image, roll))
+                doc["annotated"] = str(out_path)
+            if as_json:
+                typer.echo(json.dumps(doc))
+            else:
+                faces = " ".join(str(d.face) if d.face is not None else "?" for d in roll.dice)
+                extra = f" winner {roll.winner}, match {roll.match_count}" if roll.winner is not None else ""
+                typer.echo(f"{path}: {roll.verdict.value}: {len(roll.dice)} dice [{faces}]{extra}")
+                for reason in roll.reasons:
+                    typer.echo(f"  - {reason}")
+        if failed:
+            raise typer.Exit(1)

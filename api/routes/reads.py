@@ -1,0 +1,121 @@
+"""Reads: one uploaded image in, the reader's JSON contract document out (design.md), stored for audit.
+
+`POST /v1/reads` (multipart: `image` file, optional `expect` and `table_id` fields), any role. The read,
+its annotated evidence frame and an audit entry are committed before the answer. The models are loaded
+once per app, on the first read.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile, status
+
+from api import audit
+from api.audit import store_evidence
+from api.db.models import Read
+from api.deps import AnyRole, DatabaseDep, SettingsDep
+
+if TYPE_CHECKING:
+    from vision.reader import Reader
+
+router = APIRouter(prefix="/v1/reads", tags=["reads"])
+
+_READER_LOCK = threading.Lock()
+MAX_UPLOAD_BYTES = 40 * 1024 * 1024
+
+
+def get_reader(request: Request) -> Reader:
+    """The app's reader, loaded on first use (503 if the models cannot be loaded)."""
+    from vision.onnx_session import ModelError
+    from vision.reader import Reader
+
+    with _READER_LOCK:
+        reader: Reader | None = getattr(request.app.state, "reader", None)
+        if reader is None:
+            try:
+                reader = Reader(threads=1)
+            except ModelError as exc:
+                raise HTTPException(
+                    status.HTTP_503_SERVICE_UNAVAILABLE, detail=f"reader unavailable: {exc}"
+                ) from exc
+            request.app.state.reader = reader
+    return reader
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        415: {"description": "The upload is not declared as an image."},
+        422: {"description": "The upload is empty, corrupt, or not an image; or a bad form field."},
+        503: {"description": "The reader's models could not be loaded."},
+    },
+)
+def create_read(
+    request: Request,
+    principal: AnyRole,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    image: Annotated[UploadFile, File(description="The frame: JPEG, PNG, WebP, BMP or TIFF.")],
+    expect: Annotated[int | None, Form(ge=1, le=100, description="How many dice the roll must have.")] = None,
+    table_id: Annotated[str | None, Form(max_length=64, description="Table the frame comes from.")] = None,
+) -> dict[str, Any]:
+    """Read the dice in one image: verdict, reasons, every die's face and box, winner, match count."""
+    import cv2
+
+    from vision.annotate import annotate
+    from vision.image import UnreadableImageError, decode_image
+    from vision.types import Frame
+
+    media_type = (image.content_type or "").split(";")[0].strip().lower()
+    if not media_type.startswith("image/"):
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            detail="the 'image' part must be an image (image/jpeg, image/png, ...), "
+            f"got {media_type or 'none'!r}",
+        )
+    data = image.file.read(MAX_UPLOAD_BYTES + 1)
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise HTTPException(
+            status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the image is larger than {MAX_UPLOAD_BYTES} bytes"
+        )
+    try:
+        frame_bgr = decode_image(data, source=image.filename or "upload")
+    except UnreadableImageError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+    reader = get_reader(request)
+    read_id = uuid.uuid4().hex
+    roll = reader.read(Frame(image=frame_bgr, frame_id=read_id, table_id=table_id), expected_dice=expect)
+    document = roll.as_dict()
+    ok, encoded = cv2.imencode(".jpg", annotate(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
+    evidence = bytes(encoded) if ok else b""
+    with database.session() as session:
+        sha256 = None
+        if evidence and len(evidence) <= settings.max_evidence_bytes:
+            sha256 = store_evidence(
+                session,
+                evidence_dir=settings.evidence_dir,
+                data=evidence,
+                media_type="image/jpeg",
+                max_bytes=settings.max_evidence_bytes,
+            )
+        session.add(
+            Read(
+                id=read_id,
+                table_id=table_id,
+                result=document,
+                evidence_sha256=sha256,
+                created_by=principal.actor,
+            )
+        )
+        audit.append(
+            session,
+            actor=principal.actor,
+            action="read.create",
+            subject=f"read:{read_id}",
+            payload={"verdict": document["verdict"], "faces": document["faces"], "evidence_sha256": sha256},
+        )
+    return {"read_id": read_id, "evidence_sha256": sha256, **document}

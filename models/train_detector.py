@@ -1,0 +1,236 @@
+"""Train the die detector (CenterNet-style) on CPU and export it to ONNX.
+
+    .venv/bin/python -m models.train_detector --minutes 25 [--synth /work/data/synth/train-v1]
+
+Data seen: the nellbyler train split (200 photos; never the test split), optionally synthetic train
+scenes, and domain-randomised composites (real dice pasted onto random felt/wood/noise backgrounds).
+Needs the `train` extra (torch==2.13.0, onnx). Two threads, time-bounded, one rich progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from models.augment import flip_rotate, paste_dice, photometric, random_background
+from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth
+from vision.detect.centernet import STRIDE
+
+MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
+CROP = 160  # training crops; small because two shared CPU cores train it (dice 6-70 px inside)
+
+
+def _load(
+    items: list[LabelledImage],
+) -> list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]]:
+    out = []
+    for it in items:
+        img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if img is None:
+            raise SystemExit(f"unreadable training image {it.path}")
+        out.append((np.asarray(img, np.uint8), it.boxes_xyxy.copy(), it.faces.copy()))
+    return out
+
+
+class Sampler:
+    """Makes one augmented (image, boxes) training sample at a time."""
+
+    def __init__(
+        self, scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]], seed: int
+    ) -> None:
+        self.scenes = scenes
+        self.rng = np.random.default_rng(seed)
+        self.patches: list[tuple[NDArray[np.uint8], int]] = []
+        for img, boxes, faces in scenes:
+            for b, f in zip(boxes, faces, strict=True):
+                # Inset 6 % per side: the labels are loose and the tray's grey must not become "a die".
+                dx, dy = 0.06 * float(b[2] - b[0]), 0.06 * float(b[3] - b[1])
+                x0, y0 = round(float(b[0]) + dx), round(float(b[1]) + dy)
+                x1, y1 = round(float(b[2]) - dx), round(float(b[3]) - dy)
+                if x1 - x0 >= 8 and y1 - y0 >= 8:
+                    self.patches.append((img[max(0, y0) : y1, max(0, x0) : x1].copy(), int(f)))
+
+    def sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
+        rng = self.rng
+        if rng.random() < 0.35:
+            bg = random_background(CROP, CROP, rng)
+            n = int(rng.integers(1, 16))
+            picks = [self.patches[int(i)] for i in rng.integers(0, len(self.patches), size=n)]
+            lo = float(np.exp(rng.uniform(np.log(7), np.log(45))))
+            img, boxes, _ = paste_dice(bg, picks, rng, size_range_px=(lo, lo * rng.uniform(1.0, 1.6)))
+            if rng.random() < 0.1 and len(boxes) == 0:
+                return photometric(img, rng), boxes
+            return photometric(img, rng), boxes
+        img, boxes, _ = self.scenes[int(rng.integers(len(self.scenes)))]
+        med = (
+            float(np.median(np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])))
+            if len(boxes)
+            else 40
+        )
+        # Die size at the net input, log-uniform from 6 px to ~200 px.
+        target = float(np.exp(rng.uniform(np.log(6), np.log(150 if rng.random() < 0.1 else 60))))
+        scale = target / max(med, 1.0)
+        sx, sy = scale * rng.uniform(0.9, 1.1), scale * rng.uniform(0.9, 1.1)
+        h, w = img.shape[:2]
+        nw, nh = max(8, round(w * sx)), max(8, round(h * sy))
+        resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+        b = boxes * np.array([nw / w, nh / h, nw / w, nh / h], np.float32)
+        canvas = random_background(CROP, CROP, rng) if (nw < CROP or nh < CROP) else None
+        x_off = (
+            int(rng.integers(0, max(1, nw - CROP + 1))) if nw > CROP else -int(rng.integers(0, CROP - nw + 1))
+        )
+        y_off = (
+            int(rng.integers(0, max(1, nh - CROP + 1))) if nh > CROP else -int(rng.integers(0, CROP - nh + 1))
+        )
+        if canvas is None:
+            out = resized[y_off : y_off + CROP, x_off : x_off + CROP].copy()
+        else:
+            out = canvas
+            sx0, sy0 = max(0, x_off), max(0, y_off)
+            dx0, dy0 = max(0, -x_off), max(0, -y_off)
+            cw, ch = min(nw - sx0, CROP - dx0), min(nh - sy0, CROP - dy0)
+            out[dy0 : dy0 + ch, dx0 : dx0 + cw] = resized[sy0 : sy0 + ch, sx0 : sx0 + cw]
+        b = b - np.array([x_off, y_off, x_off, y_off], np.float32)
+        cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+        inside = (cx >= 0) & (cx < CROP) & (cy >= 0) & (cy < CROP)
+        b = np.clip(b[inside], 0, CROP)
+        out, b = flip_rotate(np.asarray(out, np.uint8), b, rng)
+        return photometric(out, rng), b
+
+
+def targets(boxes: NDArray[np.float32], size: int) -> NDArray[np.float32]:
+    """CenterNet targets (6, size/4, size/4): heat, log w, log h, dx, dy, regression mask."""
+    s = size // STRIDE
+    t = np.zeros((6, s, s), np.float32)
+    ys, xs = np.mgrid[0:s, 0:s].astype(np.float32)
+    for x0, y0, x1, y1 in boxes:
+        w, h = (x1 - x0) / STRIDE, (y1 - y0) / STRIDE
+        if w < 0.5 or h < 0.5:
+            continue
+        cx, cy = (x0 + x1) / 2 / STRIDE, (y0 + y1) / 2 / STRIDE
+        ix, iy = min(s - 1, int(cx)), min(s - 1, int(cy))
+        radius = max(0.0, 0.15 * min(w, h))
+        sigma = max(0.5, (2 * radius + 1) / 6)
+        g = np.exp(-((xs - ix) ** 2 + (ys - iy) ** 2) / (2 * sigma**2))
+        t[0] = np.maximum(t[0], g)
+        t[0, iy, ix] = 1.0
+        t[1, iy, ix] = np.log(w)
+        t[2, iy, ix] = np.log(h)
+        t[3, iy, ix] = cx - ix
+        t[4, iy, ix] = cy - iy
+        t[5, iy, ix] = 1.0
+    return t
+
+
+def main() -> None:
+    import torch
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from models.export import dated_name, register
+    from models.nets import DieDetector
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, default=25.0, help="wall-time budget for training")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", type=Path, default=SHARED_REAL / "d6-topdown-nellbyler")
+    parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
+    parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
+    parser.add_argument("--out", type=Path, default=MODEL_DIR)
+    args = parser.parse_args()
+
+    torch.set_num_threads(2)
+    torch.manual_seed(args.seed)
+    items = load_nellbyler(args.real, "train")  # never the test split
+    if args.synth is not None:
+        items += load_synth(args.synth)
+    sampler = Sampler(_load(items), args.seed)
+    print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
+
+    model = DieDetector()
+    if args.init is not None:
+        model.load_state_dict(torch.load(args.init, weights_only=True))
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    budget_s = args.minutes * 60
+    start = time.monotonic()
+    step = 0
+    ema_loss = None
+    args.out.mkdir(parents=True, exist_ok=True)
+    with Progress(
+        TextColumn("detector"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ) as progress:
+        task = progress.add_task("train", total=budget_s, info="")
+        while (elapsed := time.monotonic() - start) < budget_s:
+            frac = elapsed / budget_s
+            lr = args.lr * (min(1.0, step / 100) * 0.5 * (1 + np.cos(np.pi * frac)) + 0.01)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            imgs, tgts = [], []
+            for _ in range(args.batch):
+                img, boxes = sampler.sample()
+                imgs.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
+                tgts.append(targets(boxes, CROP))
+            x = torch.from_numpy(np.stack(imgs))
+            t = torch.from_numpy(np.stack(tgts))
+            model.train()
+            out = model(x)
+            heat = out[:, 0].clamp(1e-4, 1 - 1e-4)
+            gt = t[:, 0]
+            pos = (gt == 1).float()
+            n_pos = pos.sum().clamp(min=1)
+            pos_loss = torch.log(heat) * (1 - heat) ** 2 * pos
+            neg_loss = torch.log(1 - heat) * heat**2 * (1 - gt) ** 4 * (1 - pos)
+            focal = -(pos_loss.sum() + neg_loss.sum()) / n_pos
+            mask = t[:, 5:6]
+            size_l1 = (torch.abs(out[:, 1:3] - t[:, 1:3]) * mask).sum() / n_pos
+            off_l1 = (torch.abs(out[:, 3:5] - t[:, 3:5]) * mask).sum() / n_pos
+            loss = focal + size_l1 + off_l1
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+            opt.step()
+            step += 1
+            value = float(loss.detach())
+            ema_loss = value if ema_loss is None else 0.98 * ema_loss + 0.02 * value
+            progress.update(
+                task,
+                completed=min(budget_s, time.monotonic() - start),
+                info=f"step {step} loss {ema_loss:.3f} (focal {float(focal.detach()):.2f})",
+            )
+            if step % 50 == 0:
+                took_s = time.monotonic() - start
+                print(f"step {step} loss {ema_loss:.3f} lr {lr:.5f} {took_s:.0f}s", flush=True)
+                torch.save(model.state_dict(), args.out / "last.pt")
+
+    torch.save(model.state_dict(), args.out / "last.pt")
+    model.eval()
+    onnx_path = args.out / dated_name("detect", "centernet")
+    torch.onnx.export(
+        model,
+        (torch.zeros(1, 3, 480, 640),),
+        str(onnx_path),
+        dynamo=False,
+        opset_version=17,
+        input_names=["image"],
+        output_names=["head"],
+        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
+    )
+    entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
+    minutes = (time.monotonic() - start) / 60
+    print(f"done: {step} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Train the top-face classifier on die crops cut exactly as the reader cuts them, export it to ONNX.
+
+    .venv/bin/python -m models.train_pips --minutes 10 [--synth /work/data/synth/train-v1]
+
+Data seen: dice of the nellbyler train split (never its test split), the matteop65 train folder (never
+valid/; its boxes hold the top face only, so they are widened to the whole die), and optionally synthetic
+train scenes. Each sample is `vision.pips.crops.crop_die` on a jittered box (the detector's error), turned by
+a random angle, with strong colour augmentation (hue rotation, inversion, grey, blur, noise, JPEG).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from models.augment import photometric
+from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
+from vision.pips.crops import CROP_PX, crop_die
+
+MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
+CONTEXT = 1.5  # cut a larger crop first so a rotation has real pixels in its corners
+TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face; the whole die seen obliquely is about this much wider
+
+
+class CropSampler:
+    """Random augmented die crops with their face labels."""
+
+    def __init__(self, items: list[LabelledImage], seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.images: list[NDArray[np.uint8]] = []
+        self.dice: list[tuple[int, NDArray[np.float32], int]] = []  # (image index, box, face)
+        for it in items:
+            img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+            if img is None:
+                raise SystemExit(f"unreadable training image {it.path}")
+            idx = len(self.images)
+            self.images.append(np.asarray(img, np.uint8))
+            for box, face in zip(it.boxes_xyxy, it.faces, strict=True):
+                b = box.copy()
+                if it.box_kind == "top":
+                    c, half = (b[:2] + b[2:]) / 2, (b[2:] - b[:2]) / 2 * TOP_TO_DIE
+                    b = np.concatenate([c - half, c + half]).astype(np.float32)
+                self.dice.append((idx, b, int(face)))
+
+    def sample(self, index: int | None = None) -> tuple[NDArray[np.uint8], int]:
+        rng = self.rng
+        i = int(rng.integers(len(self.dice))) if index is None else index
+        img_idx, box, face = self.dice[i]
+        w, h = box[2] - box[0], box[3] - box[1]
+        side = max(w, h)
+        # The detector's box error: shift and size jitter of a few percent of the die.
+        c = (box[:2] + box[2:]) / 2 + rng.normal(0, 0.05, size=2) * side
+        s = np.array([w, h]) * np.exp(rng.normal(0, 0.08, size=2)) * CONTEXT / 2
+        jittered = np.array([c[0] - s[0], c[1] - s[1], c[0] + s[0], c[1] + s[1]], np.float32)
+        big_px = round(CROP_PX * CONTEXT)
+        big = crop_die(self.images[img_idx], jittered, size_px=big_px)
+        rot = cv2.getRotationMatrix2D((big_px / 2 - 0.5, big_px / 2 - 0.5), float(rng.uniform(0, 360)), 1.0)
+        big = np.asarray(
+            cv2.warpAffine(big, rot, (big_px, big_px), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT),
+            np.uint8,
+        )
+        o = (big_px - CROP_PX) // 2
+        crop = np.ascontiguousarray(big[o : o + CROP_PX, o : o + CROP_PX])
+        if rng.random() < 0.3:  # low resolution: a die of ~16 px upsampled by the reader
+            small = int(rng.integers(12, 32))
+            tiny = cv2.resize(crop, (small, small), interpolation=cv2.INTER_AREA)
+            crop = np.asarray(cv2.resize(tiny, (CROP_PX, CROP_PX)), np.uint8)
+        return photometric(crop, rng), face
+
+
+def main() -> None:
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from models.export import dated_name, register
+    from models.nets import FaceClassifier
+    from vision.pips.crops import crops_to_tensor
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", type=Path, default=SHARED_REAL)
+    parser.add_argument("--synth", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=MODEL_DIR)
+    args = parser.parse_args()
+
+    torch.set_num_threads(2)
+    torch.manual_seed(args.seed)
+    items = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")  # never the test split
+    items += load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
+    if args.synth is not None:
+        items += load_synth(args.synth)
+    sampler = CropSampler(items, args.seed)
+    print(f"training on {len(sampler.dice)} dice from {len(items)} images")
+
+    model = FaceClassifier()
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    budget_s = args.minutes * 60
+    start = time.monotonic()
+    step = 0
+    ema = None
+    args.out.mkdir(parents=True, exist_ok=True)
+    with Progress(
+        TextColumn("faces"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ) as progress:
+        task = progress.add_task("train", total=budget_s, info="")
+        while (elapsed := time.monotonic() - start) < budget_s:
+            frac = elapsed / budget_s
+            lr = args.lr * (min(1.0, step / 50) * 0.5 * (1 + np.cos(np.pi * frac)) + 0.01)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            batch = [sampler.sample() for _ in range(args.batch)]
+            x = torch.from_numpy(crops_to_tensor([c for c, _ in batch]))
+            y = torch.tensor([f - 1 for _, f in batch])
+            model.train()
+            loss = F.cross_entropy(model.logits(x), y, label_smoothing=0.05)
+            opt.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            opt.step()
+            step += 1
+            value = float(loss.detach())
+            ema = value if ema is None else 0.98 * ema + 0.02 * value
+            progress.update(
+                task, completed=min(budget_s, time.monotonic() - start), info=f"step {step} loss {ema:.3f}"
+            )
+    torch.save(model.state_dict(), args.out / "last.pt")
+    model.eval()
+    onnx_path = args.out / dated_name("pips", "facenet")
+    torch.onnx.export(
+        model,
+        (torch.zeros(2, 3, CROP_PX, CROP_PX),),
+        str(onnx_path),
+        dynamo=False,
+        opset_version=17,
+        input_names=["crops"],
+        output_names=["probs"],
+        dynamic_axes={"crops": {0: "n"}, "probs": {0: "n"}},
+    )
+    entry = register(
+        name="pips",
+        onnx_path=onnx_path,
+        input_size_hw=(CROP_PX, CROP_PX),
+        labels=("1", "2", "3", "4", "5", "6"),
+    )
+    minutes = (time.monotonic() - start) / 60
+    print(f"done: {step} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+
+
+if __name__ == "__main__":
+    main()

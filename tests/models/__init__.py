@@ -1,0 +1,1 @@
+"""Tests of models/: data loading, evaluation, augmentation, the committed weights."""

@@ -1,0 +1,1 @@
+"""Tests of vision/: the reader and its stages."""

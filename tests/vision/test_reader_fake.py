@@ -1,0 +1,101 @@
+"""The whole reader (detect -> faces -> judge -> classify -> JSON) with fake sessions on drawn dice.
+
+The fake detector and classifier stand in for the ONNX models; the classical pip count, the judge, the
+rules engine's classification and the JSON contract are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.vision.drawn import draw_die, plain
+from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
+from vision.annotate import annotate
+from vision.reader import Reader, classify_faces
+from vision.types import Frame, Verdict
+
+FACES = (6, 6, 2)  # left to right
+
+
+def _scene() -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    img = plain(480, 640)
+    boxes = [draw_die(img, face=f, centre_xy=(120 + 180 * i, 240), edge_px=70) for i, f in enumerate(FACES)]
+    return img, boxes
+
+
+def _reader(
+    tmp_path: Path, boxes: list[tuple[float, float, float, float]], rows: list[list[float]]
+) -> Reader:
+    manifest = write_manifest(tmp_path)
+    return Reader(
+        manifest_path=manifest, session_factory=factory(FakeDetectorSession(boxes), FakeFaceSession(rows))
+    )
+
+
+def test_reads_a_valid_roll_and_fills_the_json_contract(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    reader = _reader(tmp_path, boxes, [one_hot(f) for f in FACES])
+    roll = reader.read(Frame(image=img, frame_id="f1", table_id="T1"), expected_dice=3)
+    assert roll.verdict is Verdict.VALID, roll.reasons
+    assert roll.faces == FACES
+    assert [d.pip_count for d in roll.dice] == list(FACES)  # the classical count agrees, independently
+    assert (roll.winner, roll.match_count) == (6, 2)
+    doc = json.loads(json.dumps(roll.as_dict()))
+    assert set(doc) >= {"verdict", "reasons", "dice", "faces", "winner", "match_count", "timing_ms", "models"}
+    die = doc["dice"][0]
+    assert set(die) >= {"face", "confidence", "box_xyxy", "top_quad", "cocked", "stacked", "layout_box"}
+    assert np.allclose(die["box_xyxy"], boxes[0], atol=0.2)
+    assert doc["models"] == {"detector": "detector_fake_2026nov", "pips": "pips_fake_2026nov"}
+    assert doc["timing_ms"]["total"] >= doc["timing_ms"]["detect"] >= 0
+
+
+def test_disagreeing_classifier_gives_no_decision_not_a_guess(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    reader = _reader(tmp_path, boxes, [one_hot(6), one_hot(5), one_hot(2)])  # the middle die shows 6
+    roll = reader.read(Frame(image=img), expected_dice=3)
+    assert roll.verdict is Verdict.NO_DECISION
+    assert roll.dice[1].face is None and roll.dice[1].uncertain
+    assert roll.winner is None and roll.match_count is None
+    assert any("classifier reads 5 but the pip count is 6" in r for r in roll.reasons)
+
+
+def test_missing_die_gives_no_decision(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    reader = _reader(tmp_path, boxes[:2], [one_hot(6), one_hot(6)])
+    roll = reader.read(Frame(image=img), expected_dice=3)
+    assert roll.verdict is Verdict.NO_DECISION
+    assert "expected 3 dice, found 2" in roll.reasons
+
+
+def test_annotated_frame_is_drawn_on_a_copy(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    before = img.copy()
+    roll = _reader(tmp_path, boxes, [one_hot(f) for f in FACES]).read(Frame(image=img))
+    out = annotate(img, roll)
+    assert out.shape == img.shape and np.array_equal(img, before)
+    assert not np.array_equal(out, img)
+
+
+@pytest.mark.parametrize(
+    ("faces", "winner", "match_count"),
+    [
+        ((5, 5, 5, 5, 6, 6, 6, 1, 1, 4), 5, 4),  # design.md's example
+        ((1, 1, 6, 6, 2, 3, 4, 5, 2, 3), 1, 2),  # ties go to the higher rank: the ace
+        ((1, 2, 3, 4, 5, 6), 1, "no match"),  # six dice, all different (675a.6(d)(2))
+        ((3, 3, 2), 3, 2),  # a photo of three dice: same rule
+        ((), None, None),
+    ],
+)
+def test_classify_faces_uses_the_rules_engine(
+    faces: tuple[int, ...], winner: int | None, match_count: int | str | None
+) -> None:
+    assert classify_faces(faces) == (winner, match_count)
+
+
+def test_frame_rejects_non_images() -> None:
+    with pytest.raises(ValueError, match="uint8 BGR"):
+        Frame(image=np.zeros((4, 4), np.uint8))

@@ -1,0 +1,151 @@
+"""Die detector: an anchor-free CenterNet-style net (one heatmap peak per die), preprocess -> infer -> post.
+
+The ONNX model takes a (1, 3, H, W) float32 RGB image scaled to [0, 1] with H, W multiples of 32 and
+returns one (1, 5, H/4, W/4) map: channel 0 the die-centre probability, 1-2 the log box size
+(log(w / STRIDE), log(h / STRIDE)), 3-4 the sub-cell centre offset in cells. Dice of any size are found
+without a calibration: the frame is scaled so its long side is `input_long_px`, and the net was trained
+with scale augmentation on dice from ~6 px to ~250 px at that resolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from vision.types import DieCandidate, ImageArray
+
+STRIDE = 4
+SIZE_MULTIPLE = 32
+HEAD_CHANNELS = 5
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """Inference settings of the detector."""
+
+    input_long_px: int = 640  # the frame's long side is scaled to this before the net
+    score_threshold: float = 0.3
+    nms_iou: float = 0.5
+    max_dice: int = 64
+
+    def __post_init__(self) -> None:
+        if self.input_long_px < SIZE_MULTIPLE or self.input_long_px % SIZE_MULTIPLE:
+            raise ValueError(f"input_long_px must be a positive multiple of {SIZE_MULTIPLE}")
+        if not 0.0 < self.score_threshold < 1.0:
+            raise ValueError("score_threshold must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class Letterbox:
+    """How a frame was mapped onto the net's input: scale, then zero-padding right/bottom."""
+
+    scale: float
+    input_hw: tuple[int, int]
+
+
+def preprocess(image_bgr: ImageArray, *, input_long_px: int) -> tuple[NDArray[np.float32], Letterbox]:
+    """Scale the long side to `input_long_px`, pad to multiples of 32, to (1, 3, H, W) RGB in [0, 1]."""
+    h, w = image_bgr.shape[:2]
+    scale = input_long_px / max(h, w)
+    new_w, new_h = max(1, round(w * scale)), max(1, round(h * scale))
+    interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    resized = cv2.resize(image_bgr, (new_w, new_h), interpolation=interp)
+    pad_h = -(-new_h // SIZE_MULTIPLE) * SIZE_MULTIPLE
+    pad_w = -(-new_w // SIZE_MULTIPLE) * SIZE_MULTIPLE
+    canvas = np.zeros((pad_h, pad_w, 3), np.uint8)
+    canvas[:new_h, :new_w] = resized
+    tensor = canvas[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) * np.float32(1 / 255)
+    return tensor, Letterbox(scale=scale, input_hw=(pad_h, pad_w))
+
+
+def decode(
+    head: NDArray[np.float32], *, letterbox: Letterbox, image_wh: tuple[int, int], config: DetectorConfig
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Heatmap peaks -> boxes (n, 4) xyxy in frame px and scores (n,), after NMS."""
+    if head.ndim != 4 or head.shape[0] != 1 or head.shape[1] != HEAD_CHANNELS:
+        raise ValueError(f"detector output must be (1, {HEAD_CHANNELS}, h, w), got {head.shape}")
+    heat = head[0, 0]
+    # 3x3 max-pool as peak finding (OpenCV's dilate is the max filter).
+    peaks = (heat == cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (heat >= config.score_threshold)
+    ys, xs = np.nonzero(peaks)
+    if len(ys) == 0:
+        return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32)
+    scores = heat[ys, xs]
+    order = np.argsort(-scores)[: config.max_dice * 4]
+    ys, xs, scores = ys[order], xs[order], scores[order]
+    log_w, log_h = head[0, 1, ys, xs], head[0, 2, ys, xs]
+    off_x, off_y = head[0, 3, ys, xs], head[0, 4, ys, xs]
+    cx = (xs + off_x) * STRIDE
+    cy = (ys + off_y) * STRIDE
+    bw = np.exp(np.clip(log_w, -3, 6)) * STRIDE
+    bh = np.exp(np.clip(log_h, -3, 6)) * STRIDE
+    boxes = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=1) / letterbox.scale
+    w, h = image_wh
+    boxes[:, [0, 2]] = np.clip(boxes[:, [0, 2]], 0, w)
+    boxes[:, [1, 3]] = np.clip(boxes[:, [1, 3]], 0, h)
+    keep_size = (boxes[:, 2] - boxes[:, 0] >= 2) & (boxes[:, 3] - boxes[:, 1] >= 2)
+    boxes, scores = boxes[keep_size], scores[keep_size]
+    xywh = [[float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])] for b in boxes]
+    keep = cv2.dnn.NMSBoxes(xywh, scores.tolist(), config.score_threshold, config.nms_iou)
+    idx = np.asarray(keep, dtype=np.int64).reshape(-1)[: config.max_dice]
+    return boxes[idx].astype(np.float32), scores[idx].astype(np.float32)
+
+
+def top_quad_of(image_bgr: ImageArray, box_xyxy: NDArray[np.float32]) -> tuple[tuple[float, float], ...]:
+    """Estimate the die's top-face quadrilateral inside its box (top-down view: the silhouette's rectangle).
+
+    The die is separated from the background by its colour distance to the box's border pixels
+    (Otsu threshold); the largest region's minimum-area rectangle is the quad. Falls back to the box
+    corners when no clear region is found. Hand-written on OpenCV primitives: no library does this.
+    """
+    x0, y0, x1, y1 = (round(float(v)) for v in box_xyxy)
+    fallback = (
+        (float(x0), float(y0)),
+        (float(x1), float(y0)),
+        (float(x1), float(y1)),
+        (float(x0), float(y1)),
+    )
+    crop = image_bgr[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)]
+    if crop.shape[0] < 6 or crop.shape[1] < 6:
+        return fallback
+    lab = cv2.cvtColor(crop, cv2.COLOR_BGR2LAB).astype(np.float32)
+    border = np.concatenate([lab[0], lab[-1], lab[:, 0], lab[:, -1]])
+    dist = np.linalg.norm(lab - np.median(border, axis=0), axis=2)
+    dist_u8 = np.clip(dist * (255.0 / max(1e-6, float(dist.max()))), 0, 255).astype(np.uint8)
+    _, mask = cv2.threshold(dist_u8, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    if not contours:
+        return fallback
+    biggest = max(contours, key=cv2.contourArea)
+    if cv2.contourArea(biggest) < 0.3 * crop.shape[0] * crop.shape[1]:
+        return fallback
+    pts = cv2.boxPoints(cv2.minAreaRect(biggest)) + np.array([max(0, x0), max(0, y0)], np.float32)
+    # Order clockwise from the top-left corner (smallest x + y).
+    centre = pts.mean(axis=0)
+    angles = np.arctan2(pts[:, 1] - centre[1], pts[:, 0] - centre[0])
+    pts = pts[np.argsort(angles)]
+    start = int(np.argmin(pts.sum(axis=1)))
+    pts = np.roll(pts, -start, axis=0)
+    return tuple((float(x), float(y)) for x, y in pts)
+
+
+def candidates_from(
+    image_bgr: ImageArray, boxes: NDArray[np.float32], scores: NDArray[np.float32]
+) -> tuple[DieCandidate, ...]:
+    """Wrap decoded boxes into `DieCandidate`s, sorted left to right (then top to bottom)."""
+    order = np.lexsort(((boxes[:, 1] + boxes[:, 3]), (boxes[:, 0] + boxes[:, 2])))
+    out = []
+    for i in order:
+        box = boxes[i]
+        out.append(
+            DieCandidate(
+                box_xyxy=(float(box[0]), float(box[1]), float(box[2]), float(box[3])),
+                top_quad=top_quad_of(image_bgr, box),
+                score=float(min(1.0, max(0.0, scores[i]))),
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,199 @@
+"""The one place that imports onnxruntime: explicit providers, bounded threads, SHA-256 checked at load.
+
+Exceptions::
+
+    ModelError                  base of every error raised while finding or loading a model
+    ├── ManifestError           models/manifest.json is missing, unreadable, or lacks the named model
+    ├── ModelFileError          the weight file named by the manifest is missing or unreadable
+    └── ChecksumMismatchError   the weight file's SHA-256 differs from the manifest's: refused, never run
+
+Every model the reader runs is listed in `models/manifest.json` (file, SHA-256, input size, labels,
+version). `load_model(name)` reads the manifest, checks the file's hash and only then builds an
+inference session. Tests replace the session with a fake through `session_factory`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MANIFEST_PATH = MODELS_DIR / "manifest.json"
+DEFAULT_PROVIDERS: tuple[str, ...] = ("CPUExecutionProvider",)
+
+
+class ModelError(Exception):
+    """Base of every error raised while finding or loading a model."""
+
+
+class ManifestError(ModelError):
+    """The manifest is missing, malformed, or does not list the model asked for."""
+
+
+class ModelFileError(ModelError):
+    """The weight file named by the manifest is missing or unreadable."""
+
+
+class ChecksumMismatchError(ModelError):
+    """The weight file's SHA-256 differs from the manifest: the model is refused."""
+
+    def __init__(self, *, path: Path, expected: str, actual: str) -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"refusing model {path}: SHA-256 is {actual} but models/manifest.json expects {expected} "
+            "(the file changed since the manifest was written; retrain/export or fix the manifest)"
+        )
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One manifest entry."""
+
+    name: str
+    file: str  # relative to the manifest's folder
+    sha256: str
+    version: str
+    input_size_hw: tuple[int, int]
+    labels: tuple[str, ...]
+
+    @property
+    def tag(self) -> str:
+        """Short identifier reported with every read, e.g. `detect_centernet_2026nov`."""
+        return Path(self.file).stem
+
+
+class InferenceBackend(Protocol):
+    """The part of `onnxruntime.InferenceSession` we use; a fake implements it in tests."""
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]: ...
+
+    def get_inputs(self) -> list[Any]: ...
+
+
+SessionFactory = Callable[[Path, int, tuple[str, ...]], InferenceBackend]
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
+    """Read the manifest into `ModelSpec`s keyed by model name."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ManifestError(f"model manifest not found: {path}") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"model manifest {path} is unreadable: {exc}") from exc
+    models = raw.get("models") if isinstance(raw, dict) else None
+    if not isinstance(models, dict):
+        raise ManifestError(f"model manifest {path} must be an object with a 'models' object")
+    specs: dict[str, ModelSpec] = {}
+    for name, entry in models.items():
+        try:
+            specs[name] = ModelSpec(
+                name=name,
+                file=str(entry["file"]),
+                sha256=str(entry["sha256"]).lower(),
+                version=str(entry["version"]),
+                input_size_hw=(int(entry["input_size_hw"][0]), int(entry["input_size_hw"][1])),
+                labels=tuple(str(x) for x in entry.get("labels", ())),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ManifestError(f"model manifest entry {name!r} is malformed: {exc!r}") from exc
+    return specs
+
+
+def _onnxruntime_session(path: Path, threads: int, providers: tuple[str, ...]) -> InferenceBackend:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    session: InferenceBackend = ort.InferenceSession(
+        str(path), sess_options=options, providers=list(providers)
+    )
+    return session
+
+
+class OnnxModel:
+    """A checked, loaded model: numpy in, numpy out."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        models_dir: Path = MODELS_DIR,
+        threads: int = 1,
+        providers: tuple[str, ...] = DEFAULT_PROVIDERS,
+        session_factory: SessionFactory | None = None,
+    ) -> None:
+        if threads < 0:
+            raise ValueError(f"threads must be >= 0 (0 = onnxruntime's default), got {threads}")
+        self.spec = spec
+        path = models_dir / spec.file
+        if not path.is_file():
+            raise ModelFileError(f"model file for {spec.name!r} not found: {path}")
+        actual = sha256_of(path)
+        if actual != spec.sha256:
+            raise ChecksumMismatchError(path=path, expected=spec.sha256, actual=actual)
+        factory = session_factory or _onnxruntime_session
+        try:
+            self._session = factory(path, threads, providers)
+        except ModelError:
+            raise
+        except Exception as exc:  # onnxruntime raises its own untyped errors for a bad graph
+            raise ModelFileError(f"model {path} could not be loaded: {exc}") from exc
+        inputs = self._session.get_inputs()
+        if len(inputs) != 1:
+            raise ModelFileError(f"model {path} must have exactly one input, has {len(inputs)}")
+        self._input_name: str = str(inputs[0].name)
+
+    def run(self, batch: NDArray[np.float32]) -> list[NDArray[np.float32]]:
+        """Run the model on one input tensor; return every output as float32 arrays."""
+        outputs = self._session.run(None, {self._input_name: np.ascontiguousarray(batch, dtype=np.float32)})
+        return [np.asarray(o, dtype=np.float32) for o in outputs]
+
+
+def load_model(
+    name: str,
+    *,
+    manifest_path: Path = MANIFEST_PATH,
+    threads: int = 1,
+    providers: tuple[str, ...] = DEFAULT_PROVIDERS,
+    session_factory: SessionFactory | None = None,
+) -> OnnxModel:
+    """Look `name` up in the manifest, verify its SHA-256 and build its session.
+
+    Raises:
+        ManifestError: the manifest is unreadable or lacks `name`.
+        ModelFileError: the weight file is missing or not a loadable model.
+        ChecksumMismatchError: the file's hash differs from the manifest's.
+    """
+    specs = load_manifest(manifest_path)
+    if name not in specs:
+        raise ManifestError(f"model {name!r} is not in {manifest_path}; known: {', '.join(specs) or 'none'}")
+    return OnnxModel(
+        specs[name],
+        models_dir=manifest_path.parent,
+        threads=threads,
+        providers=providers,
+        session_factory=session_factory,
+    )

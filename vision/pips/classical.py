@@ -1,0 +1,114 @@
+"""Classical pip count, the learned classifier's independent second opinion (OpenCV only, no learning).
+
+Pips are the blobs on the top face whose colour is far from the face's own colour (black on white,
+white on red, gold on green...). On the die crop: the face colour is the median of the crop's centre
+ring, every pixel's Lab distance to it is thresholded (Otsu), and round connected components of
+pip-like size inside the face are counted. A count outside 1..6, or an ambiguous picture, gives None:
+no opinion, never a guess. Hand-written on OpenCV primitives because no library counts pips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from vision.types import ImageArray
+
+WORK_PX = 96  # the crop is resampled to this size before counting
+
+
+@dataclass(frozen=True)
+class PipCountConfig:
+    """Shape limits of a pip, as fractions of the die's edge (from the crop size)."""
+
+    min_area_frac: float = 0.0035  # of the die's area
+    max_area_frac: float = 0.09
+    max_area_frac_ace: float = 0.2  # the ace is often one big pip
+    min_fill: float = 0.45  # component area / its bounding-box area (round-ish)
+    max_aspect: float = 2.2
+    inner_margin_frac: float = 0.06  # ignore a thin frame at the face's edge (die edges, shadows)
+    min_contrast: float = 18.0  # Lab distance between face and pips below which no pip is clear
+    same_size_frac: float = 0.5  # a top-face pip is at least this fraction of the largest pip's area
+    ambiguous_size_frac: float = 0.3  # blobs between this and same_size_frac make the count unclear
+    max_top_aspect: float = 1.6
+    max_centre_offset_frac: float = 0.44  # top-face pip centres lie within this of the crop centre
+
+
+def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) -> int | None:
+    """Pip count 1..6 of a die crop cut by `crop_die`, or None when the picture gives no clear count."""
+    cfg = config or PipCountConfig()
+    from vision.pips.crops import CROP_PAD
+
+    img = cv2.resize(crop_bgr, (WORK_PX, WORK_PX), interpolation=cv2.INTER_LINEAR)
+    # The die spans 1 / (1 + CROP_PAD) of the crop; keep the face interior only.
+    die_px = WORK_PX / (1.0 + CROP_PAD)
+    margin = round((WORK_PX - die_px) / 2 + cfg.inner_margin_frac * die_px)
+    face = img[margin : WORK_PX - margin, margin : WORK_PX - margin]
+    if face.shape[0] < 12:
+        return None
+    lab = cv2.cvtColor(cv2.GaussianBlur(face, (3, 3), 0), cv2.COLOR_BGR2LAB).astype(np.float32)
+    # The face colour from the central square: mostly the top face even in perspective (sides show at
+    # the edges) and even with a centre pip (it covers a small share of it).
+    q = face.shape[0] // 4
+    face_colour = np.median(lab[q:-q, q:-q].reshape(-1, 3), axis=0)
+    dist = np.linalg.norm(lab - face_colour, axis=2)
+    if float(np.percentile(dist, 99)) < cfg.min_contrast:
+        return None
+    dist_u8 = np.clip(dist * (255.0 / max(1.0, float(dist.max()))), 0, 255).astype(np.uint8)
+    otsu, mask = cv2.threshold(dist_u8, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    if otsu * float(dist.max()) / 255.0 < cfg.min_contrast * 0.6:
+        return None
+    # The face: the face-coloured region through the centre, with its holes (the pips) filled by its
+    # convex hull. Background showing in the crop's corners (a die at 45 degrees) lies outside it.
+    n_face, face_labels = cv2.connectedComponents(cv2.bitwise_not(mask), connectivity=4)
+    c = face.shape[0] // 2
+    centre_labels = face_labels[c - q // 2 : c + q // 2 + 1, c - q // 2 : c + q // 2 + 1].ravel()
+    centre_labels = centre_labels[centre_labels > 0]
+    if n_face < 2 or centre_labels.size == 0:
+        return None
+    body = (face_labels == np.bincount(centre_labels).argmax()).astype(np.uint8)
+    points = cv2.findNonZero(body)
+    if points is None:
+        return None
+    hull_mask = np.zeros_like(body)
+    cv2.fillConvexPoly(hull_mask, cv2.convexHull(points), 1)
+    hull_mask = cv2.erode(hull_mask, np.ones((3, 3), np.uint8))
+    mask = cv2.bitwise_and(mask, mask, mask=hull_mask)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+    n, _, stats, centroids = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    half = face.shape[0] / 2.0
+    reach = cfg.max_centre_offset_frac * die_px
+    die_area = die_px * die_px
+    blobs: list[tuple[float, float]] = []  # (area fraction, aspect) of pip-like components
+    centres: list[float] = []  # their distance from the face centre (chessboard), px
+    for i in range(1, n):
+        w, h, area = (int(v) for v in stats[i][2:5])
+        frac = area / die_area
+        if frac < cfg.min_area_frac:
+            continue
+        if frac > cfg.max_area_frac_ace:
+            return None  # a large foreign region (shadow, die edge, neighbour): no opinion
+        if max(abs(centroids[i][0] - half), abs(centroids[i][1] - half)) > reach:
+            continue  # near the box edge: a pip of a side face seen in perspective, or a neighbour
+        aspect = max(w, h) / max(1, min(w, h))
+        if aspect > cfg.max_aspect or area / max(1, w * h) < cfg.min_fill:
+            continue
+        blobs.append((frac, aspect))
+        centres.append(max(abs(centroids[i][0] - half), abs(centroids[i][1] - half)))
+    if not blobs:
+        return None
+    # Top-face pips share one size; pips on the side faces seen in perspective are foreshortened
+    # (smaller, elongated). Keep the large round ones; a blob of in-between size makes it ambiguous.
+    largest = max(f for f, _ in blobs)
+    if largest > cfg.max_area_frac:
+        # One big pip alone near the centre is an ace; anything else with a big blob is unclear.
+        big = next(i for i, (f, _) in enumerate(blobs) if f == largest)
+        alone = all(f < 0.3 * largest for j, (f, _) in enumerate(blobs) if j != big)
+        return 1 if alone and centres[big] <= 0.15 * die_px else None
+    kept = [f for f, a in blobs if f >= cfg.same_size_frac * largest and a <= cfg.max_top_aspect]
+    unclear = [f for f, _ in blobs if cfg.ambiguous_size_frac * largest <= f < cfg.same_size_frac * largest]
+    if unclear or not 1 <= len(kept) <= 6:
+        return None
+    return len(kept)

@@ -1,0 +1,110 @@
+"""Frame in, `Roll` out: detect -> read faces -> judge -> classify the roll (the reader's one entry point).
+
+The winner and match count come from the rules engine's pure classification function
+(`rules.hrd.dice`): vision knows nothing of wagers, but the Pip Street winner and Like Kind count are
+properties of the roll itself, and rules imports nothing of ours, so there is no cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
+from vision.detect.centernet import DetectorConfig
+from vision.detect.detector import DieDetector
+from vision.onnx_session import DEFAULT_PROVIDERS, MANIFEST_PATH, SessionFactory, load_model
+from vision.pips.classical import PipCountConfig
+from vision.pips.classifier import FaceReader
+from vision.types import Frame, Roll, Verdict
+from vision.validity import ValidityConfig, judge
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """Settings of every stage."""
+
+    detector: DetectorConfig = field(default_factory=DetectorConfig)
+    pips: PipCountConfig = field(default_factory=PipCountConfig)
+    validity: ValidityConfig = field(default_factory=ValidityConfig)
+
+
+def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:
+    """Pip Street winner and Like Kind count of a roll (rules.hrd.dice); "no match" for 6 distinct dice."""
+    if not faces:
+        return None, None
+    if len(faces) in (6, 10):
+        rc = classify(faces, dice=DiceCount(len(faces)))
+        if len(faces) == 6 and rc.match_count == NO_MATCH:
+            return rc.winner, "no match"
+        return rc.winner, rc.match_count
+    # Any other number of dice (a photo read without a game): same rule, most frequent face, ties by rank.
+    counts = face_counts(faces)
+    return winner_of_counts(counts), max(counts)
+
+
+class Reader:
+    """The loaded models and settings; `read(frame)` is thread-compatible (no state changes per call)."""
+
+    def __init__(
+        self,
+        *,
+        threads: int = 1,
+        config: ReaderConfig | None = None,
+        manifest_path: Path = MANIFEST_PATH,
+        providers: tuple[str, ...] = DEFAULT_PROVIDERS,
+        session_factory: SessionFactory | None = None,
+    ) -> None:
+        self.config = config or ReaderConfig()
+        start = time.perf_counter()
+        det_model = load_model(
+            "detector",
+            manifest_path=manifest_path,
+            threads=threads,
+            providers=providers,
+            session_factory=session_factory,
+        )
+        pip_model = load_model(
+            "pips",
+            manifest_path=manifest_path,
+            threads=threads,
+            providers=providers,
+            session_factory=session_factory,
+        )
+        self.load_ms = (time.perf_counter() - start) * 1000
+        self.detector = DieDetector(det_model, self.config.detector)
+        self.faces = FaceReader(pip_model, self.config.pips)
+        self.models = {"detector": det_model.spec.tag, "pips": pip_model.spec.tag}
+
+    def read(self, frame: Frame, *, expected_dice: int | None = None) -> Roll:
+        """Read one frame into a `Roll` with its verdict, reasons and per-stage timings."""
+        t0 = time.perf_counter()
+        candidates = self.detector(frame.image)
+        t1 = time.perf_counter()
+        readings = self.faces(frame.image, candidates)
+        t2 = time.perf_counter()
+        verdict = judge(candidates, readings, expected_dice=expected_dice, config=self.config.validity)
+        faces = tuple(d.face for d in verdict.dice if d.face is not None)
+        winner, match_count = (None, None)
+        if verdict.verdict is Verdict.VALID:
+            winner, match_count = classify_faces(faces)
+        t3 = time.perf_counter()
+        return Roll(
+            dice=verdict.dice,
+            verdict=verdict.verdict,
+            reasons=verdict.reasons,
+            expected_dice=expected_dice,
+            faces=faces,
+            winner=winner,
+            match_count=match_count,
+            frame_id=frame.frame_id,
+            table_id=frame.table_id,
+            models=dict(self.models),
+            timing_ms={
+                "detect": (t1 - t0) * 1000,
+                "faces": (t2 - t1) * 1000,
+                "judge": (t3 - t2) * 1000,
+                "total": (t3 - t0) * 1000,
+            },
+        )

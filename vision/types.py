@@ -1,0 +1,181 @@
+"""Frozen dataclasses that flow between the reader's stages (design.md, "Types that flow between stages").
+
+Arrays are validated in `__post_init__` (shape and dtype), names carry their format (`box_xyxy`,
+`top_quad`), and "nothing found" is an empty tuple, never `None`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float32]
+ImageArray = NDArray[np.uint8]
+
+FACES: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+
+
+class Verdict(StrEnum):
+    """What the reader concludes about a roll."""
+
+    VALID = "valid"
+    INVALID = "invalid"  # a die off the table, one die on another
+    VOID = "void"  # cocked with more than one side resting: rethrow, 675a.4(c)
+    NO_DECISION = "no_decision"  # the reader cannot tell; a person must look
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One image to read: (H, W, 3) uint8 BGR, with where and when it was taken."""
+
+    image: ImageArray
+    frame_id: str = ""
+    table_id: str | None = None
+    captured_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def __post_init__(self) -> None:
+        img = self.image
+        if not isinstance(img, np.ndarray) or img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+            raise ValueError(
+                "Frame.image must be an (H, W, 3) uint8 BGR array, got "
+                f"{getattr(img, 'shape', None)} {getattr(img, 'dtype', type(img).__name__)}"
+            )
+        if img.shape[0] < 1 or img.shape[1] < 1:
+            raise ValueError(f"Frame.image is empty: {img.shape}")
+
+    @property
+    def resolution_wh(self) -> tuple[int, int]:
+        """Image size as (width, height)."""
+        return (int(self.image.shape[1]), int(self.image.shape[0]))
+
+
+@dataclass(frozen=True)
+class DieCandidate:
+    """One die found by the detector: the whole die's box as seen, its top-face quadrilateral, a score."""
+
+    box_xyxy: tuple[float, float, float, float]
+    top_quad: tuple[tuple[float, float], ...]  # 4 corners (x, y) in px, clockwise from top-left
+    score: float
+
+    def __post_init__(self) -> None:
+        x0, y0, x1, y1 = self.box_xyxy
+        if not (x1 > x0 and y1 > y0):
+            raise ValueError(f"box_xyxy must have x1 > x0 and y1 > y0, got {self.box_xyxy}")
+        if len(self.top_quad) != 4 or any(len(p) != 2 for p in self.top_quad):
+            raise ValueError(f"top_quad must be 4 (x, y) points, got {self.top_quad}")
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score must be in [0, 1], got {self.score}")
+
+    @property
+    def edge_px(self) -> float:
+        """Mean side of the box, a rough die size in pixels."""
+        x0, y0, x1, y1 = self.box_xyxy
+        return ((x1 - x0) + (y1 - y0)) / 2.0
+
+
+@dataclass(frozen=True)
+class FaceReading:
+    """The face stage's output for one die: learned probabilities and the classical pip count."""
+
+    face_probs: tuple[float, ...]  # P(face = 1..6), sums to 1
+    pip_count: int | None  # classical OpenCV count; None when it could not count
+
+    def __post_init__(self) -> None:
+        if len(self.face_probs) != 6:
+            raise ValueError(f"face_probs must have 6 entries, got {len(self.face_probs)}")
+        if self.pip_count is not None and self.pip_count not in FACES:
+            raise ValueError(f"pip_count must be 1..6 or None, got {self.pip_count}")
+
+    @property
+    def learned_face(self) -> int:
+        """The learned classifier's most probable face."""
+        return int(np.argmax(self.face_probs)) + 1
+
+    @property
+    def confidence(self) -> float:
+        """Probability of the most probable face."""
+        return float(max(self.face_probs))
+
+
+@dataclass(frozen=True)
+class DieReading:
+    """A die with its read face. `face` is None when the die is uncertain (see `reasons`)."""
+
+    candidate: DieCandidate
+    face: int | None
+    face_probs: tuple[float, ...]
+    pip_count: int | None = None
+    uncertain: bool = False
+    reasons: tuple[str, ...] = ()
+    cocked: bool = False
+    stacked: bool = False
+    tilt_deg: float | None = None
+    layout_box: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.face is not None and self.face not in FACES:
+            raise ValueError(f"face must be 1..6 or None, got {self.face}")
+        if len(self.face_probs) != 6:
+            raise ValueError(f"face_probs must have 6 entries, got {len(self.face_probs)}")
+        if self.face is None and not self.uncertain:
+            raise ValueError("a die without a face must be marked uncertain")
+
+    @property
+    def confidence(self) -> float:
+        """Probability the learned classifier gives its most probable face."""
+        return float(max(self.face_probs))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the design.md "dice" entries)."""
+        return {
+            "face": self.face,
+            "confidence": round(self.confidence, 4),
+            "face_probs": [round(p, 4) for p in self.face_probs],
+            "pip_count": self.pip_count,
+            "uncertain": self.uncertain,
+            "reasons": list(self.reasons),
+            "box_xyxy": [round(v, 1) for v in self.candidate.box_xyxy],
+            "top_quad": [[round(x, 1), round(y, 1)] for x, y in self.candidate.top_quad],
+            "detection_score": round(self.candidate.score, 4),
+            "cocked": self.cocked,
+            "stacked": self.stacked,
+            "layout_box": self.layout_box,
+        }
+
+
+@dataclass(frozen=True)
+class Roll:
+    """The result of reading one frame, with everything needed to audit it."""
+
+    dice: tuple[DieReading, ...]
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    expected_dice: int | None
+    faces: tuple[int, ...]  # read faces of the certain dice, left to right
+    winner: int | None
+    match_count: int | str | None
+    frame_id: str
+    table_id: str | None
+    models: dict[str, str]
+    timing_ms: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stable JSON contract of `throwbox read --json` and `POST /v1/reads`."""
+        return {
+            "verdict": self.verdict.value,
+            "reasons": list(self.reasons),
+            "expected_dice": self.expected_dice,
+            "dice": [d.as_dict() for d in self.dice],
+            "faces": list(self.faces),
+            "winner": self.winner,
+            "match_count": self.match_count,
+            "frame_id": self.frame_id,
+            "table_id": self.table_id,
+            "timing_ms": {k: round(v, 2) for k, v in self.timing_ms.items()},
+            "models": dict(self.models),
+        }
