@@ -95,7 +95,7 @@ def test_593_4_c_675a_4_c_void_first_roll_then_void_extra_roll_both_rethrown() -
 
 def test_593_4_a_extra_roll_stake_collected_at_no_more_bets() -> None:
     r = no_more_bets(place_wagers(open_round("hrd10"), [pip(5), like(6), extra()]))
-    assert [(s.wager_index, s.result, s.roll) for s in r.settlements] == [(2, Result.COLLECTED, None)]
+    assert [(s.wager_index, s.result, s.roll) for s in r.settlements] == [(2, Result.COLLECTED, 1)]
 
 
 def test_593_2_a_no_wager_after_no_more_bets() -> None:

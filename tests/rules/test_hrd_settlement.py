@@ -62,7 +62,7 @@ def test_issue_example_answer() -> None:
     assert outcome(answer) == [
         ("pip_street", 5, "win", "20.00", 1),  # 4 to 1 (593.5(a))
         ("like_kind", 4, "win", "5.00", 1),  # 1 to 1 (593.5(b)); not paid again on roll two
-        ("extra_roll", None, "collected", "0.00", None),  # collected at no more bets (593.4(a))
+        ("extra_roll", None, "collected", "0.00", 1),  # collected at no more bets (593.4(a))
         ("millionaire_row", 9, "lose", "0.00", 1),
     ]
     assert answer["seats"]["1"] == {"staked": "15.00", "won": "25.00", "lost": "5.00", "net": "20.00"}
