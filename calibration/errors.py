@@ -11,10 +11,12 @@ Every refusal says why in its message; callers catch the class that fits what th
     │                                plane the markers do not fit: settings that do not match the table)
     ├── MarkersNotFoundError         the throw-box corner markers are not all visible in a frame
     ├── BadCornerPointsError         four hand-given corner points are missing, malformed or degenerate
+    ├── InvalidTableIdError          a table id (or calibration id) cannot name a calibration file
     └── CalibrationFileError         a stored calibration cannot be used (`path`: which file, if any)
         ├── CalibrationNotFoundError     there is no file for this table
         ├── CorruptCalibrationError      not JSON, wrong format tag, checksum mismatch, missing/bad fields
         ├── CalibrationVersionError      written by another format version
+        ├── CalibrationChangedError      the table was recalibrated since the calibration id was recorded
         └── ResolutionMismatchError      made for another camera resolution than the frame at hand
 """
 
@@ -55,6 +57,10 @@ class BadCornerPointsError(CalibrationError):
     """Hand-given box corner points are malformed or degenerate."""
 
 
+class InvalidTableIdError(CalibrationError):
+    """A table id or calibration id that cannot name a calibration file."""
+
+
 class CalibrationFileError(CalibrationError):
     """A stored calibration file cannot be used."""
 
@@ -73,6 +79,10 @@ class CorruptCalibrationError(CalibrationFileError):
 
 class CalibrationVersionError(CalibrationFileError):
     """The file was written by another version of the calibration format."""
+
+
+class CalibrationChangedError(CalibrationFileError):
+    """The stored calibration is not the one a recorded calibration id names (recalibrated since)."""
 
 
 class ResolutionMismatchError(CalibrationFileError):

@@ -26,9 +26,11 @@ from typing import Any
 
 from calibration.camera import CameraIntrinsics
 from calibration.errors import (
+    CalibrationChangedError,
     CalibrationNotFoundError,
     CalibrationVersionError,
     CorruptCalibrationError,
+    InvalidTableIdError,
     ResolutionMismatchError,
 )
 from calibration.intrinsics import IntrinsicsResult
@@ -45,7 +47,7 @@ _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 def check_table_id(table_id: str) -> str:
     """Table ids become file names: letters, digits, '_', '-', '.', at most 64, not starting with '.'."""
     if not _TABLE_ID.match(table_id) or ".." in table_id:
-        raise ValueError(
+        raise InvalidTableIdError(
             f"invalid table id {table_id!r}: use 1-64 letters, digits, '_', '-' or '.', starting with a "
             "letter or digit"
         )
@@ -132,8 +134,26 @@ def save_table(cal: TableCalibration, data_dir: Path) -> Path:
 def load_table(
     data_dir: Path, table_id: str, *, resolution_wh: tuple[int, int] | None = None
 ) -> TableCalibration:
-    """Load and verify a table calibration; `resolution_wh` is the resolution the caller will feed it."""
-    return load_table_file(table_path(data_dir, table_id), resolution_wh=resolution_wh, table_id=table_id)
+    """Load and verify a table calibration; `resolution_wh` is the resolution the caller will feed it.
+
+    `table_id` may also be a recorded calibration id (`table@created#checksum`, see
+    `TableCalibration.calibration_id`): then the stored file must still be that very calibration, or
+    `CalibrationChangedError` says the table was recalibrated since.
+    """
+    if "@" not in table_id:
+        return load_table_file(table_path(data_dir, table_id), resolution_wh=resolution_wh, table_id=table_id)
+    table, _, rest = table_id.partition("@")
+    if "#" not in rest:
+        raise InvalidTableIdError(f"invalid calibration id {table_id!r}: expected table@created#checksum")
+    path = table_path(data_dir, table)
+    cal = load_table_file(path, resolution_wh=resolution_wh, table_id=table)
+    if cal.calibration_id != table_id:
+        raise CalibrationChangedError(
+            f"holds calibration {cal.calibration_id}, not the recorded {table_id}: the table was "
+            "recalibrated since (update the table's calibration id)",
+            path=path,
+        )
+    return cal
 
 
 def load_table_file(

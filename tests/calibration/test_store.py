@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from calibration.errors import (
+    CalibrationChangedError,
     CalibrationFileError,
     CalibrationNotFoundError,
     CalibrationVersionError,
     CorruptCalibrationError,
+    InvalidTableIdError,
     ResolutionMismatchError,
 )
 from calibration.store import (
@@ -133,5 +136,19 @@ def test_file_of_another_table(scenes: Scenes, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("table_id", ["../etc", "", "a/b", ".hidden", "x" * 65, "sp ace"])
 def test_unsafe_table_ids(tmp_path: Path, table_id: str) -> None:
-    with pytest.raises(ValueError, match="invalid table id"):
+    with pytest.raises(InvalidTableIdError, match="invalid table id"):
         table_path(tmp_path, table_id)
+
+
+def test_load_by_recorded_calibration_id(scenes: Scenes, tmp_path: Path) -> None:
+    save_table(scenes.cal, tmp_path)
+    assert load_table(tmp_path, scenes.cal.calibration_id).to_dict() == scenes.cal.to_dict()
+    # Recalibrated since: same table, another calibration.
+    newer = replace(scenes.cal, created_at="2030-01-01T00:00:00Z")
+    save_table(newer, tmp_path)
+    with pytest.raises(CalibrationChangedError, match="recalibrated"):
+        load_table(tmp_path, scenes.cal.calibration_id)
+    with pytest.raises(InvalidTableIdError, match="invalid calibration id"):
+        load_table(tmp_path, "t-small@2030")
+    with pytest.raises(InvalidTableIdError, match="invalid table id"):
+        load_table(tmp_path, "../t@x#y")
