@@ -134,17 +134,28 @@ def sample_degradation(rng: np.random.Generator) -> Degradation:
 
 
 def degrade(image: ImageArray, deg: Degradation, rng: np.random.Generator) -> ImageArray:
-    """Apply the degradations except JPEG (the writer encodes with `deg.jpeg_quality`)."""
-    img = image.astype(np.float32)
-    img *= deg.gain * np.asarray(deg.channel_gain, dtype=np.float32)
+    """Apply the degradations except JPEG (the writer encodes with `deg.jpeg_quality`).
+
+    Done in uint8 with OpenCV's saturating arithmetic (about 4x faster than float numpy at 1280x960); the
+    glare is computed on a 1/8 grid and upsampled (it is smooth), and the noise is a crop of a fixed bank at
+    an offset drawn from the scene's stream, so the result stays a function of the scene.
+    """
+    g = deg.gain
+    cg = deg.channel_gain
+    gains = np.array([g * cg[0], g * cg[1], g * cg[2]], dtype=np.float32)
+    lut = np.clip(np.arange(256, dtype=np.float32)[:, None] * gains + 0.5, 0, 255).astype(np.uint8)
+    img = cv2.LUT(image, lut.reshape(256, 1, 3))
     h, w = img.shape[:2]
     if deg.glare is not None:
         gx, gy, gr, gs = deg.glare
-        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-        r2 = ((xx - gx * w) ** 2 + (yy - gy * h) ** 2) / (gr * max(w, h)) ** 2
-        img += (255.0 * gs * np.exp(-r2))[..., None]
+        sh, sw = max(2, h // 8), max(2, w // 8)
+        yy, xx = np.mgrid[0:sh, 0:sw].astype(np.float32)
+        r2 = ((xx * w / sw - gx * w) ** 2 + (yy * h / sh - gy * h) ** 2) / (gr * max(w, h)) ** 2
+        small = (255.0 * gs * np.exp(-r2)).astype(np.float32)
+        glare = np.clip(cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR), 0, 255).astype(np.uint8)
+        img = cv2.add(img, cv2.merge([glare, glare, glare]))
     if deg.defocus_sigma_px > 0:
-        img = np.asarray(cv2.GaussianBlur(img, (0, 0), deg.defocus_sigma_px), dtype=np.float32)
+        img = cv2.GaussianBlur(img, (0, 0), deg.defocus_sigma_px)
     if deg.motion_px > 1:
         k = np.zeros((deg.motion_px, deg.motion_px), dtype=np.float32)
         k[deg.motion_px // 2, :] = 1.0
@@ -152,10 +163,34 @@ def degrade(image: ImageArray, deg: Degradation, rng: np.random.Generator) -> Im
             ((deg.motion_px - 1) / 2.0, (deg.motion_px - 1) / 2.0), deg.motion_angle_deg, 1.0
         )
         k = np.asarray(cv2.warpAffine(k, rot, (deg.motion_px, deg.motion_px)), dtype=np.float32)
-        img = np.asarray(cv2.filter2D(img, -1, k / max(float(k.sum()), 1e-6)), dtype=np.float32)
+        img = cv2.filter2D(img, -1, k / max(float(k.sum()), 1e-6))
     if deg.noise_sigma > 0:
-        img += rng.normal(0.0, deg.noise_sigma, size=img.shape).astype(np.float32)
-    return np.clip(img, 0, 255).astype(np.uint8)
+        bank = _noise_bank(h, w)
+        oy, ox = (int(v) for v in rng.integers(0, _NOISE_PAD, size=2))
+        noise = bank[oy : oy + h, ox : ox + w]
+        img = cv2.addWeighted(img, 1.0, noise, deg.noise_sigma / _NOISE_SD, 0.0, dtype=cv2.CV_8U)
+    return np.asarray(img, dtype=np.uint8)
+
+
+_NOISE_SD = 32.0
+_NOISE_PAD = 97
+_NOISE: dict[str, NDArray[np.int16]] = {}
+
+
+def _noise_bank(h: int, w: int) -> NDArray[np.int16]:
+    """Gaussian sensor noise (sd 32) drawn once per process, cropped at a random offset per image.
+
+    Drawing 3.7 million normal numbers costs about 25 ms, a tenth of a scene; a crop of a fixed bank costs
+    nothing and stays a function of the scene's stream.
+    """
+    bank = _NOISE.get("bank")
+    if bank is None or bank.shape[0] < h + _NOISE_PAD or bank.shape[1] < w + _NOISE_PAD:
+        hh = max(h, 960) + _NOISE_PAD
+        ww = max(w, 1280) + _NOISE_PAD
+        draw = np.random.default_rng(12345).standard_normal((hh, ww, 3), dtype=np.float32) * _NOISE_SD
+        bank = np.clip(draw, -32000, 32000).astype(np.int16)
+        _NOISE["bank"] = bank
+    return bank
 
 
 def encode_jpeg(image: ImageArray, quality: int) -> bytes:
