@@ -65,3 +65,40 @@ def register(app: typer.Typer) -> None:
 
             written = generate_videos(out / "videos", cfg, count=videos, workers=n_workers)
             typer.echo(f"wrote {written} throw videos ({cfg.n_dice} dice, 30 fps) to {out / 'videos'}")
+
+    @app.command("synth-bench")
+    def synth_bench(
+        scenes: int = typer.Option(120, "--scenes", min=2, help="Scenes to generate (not kept)."),
+        workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per core)."),
+        width: int = typer.Option(1280, "--width", min=32, help="Image width (px)."),
+        height: int = typer.Option(960, "--height", min=32, help="Image height (px)."),
+        mix: str = typer.Option("normal=1", "--mix", help="Scenario weights, as for `throwbox synth`."),
+    ) -> None:
+        """Measure the generator's throughput (scenes per minute) on this machine."""
+        from datasets.synth.bench import run_bench
+        from datasets.synth.generator import ConfigError, parse_mix
+
+        try:
+            weights = parse_mix(mix)
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--mix") from exc
+        r = run_bench(
+            scenes=scenes,
+            workers=workers or (os.cpu_count() or 1),
+            width_px=width,
+            height_px=height,
+            mix=weights,
+        )
+        typer.echo(
+            f"{r.scenes} scenes at {r.width_px}x{r.height_px}, {r.workers} workers on {r.cpus} CPUs, "
+            f"renderer {r.renderers}, mix {r.mix}"
+        )
+        typer.echo(
+            f"steady: {r.steady_per_min:.0f} scenes/min; "
+            f"end to end (with start-up): {r.end_to_end_per_min:.0f} scenes/min"
+        )
+        typer.echo(
+            "load average before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f}".format(
+                *r.load_before, *r.load_after
+            )
+        )
