@@ -102,3 +102,43 @@ def register(app: typer.Typer) -> None:
                 *r.load_before, *r.load_after
             )
         )
+
+    @app.command("synth-sheet")
+    def synth_sheet(
+        out: Path = typer.Argument(..., help="PNG to write, e.g. docs/img/synth-contact-sheet.png."),
+        source: Path | None = typer.Option(
+            None, "--from", help="An existing synthetic data set; default: generate fresh scenes."
+        ),
+        scenes: int = typer.Option(8, "--scenes", min=1, max=48, help="Scenes on the sheet."),
+        seed: int = typer.Option(0, "--seed", min=0, help="Seed of the fresh scenes."),
+        mix: str = typer.Option(
+            "normal=1,cocked=1,wedged=1,stacked=1,off_table=1,cluster=1,layout=1,extra_roll=1",
+            "--mix",
+            help="Scenario weights of the fresh scenes.",
+        ),
+        cols: int = typer.Option(4, "--cols", min=1, help="Columns of the sheet."),
+    ) -> None:
+        """Draw sample scenes with their ground truth on one image, to check the labels by eye."""
+        import tempfile
+
+        from datasets.loaders import DatasetError, load_synth
+        from datasets.synth.contact_sheet import write_contact_sheet
+        from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix
+        from datasets.synth.writer import generate_dataset
+
+        if source is not None:
+            try:
+                truths = [im.truth for im in load_synth(source)[:scenes] if im.truth is not None]
+            except DatasetError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--from") from exc
+            write_contact_sheet(source, truths, out, cols=cols)
+        else:
+            try:
+                cfg = GeneratorConfig(seed=seed, mix=parse_mix(mix), resolutions=((1280, 960, 1.0),))
+            except ConfigError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--mix") from exc
+            with tempfile.TemporaryDirectory(prefix="throwbox-sheet-") as tmp:
+                generate_dataset(Path(tmp), cfg, scenes=scenes, workers=1)
+                truths = [im.truth for im in load_synth(Path(tmp)) if im.truth is not None]
+                write_contact_sheet(Path(tmp), truths, out, cols=cols)
+        typer.echo(f"wrote {out} ({len(truths)} scenes)")
