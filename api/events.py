@@ -40,7 +40,6 @@ EVENT_TYPES = (
     "roll",
     "invalid_roll",
     "settlement",
-    "round_completed",
     "correction",
     "alert",
     "read",
