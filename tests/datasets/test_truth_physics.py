@@ -13,14 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.camera import Camera, CameraIntrinsics, CameraPose
 from calibration.layout import ThrowBoxLayout
-from datasets.synth.dice import FACE_NORMALS, opposite
+from datasets.synth.check import check_faces, colour_id_face
+from datasets.synth.dice import FACE_NORMALS, flat_rotation, matrix_to_quat, opposite
 from datasets.synth.generator import GeneratorConfig, simulate_scene
 from datasets.synth.physics import CHIP_RADIUS_MM, ChipStack, DiePose
-from datasets.synth.render import FLAT_LIGHT, SceneLook, SceneRenderer
+from datasets.synth.render import SceneRenderer
 from datasets.synth.scenarios import ScenarioOutcome
-from datasets.synth.textures import FACE_ID_COLOURS
 from datasets.synth.truth import physical_truth, scene_verdict
 
 LAYOUT = ThrowBoxLayout()
@@ -30,49 +29,24 @@ def _outcome(scenario: str, index: int, n_dice: int = 10) -> ScenarioOutcome:
     return simulate_scene(GeneratorConfig(seed=20, n_dice=n_dice, mix={scenario: 1.0}), index)
 
 
-def _colour_face(
-    renderer: SceneRenderer, poses: tuple[DiePose, ...], chips: tuple[ChipStack, ...], i: int
-) -> int:
-    """Render every die in face-id colours from 300 mm straight above die i; name the face at its centre."""
-    x, y, z = poses[i].position_mm
-    cam = Camera(
-        CameraIntrinsics.from_fov(width_px=96, height_px=96, hfov_deg=10.0),
-        CameraPose.look_at(eye_mm=(x, y, z + 300.0), target_mm=(x, y, z)),
-    )
-    out = renderer.render(
-        cam,
-        dice=poses,
-        chips=chips,
-        look=SceneLook(("white-black",) * len(poses), "green-0"),
-        lighting=FLAT_LIGHT,
-        face_id=True,
-    )
-    # The centre of the top face, projected (not the die's centre: a tilted die's top is off-centre).
-    rot = poses[i].rotation
-    top = np.asarray(poses[i].position_mm) + rot @ (np.asarray(FACE_NORMALS[_geo(poses[i])]) * 9.5)
-    u, v = cam.project(top[None, :])[0]
-    assert out.seg[round(v), round(u)] == out.die_ids[i], "the top face is hidden by something"
-    colour = out.image[round(v), round(u)].astype(np.int32)
-    return min(FACE_ID_COLOURS, key=lambda f: int(np.abs(np.asarray(FACE_ID_COLOURS[f]) - colour).sum()))
-
-
-def _geo(pose: DiePose) -> int:
-    from datasets.synth.dice import face_up
-
-    return face_up(pose.rotation)
-
-
-@pytest.mark.parametrize(("scenario", "index"), [("normal", 0), ("cocked", 1), ("stacked", 2)])
+@pytest.mark.parametrize(("scenario", "index"), [("normal", 0), ("cocked", 1), ("stacked", 2), ("wedged", 0)])
 def test_face_up_matches_the_colour_id_render(renderer: SceneRenderer, scenario: str, index: int) -> None:
-    o = _outcome(scenario, index)
-    covered = {j for c in o.result.contacts for j in c.supported_by_die}  # a die under another shows no top
-    for i, (pose, contacts) in enumerate(zip(o.result.poses, o.result.contacts, strict=True)):
-        t = physical_truth(pose, contacts, LAYOUT)
-        if t.off_table or i in covered:
-            continue
-        assert _colour_face(renderer, o.result.poses, o.world.chips, i) == t.face_geometric, f"die {i}"
-        if not t.cocked:
-            assert t.face == t.face_geometric
+    cfg = GeneratorConfig(seed=20, mix={scenario: 1.0})
+    result = check_faces(cfg, [index], renderer)
+    assert result.mismatches == ()
+    assert result.dice >= 9  # at most the die under a stacked one is hidden
+    assert result.dice + result.hidden == 10
+    if scenario in ("cocked", "wedged"):
+        assert result.cocked_checked >= 1
+
+
+def test_colour_id_check_catches_a_wrong_face(renderer: SceneRenderer) -> None:
+    """The check is not vacuous: turning a die over (same place, another face up) is seen."""
+    o = _outcome("normal", 0)
+    pose = o.result.poses[0]
+    turned = DiePose(pose.position_mm, matrix_to_quat(pose.rotation @ flat_rotation(2, 0.0)))
+    shown = colour_id_face(renderer, (turned, *o.result.poses[1:]), (), 0, edge_mm=19.0)
+    assert shown is not None and shown != physical_truth(pose, o.result.contacts[0], LAYOUT).face_geometric
 
 
 def test_stacked_die_is_really_on_another_die() -> None:
