@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix, parse_resolutions
-        from datasets.synth.writer import generate_dataset
+        from datasets.synth.render import RenderError
+        from datasets.synth.writer import DatasetExistsError, generate_dataset
 
         try:
             res = parse_resolutions(resolutions) if resolutions else parse_resolutions(f"{width}x{height}")
@@ -51,9 +52,15 @@ def register(app: typer.Typer) -> None:
             TextColumn("synth"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
         ) as bar:
             task = bar.add_task("scenes", total=scenes)
-            summary = generate_dataset(
-                out, cfg, scenes=scenes, workers=n_workers, progress=lambda _rec: bar.advance(task)
-            )
+            try:
+                summary = generate_dataset(
+                    out, cfg, scenes=scenes, workers=n_workers, progress=lambda _rec: bar.advance(task)
+                )
+            except DatasetExistsError as exc:
+                raise typer.BadParameter(str(exc), param_hint="OUT") from exc
+            except (RenderError, OSError) as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(1) from exc
         typer.echo(
             f"wrote {summary.scenes} scenes to {out} in {summary.seconds:.1f} s "
             f"({summary.scenes_per_minute:.0f} scenes/min, {summary.workers} workers, "

@@ -94,6 +94,35 @@ def _records(cfg: GeneratorConfig, out: Path, indices: list[int], workers: int) 
         yield from pool.imap_unordered(_make, indices, chunksize=2)
 
 
+class DatasetExistsError(ValueError):
+    """The output folder already holds a data set made with other settings."""
+
+
+def _refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
+    """Writing into a folder of another data set would mix two sets' files: refuse, naming the difference."""
+    manifest = out / "manifest.json"
+    if not manifest.is_file():
+        return
+    try:
+        old = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DatasetExistsError(
+            f"{out} holds an unreadable manifest.json ({exc}); use an empty folder"
+        ) from exc
+    mine = {
+        "seed": cfg.seed,
+        "n_dice": cfg.n_dice,
+        "mix": cfg.mix,
+        "resolutions": [list(r) for r in cfg.resolutions],
+    }
+    for key, value in mine.items():
+        if old.get(key) != value:
+            raise DatasetExistsError(
+                f"{out} already holds a data set with {key}={old.get(key)!r} (asked: {value!r}); "
+                "use another folder"
+            )
+
+
 def generate_dataset(
     out: Path,
     cfg: GeneratorConfig,
@@ -107,6 +136,7 @@ def generate_dataset(
     if scenes < 0:
         raise ValueError(f"scenes must be >= 0, got {scenes}")
     workers = max(1, min(workers, os.cpu_count() or 1, max(scenes, 1)))
+    _refuse_other_dataset(out, cfg)
     (out / "images").mkdir(parents=True, exist_ok=True)
     (out / "labels").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -52,6 +52,14 @@ def test_synth_refuses_bad_options(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+def test_synth_refuses_to_mix_two_data_sets(tmp_path: Path) -> None:
+    args = ["--scenes", "1", "--width", "160", "--height", "120", "--workers", "1"]
+    assert runner.invoke(app, ["synth", str(tmp_path), "--seed", "1", *args]).exit_code == 0
+    again = runner.invoke(app, ["synth", str(tmp_path), "--seed", "2", *args])
+    assert again.exit_code == 2 and "seed=1" in again.output
+    assert runner.invoke(app, ["synth", str(tmp_path), "--seed", "1", *args]).exit_code == 0  # same set: fine
+
+
 def test_contact_sheet_from_a_data_set(tmp_path: Path) -> None:
     ds = tmp_path / "ds"
     assert (
