@@ -10,6 +10,7 @@ Real sets (see each folder's PROVENANCE.txt; not part of the repository, found u
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from datasets.format import FormatError, SceneTruth, read_scene
+from datasets.format import FormatError, SceneTruth, read_scene, scene_from_dict
 
 ImageArray = NDArray[np.uint8]
 BoxKind = Literal["die", "top_face"]
@@ -186,4 +187,50 @@ def load_matteop65(
             label.read_text(encoding="utf-8"), resolution_wh=size, box_kind="top_face", where=str(label)
         )
         out.append(LabelledImage(img, size, dice, MATTEOP65, split))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LabelledVideo:
+    """A synthetic throw video: frame files with timestamps and motion, the frame of rest, the final truth."""
+
+    folder: Path
+    fps: float
+    frames: tuple[Path, ...]
+    times_s: tuple[float, ...]
+    moving: tuple[bool, ...]
+    at_rest_frame: int  # first frame from which every die stays at rest to the end
+    final: SceneTruth
+    mp4: Path | None
+
+
+def load_videos(root: Path) -> tuple[LabelledVideo, ...]:
+    """Every throw video under `root` (a data set's videos/ folder), sorted by video id."""
+    if not root.is_dir():
+        raise DatasetError(f"{root}: no such folder of throw videos")
+    out = []
+    for doc_path in sorted(root.glob("*/video.json")):
+        try:
+            doc = json.loads(doc_path.read_text(encoding="utf-8"))
+            if doc.get("format") != "throwbox-video/1":
+                raise DatasetError(f"{doc_path}: unknown video format {doc.get('format')!r}")
+            folder = doc_path.parent
+            frames = doc["frames"]
+            mp4 = folder / str(doc["mp4"]) if doc.get("mp4") else None
+            out.append(
+                LabelledVideo(
+                    folder=folder,
+                    fps=float(doc["fps"]),
+                    frames=tuple(folder / str(f["file"]) for f in frames),
+                    times_s=tuple(float(f["t_s"]) for f in frames),
+                    moving=tuple(bool(f["moving"]) for f in frames),
+                    at_rest_frame=int(doc["at_rest_frame"]),
+                    final=scene_from_dict(doc["final"]),
+                    mp4=mp4 if mp4 is not None and mp4.is_file() else None,
+                )
+            )
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            if isinstance(exc, DatasetError):
+                raise
+            raise DatasetError(f"{doc_path}: malformed video document ({exc!r})") from exc
     return tuple(out)

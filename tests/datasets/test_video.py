@@ -9,6 +9,7 @@ from pathlib import Path
 import cv2
 
 from datasets.format import scene_from_dict
+from datasets.loaders import load_videos
 from datasets.synth.generator import GeneratorConfig
 from datasets.synth.render import SceneRenderer
 from datasets.synth.video import VIDEO_FORMAT, make_video
@@ -38,3 +39,6 @@ def test_throw_video_runs_from_release_to_rest(renderer: SceneRenderer, tmp_path
     cap.release()
     assert count == len(frames)
     assert all((folder / f["file"]).is_file() for f in frames)
+    (video,) = load_videos(tmp_path)
+    assert video.at_rest_frame == rest and video.final == final and video.mp4 is not None
+    assert len(video.frames) == len(frames) and video.moving[1] and not video.moving[-1]
