@@ -25,6 +25,7 @@ from calibration.images import check_image, resolution_wh
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers, require_markers
 from calibration.plane import PlaneMap, fit_plane
+from calibration.reference import ReferenceImage, make_reference
 
 FloatArray = NDArray[np.float64]
 Source = Literal["markers", "manual"]
@@ -48,6 +49,7 @@ class TableCalibration:
     markers: CornerMarkers | None
     reference_corners_px: dict[int, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     felt: FeltModel | None = None
+    reference_picture: ReferenceImage | None = None  # for the camera-moved check without markers
 
     def __post_init__(self) -> None:
         if self.plane.intrinsics != self.intrinsics:
@@ -93,6 +95,7 @@ class TableCalibration:
                 str(k): [list(p) for p in v] for k, v in sorted(self.reference_corners_px.items())
             },
             "felt": None if self.felt is None else asdict(self.felt),
+            "reference_picture": None if self.reference_picture is None else asdict(self.reference_picture),
         }
 
     @classmethod
@@ -125,6 +128,13 @@ class TableCalibration:
                 frames=int(felt_d["frames"]),
                 pixels=int(felt_d["pixels"]),
             )
+        pic_d = data["reference_picture"]
+        picture = None
+        if pic_d is not None:
+            picture = ReferenceImage(png_b64=str(pic_d["png_b64"]), scale=float(pic_d["scale"]))
+            if not 0 < picture.scale <= 1:
+                raise ValueError(f"reference picture scale must be in (0, 1], got {picture.scale}")
+            picture.image()  # decodes, or raises CorruptCalibrationError (a ValueError)
         source = data["source"]
         if source not in ("markers", "manual"):
             raise ValueError(f"unknown calibration source {source!r}")
@@ -149,6 +159,7 @@ class TableCalibration:
             markers=markers,
             reference_corners_px=refs,
             felt=felt,
+            reference_picture=picture,
         )
 
     def require_resolution(self, image: object) -> None:
@@ -286,6 +297,11 @@ def _outline_mm(x0: float, y0: float, x1: float, y1: float, *, step_mm: float = 
     )
 
 
+def box_outline_mm(layout: ThrowBoxLayout, *, step_mm: float = 10.0) -> FloatArray:
+    """The inner box outline sampled every `step_mm` (mm)."""
+    return _outline_mm(0.0, 0.0, layout.width_mm, layout.depth_mm, step_mm=step_mm)
+
+
 def box_corners_mm(layout: ThrowBoxLayout) -> FloatArray:
     """The four inner box corners in the order hand-given points use: dealer left, dealer right, far right,
     far left."""
@@ -343,7 +359,7 @@ def calibrate_table(
         )
     if (markers is None) == (corners_px is None):
         raise ValueError("give either corner markers or four hand-given corner points, not both or neither")
-    reference: dict[int, tuple[tuple[float, float], ...]] = {}
+    marker_refs: dict[int, tuple[tuple[float, float], ...]] = {}
     if markers is not None:
         found = require_markers(img, markers)
         marker_mm = markers.corners_mm(layout)
@@ -361,7 +377,7 @@ def calibrate_table(
                 "or not in its corner",
                 reason="plane_fit_error",
             )
-        reference = {i: tuple((float(p[0]), float(p[1])) for p in found[i]) for i in ids}
+        marker_refs = {i: tuple((float(p[0]), float(p[1])) for p in found[i]) for i in ids}
         source: Source = "markers"
     else:
         pts = _check_hand_corners(corners_px)
@@ -379,7 +395,8 @@ def calibrate_table(
         layout=layout,
         source=source,
         markers=markers,
-        reference_corners_px=reference,
+        reference_corners_px=marker_refs,
+        reference_picture=make_reference(img),
     )
     frames = [img, *felt_frames]
     for i, f in enumerate(frames):

@@ -257,6 +257,7 @@ def register(app: typer.Typer) -> None:
             "table_id": table,
             "calibration_id": cal.calibration_id,
             "status": result.status,
+            "method": result.method,
             "moved": result.moved,
             "reason": result.reason,
             "markers_found": result.markers_found,
@@ -343,7 +344,10 @@ def register(app: typer.Typer) -> None:
             for m in r.moves:
                 shift = "-" if m.max_shift_px is None else f"{m.max_shift_px:.2f} px"
                 verdict = "right" if m.correct else "WRONG"
-                typer.echo(f"  camera check: {m.name:<38} {m.status:<7} max shift {shift:<10} {verdict}")
+                typer.echo(
+                    f"  camera check ({m.method:<7}) {m.name:<38} {m.status:<7} "
+                    f"max shift {shift:<10} {verdict}"
+                )
             for name, ok in r.checks.items():
                 typer.echo(f"  [{'pass' if ok else 'FAIL'}] {name}")
         if not result.passed:

@@ -69,6 +69,11 @@ def _rewrite(path: Path, edit: str) -> None:
         doc["checksum"] = (
             "sha256:" + __import__("hashlib").sha256(canonical_json(doc["body"]).encode()).hexdigest()
         )
+    elif edit == "bad_picture":
+        doc["body"]["reference_picture"]["png_b64"] = "bm90IGEgcG5n"  # base64 of "not a png"
+        doc["checksum"] = (
+            "sha256:" + __import__("hashlib").sha256(canonical_json(doc["body"]).encode()).hexdigest()
+        )
     elif edit == "no_checksum":
         del doc["checksum"]
     path.write_text(json.dumps(doc))
@@ -87,6 +92,8 @@ def _rewrite(path: Path, edit: str) -> None:
         ("drop_field", CorruptCalibrationError, "malformed"),
         # a field with an impossible value (with a matching checksum)
         ("bad_value", CorruptCalibrationError, "malformed"),
+        # the reference picture is not an image (with a matching checksum)
+        ("bad_picture", CorruptCalibrationError, "reference picture"),
         # checksum missing
         ("no_checksum", CorruptCalibrationError, "missing body or checksum"),
     ],
