@@ -124,12 +124,15 @@ def register(app: typer.Typer) -> None:
             help="Scenario weights of the fresh scenes.",
         ),
         cols: int = typer.Option(4, "--cols", min=1, help="Columns of the sheet."),
+        width: int = typer.Option(1280, "--width", min=32, help="Width of the fresh scenes (px)."),
+        height: int = typer.Option(960, "--height", min=32, help="Height of the fresh scenes (px)."),
     ) -> None:
         """Draw sample scenes with their ground truth on one image, to check the labels by eye."""
         import tempfile
 
+        from datasets.format import SceneTruth
         from datasets.loaders import DatasetError, load_synth
-        from datasets.synth.contact_sheet import write_contact_sheet
+        from datasets.synth.contact_sheet import write_contact_sheet, write_contact_sheet_multi
         from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix
         from datasets.synth.writer import generate_dataset
 
@@ -141,13 +144,22 @@ def register(app: typer.Typer) -> None:
             write_contact_sheet(source, truths, out, cols=cols)
         else:
             try:
-                cfg = GeneratorConfig(seed=seed, mix=parse_mix(mix), resolutions=((1280, 960, 1.0),))
+                names = sorted(parse_mix(mix))
             except ConfigError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--mix") from exc
+            # One scene of each scenario in the mix (then more, in turn, up to --scenes).
+            picked: list[tuple[Path, SceneTruth]] = []
             with tempfile.TemporaryDirectory(prefix="throwbox-sheet-") as tmp:
-                generate_dataset(Path(tmp), cfg, scenes=scenes, workers=1)
-                truths = [im.truth for im in load_synth(Path(tmp)) if im.truth is not None]
-                write_contact_sheet(Path(tmp), truths, out, cols=cols)
+                for k in range(scenes):
+                    name = names[k % len(names)]
+                    folder = Path(tmp) / f"{k:02d}-{name}"
+                    cfg = GeneratorConfig(seed=seed, mix={name: 1.0}, resolutions=((width, height, 1.0),))
+                    generate_dataset(folder, cfg, scenes=k // len(names) + 1, workers=1)
+                    truth = load_synth(folder)[-1].truth
+                    if truth is not None:
+                        picked.append((folder, truth))
+                write_contact_sheet_multi(picked, out, cols=cols)
+            truths = [t for _, t in picked]
         typer.echo(f"wrote {out} ({len(truths)} scenes)")
 
     @app.command("synth-check")

@@ -78,8 +78,13 @@ def contact_sheet(
 
 def write_contact_sheet(root: Path, truths: list[SceneTruth], out: Path, *, cols: int = 3) -> Path:
     """Read the images of `truths` under `root`, draw them, write the sheet to `out`."""
+    return write_contact_sheet_multi([(root, t) for t in truths], out, cols=cols)
+
+
+def write_contact_sheet_multi(scenes: list[tuple[Path, SceneTruth]], out: Path, *, cols: int = 3) -> Path:
+    """Like `write_contact_sheet`, each scene with its own data set root."""
     items = []
-    for t in truths:
+    for root, t in scenes:
         img = cv2.imread(str(root / t.image), cv2.IMREAD_COLOR)
         if img is None:
             raise FileNotFoundError(f"cannot read image {root / t.image}")

@@ -72,3 +72,11 @@ def test_contact_sheet_from_a_data_set(tmp_path: Path) -> None:
     result = runner.invoke(app, ["synth-sheet", str(sheet), "--from", str(ds), "--cols", "2"])
     assert result.exit_code == 0, result.output
     assert sheet.stat().st_size > 10_000
+
+
+def test_contact_sheet_of_fresh_scenes_one_per_scenario(tmp_path: Path) -> None:
+    sheet = tmp_path / "fresh.jpg"
+    args = ["synth-sheet", str(sheet), "--scenes", "2", "--mix", "normal=1,stacked=1", "--cols", "2"]
+    result = runner.invoke(app, [*args, "--width", "160", "--height", "120"])
+    assert result.exit_code == 0, result.output
+    assert "2 scenes" in result.output and sheet.stat().st_size > 5_000
