@@ -216,13 +216,14 @@ def register(app: typer.Typer) -> None:
         except (CalibrationError, ValueError) as exc:
             _fail("table", exc)
         doc = {"path": str(path), **describe(cal)}
+        source_text = "corner markers" if cal.source == "markers" else "hand-given corners"
         if overlay is not None:
             doc["overlay"] = str(overlay)
         _emit(
             doc,
             as_json=as_json,
             lines=[
-                f"table {table} calibrated from {cal.source} ({cal.calibration_id})",
+                f"table {table} calibrated from {source_text} ({cal.calibration_id})",
                 f"  plane fit RMS {cal.plane_rms_mm:.3f} mm; camera at "
                 + ", ".join(f"{v:.0f}" for v in doc["camera_position_mm"])
                 + " mm",
