@@ -46,6 +46,7 @@ class LabelledDie:
     stacked: bool = False
     off_table: bool = False
     visible_fraction: float = 1.0
+    face_visible: int | None = None  # the face on top as the camera sees it (synthetic: face_geometric)
 
     def __post_init__(self) -> None:
         x0, y0, x1, y1 = self.box_xyxy
@@ -103,6 +104,7 @@ def load_synth(root: Path, *, min_visible: float = 0.0) -> tuple[LabelledImage, 
                 stacked=d.stacked,
                 off_table=d.off_table,
                 visible_fraction=d.visible_fraction,
+                face_visible=d.face_geometric,
             )
             for d in truth.dice
             if d.in_image and d.visible_fraction >= min_visible
@@ -144,7 +146,9 @@ def parse_yolo(
         y0 = max(0.0, (yc - bh / 2) * h)
         x1 = min(float(w), (xc + bw / 2) * w)
         y1 = min(float(h), (yc + bh / 2) * h)
-        dice.append(LabelledDie(box_xyxy=(x0, y0, x1, y1), face=cls + 1, box_kind=box_kind))
+        dice.append(
+            LabelledDie(box_xyxy=(x0, y0, x1, y1), face=cls + 1, box_kind=box_kind, face_visible=cls + 1)
+        )
     return tuple(dice)
 
 
