@@ -24,6 +24,10 @@ _VARIANCE_FLOOR = 1.0  # Lab units^2: keeps the covariance invertible for very u
 _TRIM_QUANTILE = 0.98  # drop the 2 % most distant pixels (print, lint) before the final estimate
 
 
+# The Mahalanobis distance is computed with numpy over all pixels at once: cv2.Mahalanobis takes one vector
+# per call, which would be a Python loop over a million pixels.
+
+
 def _features(image: NDArray[np.uint8], lightness_weight: float) -> NDArray[np.float32]:
     lab = np.asarray(
         cv2.cvtColor(to_bgr(image).astype(np.float32) / 255.0, cv2.COLOR_BGR2Lab), dtype=np.float32

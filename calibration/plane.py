@@ -107,6 +107,7 @@ class PlaneFit:
 
 
 def _min_triangle_area(pts: FloatArray) -> float:
+    """Smallest triangle over any three points (OpenCV has no such check; four points make it cheap)."""
     n = pts.shape[0]
     best = np.inf
     for i in range(n):

@@ -319,15 +319,20 @@ def _check_hand_corners(corners_px: object) -> FloatArray:
         raise BadCornerPointsError(
             f"exactly four finite (x, y) corner points are needed, got shape {pts.shape}"
         )
-    # The quadrilateral must be simple (not self-intersecting): otherwise the corners are out of order.
-    signs = []
-    for i in range(4):
-        a, b, c = pts[i], pts[(i + 1) % 4], pts[(i + 2) % 4]
-        signs.append(np.sign((b[0] - a[0]) * (c[1] - b[1]) - (b[1] - a[1]) * (c[0] - b[0])))
-    if len(set(signs)) != 1 or signs[0] == 0:
+    quad = pts.astype(np.float32)
+    # Out of order (a bow-tie) is not convex; the box seen from above is.
+    if not cv2.isContourConvex(quad):
         raise BadCornerPointsError(
             "the four corners do not form a convex quadrilateral in the given order "
             "(expected: dealer's left, dealer's right, far right, far left)"
+        )
+    # Seen from above the felt, dealer's left -> dealer's right -> far right -> far left turns one way; in
+    # image coordinates (y down) that is a negative oriented area. The other way is a mirror image: the
+    # corners were given the wrong way round, and a homography would silently mirror the box.
+    if cv2.contourArea(quad, oriented=True) > 0:
+        raise BadCornerPointsError(
+            "the four corners go round the wrong way (mirrored): give dealer's left, dealer's right, "
+            "far right, far left"
         )
     return pts
 

@@ -108,3 +108,16 @@ def test_views_without_board_are_reported(scenes: Scenes) -> None:
     result = calibrate_intrinsics([blank, *scenes.board_images], scenes.board)
     assert result.views_without_board == (0,)
     assert result.views_used == len(scenes.board_images)
+
+
+def test_refused_when_the_solver_fails(scenes: Scenes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenCV raising inside the calibration is a refusal with its message, not a crash."""
+    import cv2
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise cv2.error("simulated solver failure")
+
+    monkeypatch.setattr(cv2, "calibrateCameraExtended", broken)
+    with pytest.raises(CalibrationRefusedError) as info:
+        calibrate_intrinsics(scenes.board_images[:5], scenes.board)
+    assert info.value.reason == "solver_failed"

@@ -90,6 +90,8 @@ def test_hand_given_corners_calibrate_within_a_millimetre(scenes: Scenes) -> Non
     [
         # dealer's right and far right swapped: a bow-tie
         ([[100, 300], [300, 100], [540, 300], [100, 100]], "convex"),
+        # the right order mirrored (dealer's right first)
+        ([[540, 300], [100, 300], [100, 100], [540, 100]], "mirrored"),
         # three points
         ([[100, 300], [540, 300], [540, 100]], "four"),
         # not numbers

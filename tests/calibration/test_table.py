@@ -163,3 +163,16 @@ def test_settings_that_do_not_match_the_table_are_refused(
             markers=markers,
         )
     assert info.value.reason == "plane_fit_error"
+
+
+def test_felt_frame_of_another_resolution_is_refused(scenes: Scenes) -> None:
+    with pytest.raises(ResolutionMismatchError, match="felt frame 1"):
+        calibrate_table(
+            scenes.empty,
+            table_id="x",
+            intrinsics=scenes.intrinsics.intrinsics,
+            intrinsics_rms_px=0.1,
+            layout=SMALL_LAYOUT,
+            markers=CornerMarkers(),
+            felt_frames=[np.zeros((720, 1280, 3), np.uint8)],
+        )
