@@ -414,15 +414,18 @@ class TableScene:
     pose: CameraPose
     seed: int = 0
     supersample: int = 2
-    _renderer: SceneRenderer | None = field(default=None, init=False, repr=False)
+    renderer: SceneRenderer | None = field(default=None, repr=False)  # share one per camera: it is costly
     _table: PlaneLayer | None = field(default=None, init=False, repr=False)
 
-    @property
-    def renderer(self) -> SceneRenderer:
-        """The per-camera renderer (built on first use)."""
-        if self._renderer is None:
-            self._renderer = SceneRenderer(self.intrinsics, supersample=self.supersample)
-        return self._renderer
+    def __post_init__(self) -> None:
+        r = self.renderer
+        if r is not None and (r.intrinsics != self.intrinsics or r.supersample != self.supersample):
+            raise ValueError("the shared renderer is for another camera or supersampling")
+
+    def _renderer(self) -> SceneRenderer:
+        if self.renderer is None:
+            self.renderer = SceneRenderer(self.intrinsics, supersample=self.supersample)
+        return self.renderer
 
     @property
     def camera(self) -> Camera:
@@ -441,7 +444,7 @@ class TableScene:
         if self._table is None:
             self._table = table_texture(self.layout, self.markers, seed=self.seed)
         layers = [self._table] + [die_top_layer(self.layout, x_mm=x, y_mm=y, face=f) for x, y, f in dice]
-        img = self.renderer.render(pose or self.pose, layers, background_bgr=(25, 30, 40))
+        img = self._renderer().render(pose or self.pose, layers, background_bgr=(25, 30, 40))
         return finish(img, np.random.default_rng(noise_seed), fx)
 
 
@@ -618,8 +621,15 @@ def evaluate_calibration(
 
     layout = layout or ThrowBoxLayout()
     markers = CornerMarkers()
-    scene = TableScene(layout, markers, truth, table_camera_pose(layout), seed=seed, supersample=supersample)
-    scene._renderer = renderer  # same camera: reuse the ray table
+    scene = TableScene(
+        layout,
+        markers,
+        truth,
+        table_camera_pose(layout),
+        seed=seed,
+        supersample=supersample,
+        renderer=renderer,
+    )
     say("rendering the empty throw box and calibrating the table")
     frame = scene.frame(noise_seed=seed + 10)
     felt_frames = [scene.frame(noise_seed=seed + 11)]

@@ -56,8 +56,9 @@ def scenes() -> Scenes:
     poses = board_view_poses(DEFAULT_BOARD, truth, count=BOARD_VIEWS, seed=3)
     images = render_board_views(renderer, DEFAULT_BOARD, poses, seed=4)
     intr = calibrate_intrinsics(images, DEFAULT_BOARD)
-    scene = TableScene(SMALL_LAYOUT, CornerMarkers(), truth, table_camera_pose(SMALL_LAYOUT), seed=5)
-    scene._renderer = renderer
+    scene = TableScene(
+        SMALL_LAYOUT, CornerMarkers(), truth, table_camera_pose(SMALL_LAYOUT), seed=5, renderer=renderer
+    )
     empty = scene.frame(noise_seed=1)
     empty_2 = scene.frame(noise_seed=2)
     cal = calibrate_table(
