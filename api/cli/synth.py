@@ -147,17 +147,29 @@ def register(app: typer.Typer) -> None:
                 names = sorted(parse_mix(mix))
             except ConfigError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--mix") from exc
-            # One scene of each scenario in the mix (then more, in turn, up to --scenes).
+            # One scene of each scenario in the mix in turn (scene k has seed + k, for variety). A scene
+            # whose staging failed by chance (it is then a plain throw) is replaced by the one of the
+            # next seed, up to 5 tries, so each tile shows its scenario; the sheet says which seeds.
             picked: list[tuple[Path, SceneTruth]] = []
             with tempfile.TemporaryDirectory(prefix="throwbox-sheet-") as tmp:
                 for k in range(scenes):
                     name = names[k % len(names)]
-                    folder = Path(tmp) / f"{k:02d}-{name}"
-                    cfg = GeneratorConfig(seed=seed, mix={name: 1.0}, resolutions=((width, height, 1.0),))
-                    generate_dataset(folder, cfg, scenes=k // len(names) + 1, workers=1)
-                    truth = load_synth(folder)[-1].truth
+                    for attempt in range(5):
+                        folder = Path(tmp) / f"{k:02d}-{name}-{attempt}"
+                        cfg = GeneratorConfig(
+                            seed=seed + k + 1000 * attempt,
+                            mix={name: 1.0},
+                            resolutions=((width, height, 1.0),),
+                        )
+                        generate_dataset(folder, cfg, scenes=1, workers=1)
+                        truth = load_synth(folder)[-1].truth
+                        if truth is not None and not str(truth.render.get("note", "")).startswith(
+                            "staging failed"
+                        ):
+                            break
                     if truth is not None:
                         picked.append((folder, truth))
+                typer.echo("seeds: " + ", ".join(f"{t.scenario} {t.seed}" for _, t in picked))
                 write_contact_sheet_multi(picked, out, cols=cols)
             truths = [t for _, t in picked]
         typer.echo(f"wrote {out} ({len(truths)} scenes)")

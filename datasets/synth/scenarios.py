@@ -9,7 +9,8 @@ a die placed to lean on chips that slid down flat is labelled flat.
 Scenarios that stage something after the throw (a die leaning on chips, a die on a die, a die off the
 table, dice moved to a layout box) place the die and simulate again until everything is at rest, so the
 final state is always one the physics accepts. Where a staging can fail by chance (the die slides off),
-it is retried a few times with fresh draws; the note records how it ended.
+it is retried a few times with fresh draws; if every try fails the scene is the plain throw (with its chips),
+and the note says "staging failed".
 """
 
 from __future__ import annotations
@@ -226,9 +227,8 @@ def cocked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
             continue
         trial = resettle(world, first.poses, {die: start})
         t = physical_truth(trial.poses[die], trial.contacts[die], layout)
-        result = trial
         if t.cocked and t.rests_on == "chips" and t.sides_resting == 1:
-            note = f"die {die} leaning {lean:.0f} deg on {lean_stack.n_chips} chips"
+            result, note = trial, f"die {die} leaning {lean:.0f} deg on {lean_stack.n_chips} chips"
             break
         note = "staging failed: the leaning die did not stay cocked"
     return ScenarioOutcome("cocked", world, result, n_dice, (False,) * n_dice, note=note)
@@ -278,9 +278,8 @@ def wedged(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
             world, first.poses, {die: placed((float(centre[0]), float(centre[1]), float(centre[2])), rot)}
         )
         t = physical_truth(trial.poses[die], trial.contacts[die], layout)
-        result = trial
         if t.cocked and t.sides_resting > 1:
-            note = f"die {die} wedged between two stacks of {n_chips} chips, gap {gap:.1f} mm"
+            result, note = trial, f"die {die} wedged between two stacks of {n_chips} chips, gap {gap:.1f} mm"
             break
         note = "staging failed: the die did not stay wedged"
     return ScenarioOutcome("wedged", world, result, n_dice, (False,) * n_dice, note=note)
@@ -304,9 +303,8 @@ def stacked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
             start, position_m=(start.position_m[0], start.position_m[1], (bz + edge + 0.5) / 1000.0)
         )
         trial = resettle(world, first.poses, {top: start})
-        result = trial
         if physical_truth(trial.poses[top], trial.contacts[top], layout).stacked:
-            note = f"die {top} on die {base}"
+            result, note = trial, f"die {top} on die {base}"
             break
         note = "staging failed: the top die slid off"
     return ScenarioOutcome("stacked", world, result, n_dice, (False,) * n_dice, note=note)
