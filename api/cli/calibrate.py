@@ -301,6 +301,34 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"overlay written to {out}")
 
     @calib.command()
+    def rectify(
+        frame: Path = typer.Argument(..., help="A frame from the table camera.", show_default=False),
+        out: Path = typer.Option(..., "--out", help="Image file to write (PNG or JPEG)."),
+        table: str = typer.Option(..., "--table", help="Table id."),
+        data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help=DATA_DIR_HELP),
+        px_per_mm: float = typer.Option(2.0, "--px-per-mm", help="Scale of the top-down view."),
+        margin_mm: float = typer.Option(0.0, "--margin-mm", min=0.0, help="Show this much beyond the walls."),
+    ) -> None:
+        """Write the top-down millimetre view of the throw box (undistorted; dealer's side at the bottom)."""
+        import cv2
+
+        from calibration.errors import CalibrationError
+        from calibration.images import read_image
+        from calibration.rectify import Rectifier
+        from calibration.store import load_table
+
+        try:
+            image = read_image(frame)
+            cal = load_table(data_dir, table, resolution_wh=(image.shape[1], image.shape[0]))
+            top = Rectifier.build(cal, px_per_mm=px_per_mm, margin_mm=margin_mm).rectify(image)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if not cv2.imwrite(str(out), top):
+                raise ValueError(f"cannot write {out} (unknown image extension?)")
+        except (CalibrationError, ValueError) as exc:
+            _fail("rectify", exc)
+        typer.echo(f"top-down view ({top.shape[1]}x{top.shape[0]} px, {px_per_mm:g} px/mm) written to {out}")
+
+    @calib.command()
     def selftest(
         seed: int = typer.Option(0, "--seed", help="Scene seed."),
         views: int = typer.Option(12, "--views", min=5, help="ChArUco board views for the intrinsics."),

@@ -95,6 +95,14 @@ def test_full_flow(files: Path) -> None:
     )  # fmt: skip
     assert code == 0 and (files / "o2.jpg").is_file(), out
 
+    code, out = _run(
+        "calibrate", "rectify", "--table", "t1", str(files / "unmoved.png"), "--out", str(files / "top.png"),
+        "--data-dir", str(data), "--px-per-mm", "1",
+    )  # fmt: skip
+    assert code == 0, out
+    top = cv2.imread(str(files / "top.png"))
+    assert top is not None and top.shape == (225, 300, 3)
+
     # A frame from another camera resolution is refused with the reason.
     code, out = _run("calibrate", "check", "--table", "t1", str(files / "big.png"), "--data-dir", str(data))
     assert code == 2 and "1280x720" in out, out
