@@ -143,6 +143,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--real", type=Path, default=SHARED_REAL / "d6-topdown-nellbyler")
     parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
+    parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
@@ -151,7 +152,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     items = load_nellbyler(args.real, "train")  # never the test split
     if args.synth is not None:
-        items += load_synth(args.synth)
+        items += load_synth(args.synth, limit=args.synth_limit)
     sampler = Sampler(_load(items), args.seed)
     print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
 

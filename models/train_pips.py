@@ -38,14 +38,21 @@ class CropSampler:
             img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
             if img is None:
                 raise SystemExit(f"unreadable training image {it.path}")
-            idx = len(self.images)
-            self.images.append(np.asarray(img, np.uint8))
             for box, face in zip(it.boxes_xyxy, it.faces, strict=True):
                 b = box.copy()
                 if it.box_kind == "top":
                     c, half = (b[:2] + b[2:]) / 2, (b[2:] - b[:2]) / 2 * TOP_TO_DIE
                     b = np.concatenate([c - half, c + half]).astype(np.float32)
-                self.dice.append((idx, b, int(face)))
+                # Keep a patch of 3x the die around it (not the whole frame: memory), box in patch px.
+                reach = 1.5 * float(max(b[2] - b[0], b[3] - b[1]))
+                cx, cy = float(b[0] + b[2]) / 2, float(b[1] + b[3]) / 2
+                x0, y0 = max(0, int(cx - reach)), max(0, int(cy - reach))
+                x1, y1 = min(img.shape[1], int(cx + reach) + 1), min(img.shape[0], int(cy + reach) + 1)
+                if x1 - x0 < 4 or y1 - y0 < 4:
+                    continue
+                self.images.append(np.ascontiguousarray(img[y0:y1, x0:x1], dtype=np.uint8))
+                shift = np.array([x0, y0, x0, y0], np.float32)
+                self.dice.append((len(self.images) - 1, (b - shift).astype(np.float32), int(face)))
 
     def sample(self, index: int | None = None) -> tuple[NDArray[np.uint8], int]:
         rng = self.rng
@@ -90,7 +97,8 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--real", type=Path, default=SHARED_REAL)
-    parser.add_argument("--synth", type=Path, default=None)
+    parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
+    parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
 
@@ -99,7 +107,7 @@ def main() -> None:
     items = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")  # never the test split
     items += load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
     if args.synth is not None:
-        items += load_synth(args.synth)
+        items += load_synth(args.synth, limit=args.synth_limit)
     sampler = CropSampler(items, args.seed)
     print(f"training on {len(sampler.dice)} dice from {len(items)} images")
 

@@ -81,6 +81,11 @@ def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) ->
     half = face.shape[0] / 2.0
     reach = cfg.max_centre_offset_frac * die_px
     die_area = die_px * die_px
+    m = cv2.moments(hull_mask, binaryImage=True)
+    if m["m00"] <= 0:
+        return None
+    face_centre = np.array([m["m10"] / m["m00"], m["m01"] / m["m00"]])
+    positions: list[tuple[float, float]] = []
     blobs: list[tuple[float, float]] = []  # (area fraction, aspect) of pip-like components
     centres: list[float] = []  # their distance from the face centre (chessboard), px
     for i in range(1, n):
@@ -96,6 +101,7 @@ def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) ->
         if aspect > cfg.max_aspect or area / max(1, w * h) < cfg.min_fill:
             continue
         blobs.append((frac, aspect))
+        positions.append((float(centroids[i][0]), float(centroids[i][1])))
         centres.append(max(abs(centroids[i][0] - half), abs(centroids[i][1] - half)))
     if not blobs:
         return None
@@ -107,8 +113,48 @@ def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) ->
         big = next(i for i, (f, _) in enumerate(blobs) if f == largest)
         alone = all(f < 0.3 * largest for j, (f, _) in enumerate(blobs) if j != big)
         return 1 if alone and centres[big] <= 0.15 * die_px else None
-    kept = [f for f, a in blobs if f >= cfg.same_size_frac * largest and a <= cfg.max_top_aspect]
+    kept = [
+        positions[i]
+        for i, (f, a) in enumerate(blobs)
+        if f >= cfg.same_size_frac * largest and a <= cfg.max_top_aspect
+    ]
     unclear = [f for f, _ in blobs if cfg.ambiguous_size_frac * largest <= f < cfg.same_size_frac * largest]
     if unclear or not 1 <= len(kept) <= 6:
         return None
+    if not layout_fits(np.asarray(kept), face_centre=face_centre, die_px=die_px):
+        return None
     return len(kept)
+
+
+def layout_fits(points: np.ndarray, *, face_centre: np.ndarray, die_px: float) -> bool:
+    """Do n pip centres sit the way a die's face n places them (any rotation)? A loose geometric check."""
+    n = len(points)
+    centre = points.mean(axis=0)
+    if np.linalg.norm(centre - face_centre) > 0.2 * die_px:
+        return False  # every layout is symmetric about the face centre
+    radii = np.linalg.norm(points - centre, axis=1)
+    if n == 1:
+        return True
+    outer = np.sort(radii)[-4:] if n >= 4 else np.sort(radii)[-2:]  # the pips away from the centre
+    if float(outer.min()) < 0.12 * die_px or float(outer.max()) > 0.6 * die_px:
+        return False  # pips neither crowded at the centre nor beyond the face
+    if n == 2:
+        return bool(abs(radii[0] - radii[1]) < 0.12 * die_px)
+    if n == 3:  # a diagonal line: the middle pip at the centre, the others opposite
+        inner = int(np.argmin(radii))
+        others = [i for i in range(3) if i != inner]
+        a, b = points[others[0]] - points[inner], points[others[1]] - points[inner]
+        cos = float(a @ b / max(1e-6, np.linalg.norm(a) * np.linalg.norm(b)))
+        return radii[inner] < 0.12 * die_px and cos < -0.85
+    if n in (4, 5):  # four corners of a square (plus the centre for 5)
+        order = np.sort(radii)
+        corners = order[-4:]
+        if n == 5 and order[0] > 0.12 * die_px:
+            return False
+        return float(corners.std() / max(1e-6, corners.mean())) < 0.2
+    # n == 6: two columns of three: four corners at one radius, two middles nearer the centre
+    order = np.sort(radii)
+    corners, middles = order[2:], order[:2]
+    return (
+        float(corners.std() / max(1e-6, corners.mean())) < 0.2 and float(middles.max()) < 0.85 * corners.min()
+    )
