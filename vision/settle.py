@@ -60,7 +60,7 @@ class SettleConfig:
     blur_px: int = 5  # Gaussian kernel (odd) applied before any difference
     motion_threshold: int = 20  # per-channel change (0-255) that marks a pixel as changed
     foreground_threshold: int = 40  # per-channel difference from the empty box that marks "not felt"
-    still_max_changed_px: int = 6  # changed pixels tolerated while "still" (noise, compression)
+    still_max_changed_px: int = 16  # changed pixels tolerated while "still" (noise, video compression)
     min_object_px: int = 10  # smaller foreground blobs are ignored (lint, noise)
     intrusion_edge_fraction: float = 0.006  # edge-touching blob bigger than this share of the box: intruder
     intrusion_any_fraction: float = 0.05  # any blob bigger than this share of the box: intruder

@@ -32,6 +32,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.read",
     "api.cli.eval",
     "api.cli.bench",
+    "api.cli.watch",
+    "api.cli.settle_bench",
 )
 
 

@@ -1,0 +1,76 @@
+"""`throwbox watch` and `throwbox settle-bench`: at-rest frames saved per throw, clear errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.cli.settle_bench import run_settle_bench
+from vision.demo_scene import DemoScene, Empty, SceneConfig, demo_plan
+
+runner = CliRunner()
+
+
+def test_watch_saves_one_at_rest_frame_per_throw(tmp_path: Path) -> None:
+    scene = DemoScene(SceneConfig(width_px=320, height_px=240, die_edge_px=12, seed=11))
+    video = tmp_path / "table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (320, 240))
+    for image in scene.render((*demo_plan(2), Empty(0.5))):
+        writer.write(image)
+    writer.release()
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["watch", str(video), "--out", str(out), "--json", "--table", "T9"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    reads = [d for d in lines if d.get("event") == "AtRest"]
+    assert [d["throw_index"] for d in reads] == [0, 1]
+    for doc, throw in zip(reads, scene.throws, strict=True):
+        assert throw.rest_frame <= doc["seq"] < throw.end_frame
+        assert doc["frame_id"].startswith("T9-")
+        saved = cv2.imread(doc["saved"])
+        assert saved is not None and saved.shape == (240, 320, 3)
+    assert sorted(p.name for p in out.glob("at_rest_*.png")) == sorted(Path(d["saved"]).name for d in reads)
+    logged = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    assert [d["event"] for d in logged] == [d["event"] for d in lines[:-1]]
+    assert lines[-1] == {"frames": len(scene.frames), "throws_read": 2}
+
+
+def test_watch_stops_after_seconds_of_scene_time(tmp_path: Path) -> None:
+    scene = DemoScene(SceneConfig(width_px=160, height_px=120, die_edge_px=8, seed=1))
+    video = tmp_path / "t.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (160, 120))
+    for image in scene.render((Empty(2.0),)):
+        writer.write(image)
+    writer.release()
+    result = runner.invoke(app, ["watch", str(video), "--seconds", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.splitlines()[-1])["frames"] == 31  # frames at 0 .. 1.0 s
+
+
+def test_watch_refuses_a_source_that_does_not_exist(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["watch", str(tmp_path / "missing.mp4")])
+    assert result.exit_code == 2
+    assert "not a camera index, a stream URL" in result.output
+
+
+def test_watch_refuses_an_unreadable_video(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.mp4"
+    bogus.write_bytes(np.arange(4096, dtype=np.uint8).tobytes())
+    result = runner.invoke(app, ["watch", str(bogus)])
+    assert result.exit_code == 2
+    assert "cannot open" in result.output
+
+
+def test_settle_bench_scores_against_ground_truth() -> None:
+    result = run_settle_bench(throws=2, seed=4, width_px=320, height_px=240, die_edge_px=12)
+    summary = result.summary()
+    assert summary["throws"] == 2 and summary["read_once"] == 2
+    assert summary["missed"] == 0 and summary["extra_reads"] == 0 and summary["reads_while_moving"] == 0
+    assert len(result.latency_ms) == 2
+    assert all(300.0 - 50.0 <= ms <= 300.0 + 50.0 for ms in result.latency_ms)
+    assert result.frames == len(result.update_ms) > 300
