@@ -32,6 +32,31 @@ def annotate(image_bgr: ImageArray, roll: Roll) -> ImageArray:
         ty = y0 - 4 if y0 - th - 6 >= 0 else y1 + th + 4
         cv2.rectangle(out, (x0, ty - th - 3), (x0 + tw + 4, ty + 3), colour, -1)
         cv2.putText(out, label, (x0 + 2, ty), cv2.FONT_HERSHEY_SIMPLEX, 0.5 * scale, (0, 0, 0), thick)
+    # The dice each finding concerns (vision/judge): a second, outer frame in the finding's colour and its
+    # reason code under the die, so the evidence shows which dice made the roll invalid, void or unclear.
+    for finding in roll.findings:
+        colour = {Verdict.VALID: GREEN, Verdict.NO_DECISION: AMBER}.get(finding.verdict, RED)
+        for die_id in finding.die_ids:
+            if not 1 <= die_id <= len(roll.dice):
+                continue
+            die = roll.dice[die_id - 1]
+            pad = 3 * thick
+            x0, y0, x1, y1 = (round(v) for v in die.candidate.box_xyxy)
+            cv2.rectangle(out, (x0 - pad, y0 - pad), (x1 + pad, y1 + pad), colour, 2 * thick)
+            tag = (
+                finding.reason
+                if die.tilt_deg is None or not die.cocked
+                else f"{finding.reason} {die.tilt_deg:.0f}deg"
+            )
+            cv2.putText(
+                out,
+                tag,
+                (x0 - pad, y1 + pad + round(14 * scale)),
+                cv2.FONT_HERSHEY_SIMPLEX,
+                0.45 * scale,
+                colour,
+                thick,
+            )
     banner = {Verdict.VALID: GREEN, Verdict.NO_DECISION: AMBER}.get(roll.verdict, RED)
     text = f"{roll.verdict.value}  faces {list(roll.faces)}"
     if roll.winner is not None:

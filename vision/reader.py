@@ -14,7 +14,9 @@ from pathlib import Path
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
-from vision.onnx_session import DEFAULT_PROVIDERS, MANIFEST_PATH, SessionFactory, load_model
+from vision.judge.geometry import TableGeometry
+from vision.judge.state import DieStateClassifier
+from vision.onnx_session import DEFAULT_PROVIDERS, MANIFEST_PATH, SessionFactory, load_manifest, load_model
 from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import FaceReader
 from vision.types import Frame, Roll, Verdict
@@ -72,19 +74,46 @@ class Reader:
             providers=providers,
             session_factory=session_factory,
         )
+        # The die-state model (vision.judge) is used when the manifest lists it; without it the judge
+        # checks count and certainty only (see vision.validity), and `models` does not name it.
+        self.die_state: DieStateClassifier | None = None
+        if "die_state" in load_manifest(manifest_path):
+            state_model = load_model(
+                "die_state",
+                manifest_path=manifest_path,
+                threads=threads,
+                providers=providers,
+                session_factory=session_factory,
+            )
+            self.die_state = DieStateClassifier(state_model)
         self.load_ms = (time.perf_counter() - start) * 1000
         self.detector = DieDetector(det_model, self.config.detector)
         self.faces = FaceReader(pip_model, self.config.pips)
         self.models = {"detector": det_model.spec.tag, "pips": pip_model.spec.tag}
+        if self.die_state is not None:
+            self.models["die_state"] = self.die_state.model.spec.tag
 
-    def read(self, frame: Frame, *, expected_dice: int | None = None) -> Roll:
-        """Read one frame into a `Roll` with its verdict, reasons and per-stage timings."""
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        """Read one frame into a `Roll` with its verdict, reasons and per-stage timings.
+
+        `geometry` (a table calibration's camera and throw box) lets the judge place dice on the table.
+        """
         t0 = time.perf_counter()
         candidates = self.detector(frame.image)
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates)
         t2 = time.perf_counter()
-        verdict = judge(candidates, readings, expected_dice=expected_dice, config=self.config.validity)
+        states = self.die_state(frame.image, candidates) if self.die_state is not None else None
+        verdict = judge(
+            candidates,
+            readings,
+            expected_dice=expected_dice,
+            config=self.config.validity,
+            states=states,
+            geometry=geometry,
+        )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
         winner, match_count = (None, None)
         if verdict.verdict is Verdict.VALID:
@@ -107,4 +136,5 @@ class Reader:
                 "judge": (t3 - t2) * 1000,
                 "total": (t3 - t0) * 1000,
             },
+            findings=verdict.findings,
         )

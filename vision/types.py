@@ -116,6 +116,12 @@ class DieReading:
     stacked: bool = False
     tilt_deg: float | None = None
     layout_box: str | None = None
+    # Set by the judgement stage (vision/judge): the die-state classifier's call and its probability
+    # ("flat", "cocked", "wedged", "stacked", "under", "outside"; None when no state model ran), and
+    # whether the die was judged off the table.
+    state: str | None = None
+    state_confidence: float | None = None
+    off_table: bool = False
 
     def __post_init__(self) -> None:
         if self.face is not None and self.face not in FACES:
@@ -145,6 +151,35 @@ class DieReading:
             "cocked": self.cocked,
             "stacked": self.stacked,
             "layout_box": self.layout_box,
+            "tilt_deg": None if self.tilt_deg is None else round(self.tilt_deg, 1),
+            "state": self.state,
+            "state_confidence": None if self.state_confidence is None else round(self.state_confidence, 4),
+            "off_table": self.off_table,
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One judgement about the roll: what it makes the verdict, a machine-readable reason, the dice concerned.
+
+    `reason` codes: die_off_table, extra_dice, die_on_die, cocked_multi_side (void), cocked_unclear,
+    state_uncertain, face_uncertain, count_mismatch, no_dice. `die_ids` are 1-based positions in
+    `Roll.dice` (the numbers on the annotated frame); empty when the finding concerns no die found.
+    `detail` is the human sentence that `Roll.reasons` lists.
+    """
+
+    verdict: Verdict
+    reason: str
+    die_ids: tuple[int, ...]
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "dice": list(self.die_ids),
+            "detail": self.detail,
         }
 
 
@@ -163,6 +198,7 @@ class Roll:
     table_id: str | None
     models: dict[str, str]
     timing_ms: dict[str, float]
+    findings: tuple[Finding, ...] = ()  # the judgement's reasons with the dice they concern
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON contract of `throwbox read --json` and `POST /v1/reads`."""
@@ -178,4 +214,5 @@ class Roll:
             "table_id": self.table_id,
             "timing_ms": {k: round(v, 2) for k, v in self.timing_ms.items()},
             "models": dict(self.models),
+            "findings": [f.as_dict() for f in self.findings],
         }

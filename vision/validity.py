@@ -1,19 +1,26 @@
 """Judge a read frame: dice count and per-die certainty -> `Verdict` with reasons.
 
-This stage does only two checks for now (a later task adds stacked, cocked and off-table dice here):
-
-- count: with an expected number of dice (`--expect`, or the table's game), any other count is
-  `no_decision` (a die may be hidden, off the table or on another die: a person must look);
 - certainty: a die whose learned face probability is below `min_confidence`, or whose classical pip
   count is a definite number that differs from the learned face, is "uncertain" (face None) and the
-  roll is `no_decision`: never a guess dressed as a reading.
+  roll is `no_decision`: never a guess dressed as a reading;
+- the judgement stage (`vision.judge`, thresholds in `ValidityConfig.judge`): count (fewer dice than the
+  game needs: a die left the table, `invalid`; more: `no_decision`), dice off the table, dice on dice,
+  cocked dice read by 675a.4(c) or voided, each finding with the dice it concerns.
+
+Without die states (no die-state model loaded) the judge cannot rule out a die hidden under another or
+check for cocked dice: a count below the game's is then `no_decision`, not `invalid`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from vision.types import DieCandidate, DieReading, FaceReading, Verdict
+from vision.judge.config import JudgeConfig
+from vision.judge.decide import judge_roll
+from vision.judge.geometry import TableGeometry
+from vision.judge.state import DieState
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, Verdict
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,7 @@ class ValidityConfig:
     # The veto applies only while the learned confidence is below this; 1.0 (the default) = always.
     # Lower it only with evidence that the classical count is the weaker opinion on your camera.
     veto_below_confidence: float = 1.0
+    judge: JudgeConfig = field(default_factory=JudgeConfig)  # off-table, stacked, cocked (vision.judge)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -40,6 +48,7 @@ class Judgement:
     dice: tuple[DieReading, ...]
     verdict: Verdict
     reasons: tuple[str, ...]
+    findings: tuple[Finding, ...] = ()
 
 
 def judge_die(candidate: DieCandidate, reading: FaceReading, *, config: ValidityConfig) -> DieReading:
@@ -73,22 +82,16 @@ def judge(
     *,
     expected_dice: int | None,
     config: ValidityConfig,
+    states: Sequence[DieState] | None = None,
+    geometry: TableGeometry | None = None,
 ) -> Judgement:
-    """Judge a whole frame (candidates and readings in the same order)."""
+    """Judge a whole frame (candidates, readings and die states in the same order)."""
     if len(candidates) != len(readings):
         raise ValueError(f"{len(candidates)} candidates but {len(readings)} face readings")
     if expected_dice is not None and expected_dice < 1:
         raise ValueError(f"expected_dice must be >= 1, got {expected_dice}")
     dice = tuple(judge_die(c, r, config=config) for c, r in zip(candidates, readings, strict=True))
-    reasons: list[str] = []
-    if not dice:
-        reasons.append("no dice found")
-    if expected_dice is not None and len(dice) != expected_dice:
-        reasons.append(f"expected {expected_dice} dice, found {len(dice)}")
-    for i, die in enumerate(dice):
-        for why in die.reasons:
-            x0, y0, x1, y1 = die.candidate.box_xyxy
-            reasons.append(f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) uncertain: {why}")
-    return Judgement(
-        dice=dice, verdict=Verdict.NO_DECISION if reasons else Verdict.VALID, reasons=tuple(reasons)
+    dice, verdict, findings = judge_roll(
+        dice, states, expected_dice=expected_dice, geometry=geometry, config=config.judge
     )
+    return Judgement(dice=dice, verdict=verdict, reasons=tuple(f.detail for f in findings), findings=findings)

@@ -56,8 +56,30 @@ def register(app: typer.Typer) -> None:
         ),
         threads: int = typer.Option(1, min=0, help="onnxruntime threads (0 = all cores)."),
         limit: int = typer.Option(0, min=0, help="Score only the first N images (0 = all)."),
+        verdicts: bool = typer.Option(
+            False,
+            "--verdicts",
+            help="Score the judgement instead (synthetic scenes): verdict confusion matrix, recall per "
+            "invalidity kind, error rates on valid rolls, threshold sweep plot (vision/judge).",
+        ),
+        oracle_boxes: bool = typer.Option(
+            False, "--oracle-boxes", help="With --verdicts: ground-truth boxes and faces, judge stage alone."
+        ),
     ) -> None:
         """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
+        if verdicts:
+            from api.cli.eval_verdicts import run
+
+            verdict_plot = plot if plot != Path("reports/eval.png") else Path("reports/verdicts.png")
+            run(
+                dataset=dataset,
+                oracle_boxes=oracle_boxes,
+                limit=limit,
+                threads=threads,
+                plot=verdict_plot,
+                as_json=as_json,
+            )
+            return
         import numpy as np
         from rich.progress import track
 

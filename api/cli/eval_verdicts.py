@@ -1,0 +1,121 @@
+"""`throwbox eval DATASET --verdicts`: the judgement stage's figures on labelled synthetic scenes (issue 5).
+
+Called by `api/cli/eval.py`; the work is in `vision.judge.evaluate`. Prints a table, a verdict confusion
+matrix, recall per invalidity kind and the error rates on valid rolls; saves a confusion-matrix plot and a
+threshold-sweep plot, and with `--json` prints everything (the sweep too) as one JSON document.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def run(
+    *,
+    dataset: Path,
+    oracle_boxes: bool,
+    limit: int,
+    threads: int,
+    plot: Path,
+    as_json: bool,
+) -> None:
+    """Score the verdicts on `dataset` (a `throwbox synth` folder) and report."""
+    from rich.progress import track
+
+    from vision.judge.evaluate import (
+        READ_VERDICTS,
+        TRUTH_VERDICTS,
+        load_image,
+        load_scenes,
+        plot_confusion,
+        plot_sweep,
+        record_scene,
+        score,
+        sweep,
+    )
+    from vision.judge.state import DieStateClassifier
+    from vision.onnx_session import ModelError, load_model
+    from vision.reader import Reader, ReaderConfig
+
+    if not (dataset / "labels").is_dir():
+        typer.echo(f"throwbox eval --verdicts: {dataset} is not a synthetic data set (no labels/)", err=True)
+        raise typer.Exit(2)
+    scenes = load_scenes(dataset, limit=limit)
+    if not scenes:
+        typer.echo(f"throwbox eval --verdicts: no labelled scenes in {dataset}", err=True)
+        raise typer.Exit(2)
+    try:
+        if oracle_boxes:
+            state = DieStateClassifier(load_model("die_state", threads=threads))
+            detect, read_faces, models = (
+                None,
+                None,
+                {"die_state": state.model.spec.tag, "boxes": "ground truth"},
+            )
+        else:
+            reader = Reader(threads=threads)
+            if reader.die_state is None:
+                raise ModelError("models/manifest.json lists no die_state model")
+            state = reader.die_state
+            detect, read_faces, models = reader.detector, reader.faces, dict(reader.models)
+    except ModelError as exc:
+        typer.echo(f"throwbox eval --verdicts: cannot load the models: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    start = time.perf_counter()
+    records = []
+    for scene in track(scenes, description=f"verdicts {dataset.name}", transient=True, disable=as_json):
+        try:
+            image = load_image(dataset, scene)
+        except ValueError as exc:
+            typer.echo(f"throwbox eval --verdicts: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        records.append(record_scene(scene, image, detect=detect, read_faces=read_faces, die_state=state))
+    config = ReaderConfig().validity
+    summary: dict[str, Any] = {
+        "dataset": str(dataset),
+        "mode": "judge only (ground-truth boxes and faces)" if oracle_boxes else "whole reader",
+        "models": models,
+        **score(records, config),
+        "model_seconds": round(time.perf_counter() - start, 1),
+    }
+    curves = sweep(records, config)
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    sweep_plot = plot.with_name(plot.stem + "-sweep" + plot.suffix)
+    title = f"{dataset.name}: {summary['mode']}, {summary['scenes']} scenes"
+    plot_confusion(summary, plot, title)
+    plot_sweep(curves, sweep_plot, title)
+    summary["plots"] = [str(plot), str(sweep_plot)]
+    if as_json:
+        typer.echo(json.dumps({**summary, "sweep": curves}))
+        return
+    r, s = summary["recall_pct"], summary["support"]
+    typer.echo(f"{title} ({summary['model_seconds']} s)")
+    typer.echo(f"  verdict accuracy {summary['verdict_accuracy_pct']}%")
+    typer.echo("  confusion (rows: true verdict; columns: read verdict)")
+    typer.echo("    " + "".join(f"{c:>13}" for c in ("", *READ_VERDICTS)))
+    for t in TRUTH_VERDICTS:
+        row = summary["confusion_truth_rows_read_cols"][t]
+        typer.echo("    " + f"{t:>13}" + "".join(f"{row[c]:>13}" for c in READ_VERDICTS))
+    typer.echo("  | figure | value | of |")
+    typer.echo(f"  | die on die: recall | {r['die_on_die']}% | {s['die_on_die']} rolls |")
+    typer.echo(f"  | die off table: recall | {r['die_off_table']}% | {s['die_off_table']} rolls |")
+    typer.echo(f"  | void (more than one side resting): recall | {r['void']}% | {s['void']} rolls |")
+    typer.echo(
+        f"  | cocked dice found and read by rule | {r['cocked_read_by_rule']}% | {s['cocked_dice']} dice |"
+    )
+    typer.echo(f"  | cocked value right (of those found) | {summary['cocked_value_right_pct']}% | |")
+    typer.echo(
+        f"  | valid rolls called invalid or void | {summary['valid_called_invalid_or_void_pct']}% "
+        f"| {summary['valid_rolls']} rolls |"
+    )
+    typer.echo(
+        f"  | valid rolls with no_decision | {summary['valid_no_decision_pct']}% "
+        f"| {summary['valid_rolls']} rolls |"
+    )
+    typer.echo(f"  reasons on valid rolls not read valid: {summary['reasons_on_valid_rolls']}")
+    typer.echo(f"  plots: {plot}, {sweep_plot}")

@@ -1,0 +1,260 @@
+"""The judgement rules (vision/judge) on hand-made dice and die states: no models, every rule and refusal.
+
+Each case gives the dice (boxes), the die-state classifier's opinion per die, and the expected verdict,
+reason code and dice concerned. Clause ids follow 58 Pa. Code 675a.4 (same text in 593.4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibration.camera import Camera, CameraIntrinsics, CameraPose
+from calibration.layout import ThrowBoxLayout
+from tests.vision.fakes import one_hot
+from vision.judge.config import JudgeConfig
+from vision.judge.decide import verdict_of
+from vision.judge.geometry import TableGeometry
+from vision.judge.stacked import overlap_of_smaller
+from vision.judge.state import (
+    STATE_LABELS,
+    DieState,
+    crop_context,
+    reference_die_px,
+    states_from_output,
+)
+from vision.types import DieCandidate, FaceReading, Finding, Verdict
+from vision.validity import ValidityConfig, judge
+
+CFG = ValidityConfig()
+
+
+def _cand(x: float, y: float = 100.0, edge: float = 20.0) -> DieCandidate:
+    return DieCandidate(
+        box_xyxy=(x, y, x + edge, y + edge),
+        top_quad=((x, y), (x + edge, y), (x + edge, y + edge), (x, y + edge)),
+        score=0.9,
+    )
+
+
+def _state(label: str, p: float = 0.97, tilt: float = 0.0, **others: float) -> DieState:
+    probs = dict.fromkeys(STATE_LABELS, 0.0)
+    probs.update(others)
+    probs[label] = p
+    rest = 1.0 - sum(probs.values())
+    free = [k for k in STATE_LABELS if k != label and k not in others]
+    for k in free:
+        probs[k] = rest / len(free)
+    return DieState(probs=tuple(probs[k] for k in STATE_LABELS), tilt_deg=tilt)
+
+
+FLAT = _state("flat")
+
+
+def _judge(
+    states: list[DieState] | None,
+    *,
+    faces: list[int] | None = None,
+    expected: int | None = None,
+    xs: list[float] | None = None,
+    config: ValidityConfig = CFG,
+) -> tuple[Verdict, tuple[Finding, ...], tuple[object, ...]]:
+    n = len(states) if states is not None else len(faces or [])
+    xs = xs if xs is not None else [40.0 * i for i in range(n)]
+    faces = faces or [3] * n
+    cands = tuple(_cand(x) for x in xs)
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(f)), pip_count=f) for f in faces)
+    out = judge(cands, reads, expected_dice=expected, config=config, states=states)
+    return out.verdict, out.findings, out.dice
+
+
+@pytest.mark.parametrize(
+    ("states", "expected", "xs", "verdict", "reason", "die_ids"),
+    [
+        # three flat dice, count right: valid, nothing to say
+        ([FLAT, FLAT, FLAT], 3, None, Verdict.VALID, None, None),
+        # 675a.4(b): a die seen off the table names that die
+        ([FLAT, _state("outside"), FLAT], 3, None, Verdict.INVALID, "die_off_table", (2,)),
+        # 675a.4(b): one die fewer than the game, the die states rule out a hidden die: it left the table
+        ([FLAT, FLAT], 3, None, Verdict.INVALID, "die_off_table", ()),
+        # more dice than the game: extra dice or a foreign object, a person must look
+        ([FLAT, FLAT, FLAT, FLAT], 3, None, Verdict.NO_DECISION, "extra_dice", ()),
+        # 675a.4(b): a die on a die names both (the partner is the nearest die)
+        ([FLAT, _state("stacked"), FLAT], 3, [0.0, 40.0, 62.0], Verdict.INVALID, "die_on_die", (2, 3)),
+        # the die underneath seen by the classifier: same finding, top die first
+        ([_state("under"), FLAT, FLAT], 3, [0.0, 15.0, 200.0], Verdict.INVALID, "die_on_die", (2, 1)),
+        # a die on a die hides the one beneath: the count is short but die_on_die is the finding
+        ([FLAT, _state("stacked")], 3, [0.0, 30.0], Verdict.INVALID, "die_on_die", (2, 1)),
+        # 675a.4(c): more than one side resting: void
+        ([FLAT, _state("wedged", tilt=45.0)], 2, None, Verdict.VOID, "cocked_multi_side", (2,)),
+        # one side or two too close to call: a person decides
+        (
+            [_state("cocked", 0.5, tilt=40.0, wedged=0.45), FLAT],
+            2,
+            None,
+            Verdict.NO_DECISION,
+            "cocked_unclear",
+            (1,),
+        ),
+        # cocked at almost 45 degrees: which face is up is too close to call
+        ([_state("cocked", tilt=44.8), FLAT], 2, None, Verdict.NO_DECISION, "cocked_unclear", (1,)),
+        # the classifier is unsure what the die is doing: never a guess
+        ([_state("flat", 0.6, stacked=0.3), FLAT], 2, None, Verdict.NO_DECISION, "state_uncertain", (1,)),
+        # invalid wins over void: both mean a rethrow, invalid is named first by 675a.4(b)
+        ([_state("wedged"), _state("outside")], 2, None, Verdict.INVALID, "die_off_table", (2,)),
+    ],
+)
+def test_judge_rules(
+    states: list[DieState],
+    expected: int | None,
+    xs: list[float] | None,
+    verdict: Verdict,
+    reason: str | None,
+    die_ids: tuple[int, ...] | None,
+) -> None:
+    got, findings, _ = _judge(states, expected=expected, xs=xs)
+    assert got is verdict, findings
+    if reason is None:
+        assert findings == ()
+        return
+    match = [f for f in findings if f.reason == reason]
+    assert match, findings
+    assert match[0].verdict is verdict
+    assert match[0].die_ids == die_ids
+
+
+def test_675a_4_c_cocked_die_read_by_the_face_opposite_the_resting_side() -> None:
+    verdict, findings, dice = _judge([FLAT, _state("cocked", tilt=31.0)], faces=[2, 5], expected=2)
+    assert verdict is Verdict.VALID
+    die = dice[1]
+    assert die.cocked and die.face == 5 and die.tilt_deg == pytest.approx(31.0)  # type: ignore[attr-defined]
+    assert [f.reason for f in findings] == ["cocked_read_by_rule"]
+    assert "read 5" in findings[0].detail and findings[0].die_ids == (2,)
+
+
+def test_675a_4_c_more_than_one_side_resting_is_void_and_has_no_reading() -> None:
+    verdict, _, dice = _judge([_state("wedged", tilt=44.0)], faces=[4], expected=1)
+    assert verdict is Verdict.VOID
+    assert dice[0].face is None and dice[0].uncertain and dice[0].cocked  # type: ignore[attr-defined]
+
+
+def test_675a_4_b_overlapping_boxes_are_a_die_on_a_die_even_if_the_classifier_says_flat() -> None:
+    verdict, findings, dice = _judge([FLAT, FLAT, FLAT], expected=3, xs=[0.0, 6.0, 100.0])
+    assert verdict is Verdict.INVALID
+    assert [f.reason for f in findings] == ["die_on_die"] and findings[0].die_ids == (1, 2)
+    assert sum(d.stacked for d in dice) == 1  # type: ignore[attr-defined]
+
+
+def test_touching_flat_dice_are_not_stacked() -> None:
+    # Side by side, even one turned 45 degrees (its box grows by sqrt 2), the boxes overlap little.
+    a = (0.0, 0.0, 20.0, 20.0)
+    b = (20.0 - 4.1, -4.1, 20.0 - 4.1 + 28.3, 24.2)
+    assert overlap_of_smaller(a, b) < JudgeConfig().overlap_stacked
+
+
+def test_without_die_states_a_short_count_is_no_decision_not_invalid() -> None:
+    verdict, findings, _ = _judge(None, faces=[3, 3], expected=3)
+    assert verdict is Verdict.NO_DECISION
+    assert [f.reason for f in findings] == ["count_mismatch"]
+
+
+def test_low_face_confidence_still_gives_no_decision() -> None:
+    cands = (_cand(0.0),)
+    reads = (FaceReading(face_probs=tuple(one_hot(3, 0.5)), pip_count=None),)
+    out = judge(cands, reads, expected_dice=1, config=CFG, states=[FLAT])
+    assert out.verdict is Verdict.NO_DECISION
+    assert out.findings[0].reason == "face_uncertain" and out.findings[0].die_ids == (1,)
+
+
+def test_every_finding_is_a_reason_and_in_the_json() -> None:
+    verdict, findings, _ = _judge([FLAT, _state("stacked")], expected=2, xs=[0.0, 25.0])
+    assert verdict is Verdict.INVALID
+    assert all(f.as_dict()["dice"] for f in findings)
+
+
+def test_verdict_precedence() -> None:
+    def f(v: Verdict) -> Finding:
+        return Finding(verdict=v, reason="x", die_ids=(), detail="")
+
+    assert verdict_of([]) is Verdict.VALID
+    assert verdict_of([f(Verdict.VALID)]) is Verdict.VALID
+    assert verdict_of([f(Verdict.NO_DECISION), f(Verdict.VOID)]) is Verdict.VOID
+    assert verdict_of([f(Verdict.VOID), f(Verdict.INVALID), f(Verdict.NO_DECISION)]) is Verdict.INVALID
+
+
+def _overhead_geometry() -> TableGeometry:
+    layout = ThrowBoxLayout()
+    intr = CameraIntrinsics.from_fov(width_px=1280, height_px=960, hfov_deg=60.0)
+    pose = CameraPose.look_at(eye_mm=(300.0, 225.0, 900.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0))
+    return TableGeometry(camera=Camera(intr, pose), layout=layout)
+
+
+def _box_at(geo: TableGeometry, x_mm: float, y_mm: float) -> tuple[float, float, float, float]:
+    e = geo.layout.die_edge_mm
+    corners = np.array(
+        [[x_mm + dx, y_mm + dy, z] for dx in (-e / 2, e / 2) for dy in (-e / 2, e / 2) for z in (0, e)]
+    )
+    px = geo.camera.project(corners)
+    return (float(px[:, 0].min()), float(px[:, 1].min()), float(px[:, 0].max()), float(px[:, 1].max()))
+
+
+def test_geometry_places_a_die_beyond_the_walls_off_the_table() -> None:
+    geo = _overhead_geometry()
+    assert geo.box_in_view()
+    inside, outside = _box_at(geo, 300.0, 200.0), _box_at(geo, 300.0, -45.0)
+    x, y = geo.centre_mm(inside)
+    assert (x, y) == pytest.approx((300.0, 200.0), abs=1.0)
+    assert geo.beyond_walls_mm(x, y) < 0
+    cands = tuple(DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (inside, outside))
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(2)), pip_count=None) for _ in cands)
+    out = judge(cands, reads, expected_dice=2, config=CFG, states=[FLAT, FLAT], geometry=geo)
+    assert out.verdict is Verdict.INVALID
+    assert [(f.reason, f.die_ids) for f in out.findings] == [("die_off_table", (2,))]
+    assert out.dice[1].off_table and not out.dice[0].off_table
+
+
+def test_geometry_names_the_layout_box() -> None:
+    geo = _overhead_geometry()
+    ace = geo.layout.layout_boxes()[1].centre
+    assert geo.layout_label(*ace) == "Ace"
+    assert geo.layout_label(300.0, 300.0) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"min_state_confidence": 1.5}, "min_state_confidence"),
+        ({"overlap_stacked": -0.1}, "overlap_stacked"),
+        ({"max_readable_tilt_deg": 0.0}, "max_readable_tilt_deg"),
+        ({"off_table_margin_mm": -1.0}, "off_table_margin_mm"),
+    ],
+)
+def test_config_refuses_nonsense(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JudgeConfig(**kwargs)
+
+
+def test_state_output_is_checked() -> None:
+    good = np.array([[0.9, 0.02, 0.02, 0.02, 0.02, 0.02, 12.0]], np.float32)
+    (st,) = states_from_output(good)
+    assert st.label == "flat" and st.tilt_deg == pytest.approx(12.0)
+    with pytest.raises(ValueError, match="die-state output must be"):
+        states_from_output(np.zeros((1, 6), np.float32))
+    with pytest.raises(ValueError, match="no probability mass"):
+        states_from_output(np.zeros((1, 7), np.float32))
+    with pytest.raises(ValueError, match="summing to 1"):
+        DieState(probs=(0.5,) * 6, tilt_deg=0.0)
+    with pytest.raises(ValueError, match="must have 6"):
+        DieState(probs=(1.0,), tilt_deg=0.0)
+
+
+def test_context_crop_keeps_relative_size_and_blacks_out_beyond_the_frame() -> None:
+    img = np.full((100, 100, 3), 200, np.uint8)
+    crop = crop_context(img, (0.0, 0.0, 20.0, 20.0), ref_px=20.0)
+    assert crop.shape == (64, 64, 3) and crop.dtype == np.uint8
+    assert crop[0, 0].tolist() == [0, 0, 0] and crop[-1, -1].tolist() == [200, 200, 200]
+    assert reference_die_px([(0, 0, 10, 10), (0, 0, 30, 20), (0, 0, 12, 12)]) == 12.0
+    with pytest.raises(ValueError, match="no boxes"):
+        reference_die_px([])
+    with pytest.raises(ValueError, match="ref_px"):
+        crop_context(img, (0.0, 0.0, 20.0, 20.0), ref_px=0.0)

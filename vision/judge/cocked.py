@@ -1,0 +1,90 @@
+"""Cocked dice (675a.4(c)): read by the side opposite the one resting on the chips, void if more rest.
+
+A die leaning with one side on chips (or another object) and an edge on the felt, at less than 45 degrees,
+has the face opposite the resting side uppermost: the top face the classifier reads IS the reading by the
+rule, so the die keeps its read face and is marked cocked with its tilt. With more than one side resting
+(wedged between stacks), the roll is void (rethrow). When the classifier cannot tell one side from two
+(`cocked_wedged_margin`) or the tilt is so near 45 degrees that two faces look up equally
+(`max_readable_tilt_deg`), the roll is `no_decision` for a person, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vision.judge.config import JudgeConfig
+from vision.judge.state import COCKED, WEDGED, DieState
+from vision.types import DieReading, Finding, Verdict
+
+
+@dataclass(frozen=True)
+class CockedCall:
+    """What the judge concluded for one cocked die."""
+
+    index: int  # 0-based
+    tilt_deg: float
+    void: bool  # more than one side resting: no reading, the roll is void
+    unclear: bool  # too close to call: no_decision
+
+
+def cocked_dice(
+    dice: Sequence[DieReading], states: Sequence[DieState], *, config: JudgeConfig
+) -> tuple[list[Finding], list[CockedCall]]:
+    """Findings about cocked and wedged dice, and a call per such die."""
+    findings: list[Finding] = []
+    calls: list[CockedCall] = []
+    for i, st in enumerate(states):
+        if st.kind != "cocked" or st.kind_confidence() < config.min_state_confidence:
+            continue
+        p_one, p_more = st.probs[COCKED], st.probs[WEDGED]
+        if abs(p_one - p_more) < config.cocked_wedged_margin:
+            findings.append(
+                Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason="cocked_unclear",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} is cocked, but whether one side or more rests is too close to call "
+                    f"(one {p_one:.2f}, more {p_more:.2f})",
+                )
+            )
+            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
+        elif p_more > p_one:
+            findings.append(
+                Finding(
+                    verdict=Verdict.VOID,
+                    reason="cocked_multi_side",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} is cocked with more than one side resting (p={p_more:.2f}, "
+                    f"tilt {st.tilt_deg:.0f} deg): void, rethrow (675a.4(c))",
+                )
+            )
+            calls.append(CockedCall(i, st.tilt_deg, void=True, unclear=False))
+        elif st.tilt_deg > config.max_readable_tilt_deg:
+            findings.append(
+                Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason="cocked_unclear",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} is tilted {st.tilt_deg:.0f} deg: too close to 45 to say which face "
+                    "is uppermost",
+                )
+            )
+            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
+        else:
+            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=False))
+            face = dice[i].face
+            read = (
+                f"read {face} (the face opposite the side resting, 675a.4(c))"
+                if face is not None
+                else "its face is uncertain"
+            )
+            findings.append(
+                Finding(
+                    verdict=Verdict.VALID,
+                    reason="cocked_read_by_rule",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side (p={p_one:.2f}): {read}",
+                )
+            )
+    return findings, calls

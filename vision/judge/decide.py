@@ -1,0 +1,102 @@
+"""All findings into one verdict: invalid > void > no_decision > valid, every finding kept as a reason.
+
+Invalid (a die off the table, a die on a die) wins over void (both mean the dice are thrown again, and
+invalid is what the regulation names first, 675a.4(b)); either wins over `no_decision`, because a roll that
+must be rethrown for a reason seen with confidence does not need a person to decide an unclear die in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from vision.judge.cocked import CockedCall, cocked_dice
+from vision.judge.config import JudgeConfig
+from vision.judge.count import count_findings, outside_dice
+from vision.judge.geometry import TableGeometry
+from vision.judge.stacked import stacked_dice
+from vision.judge.state import DieState
+from vision.types import DieReading, Finding, Verdict
+
+PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
+
+
+def verdict_of(findings: Sequence[Finding]) -> Verdict:
+    """The strongest verdict among the findings; valid when none degrades the roll."""
+    for v in PRECEDENCE:
+        if any(f.verdict is v for f in findings):
+            return v
+    return Verdict.VALID
+
+
+def judge_roll(
+    dice: Sequence[DieReading],
+    states: Sequence[DieState] | None,
+    *,
+    expected_dice: int | None,
+    geometry: TableGeometry | None,
+    config: JudgeConfig,
+) -> tuple[tuple[DieReading, ...], Verdict, tuple[Finding, ...]]:
+    """Judge a roll whose dice have their faces read: updated dice, the verdict and its findings."""
+    if states is not None and len(states) != len(dice):
+        raise ValueError(f"{len(dice)} dice but {len(states)} die states")
+    findings: list[Finding] = []
+    for i, die in enumerate(dice):
+        for why in die.reasons:
+            x0, y0, x1, y1 = die.candidate.box_xyxy
+            findings.append(
+                Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason="face_uncertain",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) uncertain: {why}",
+                )
+            )
+    if states is not None:
+        for i, st in enumerate(states):
+            if st.kind_confidence() < config.min_state_confidence:
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason="state_uncertain",
+                        die_ids=(i + 1,),
+                        detail=f"cannot tell whether die {i + 1} lies flat: most likely {st.kind} "
+                        f"at only p={st.kind_confidence():.2f} < {config.min_state_confidence:.2f}",
+                    )
+                )
+    off_findings, off = outside_dice(dice, states, geometry=geometry, config=config)
+    stack_findings, on_top = stacked_dice(dice, states, config=config)
+    findings = (
+        count_findings(
+            len(dice),
+            expected_dice=expected_dice,
+            states_known=states is not None,
+            stacked_found=bool(stack_findings),
+            geometry=geometry,
+        )
+        + off_findings
+        + stack_findings
+        + findings
+    )
+    calls: list[CockedCall] = []
+    if states is not None:
+        cocked_findings, calls = cocked_dice(dice, states, config=config)
+        findings += cocked_findings
+    by_die = {c.index: c for c in calls}
+    out = []
+    for i, die in enumerate(dice):
+        changes: dict[str, object] = {"stacked": i in on_top, "off_table": i in off}
+        if states is not None:
+            st = states[i]
+            changes.update(state=st.label, state_confidence=st.confidence, tilt_deg=st.tilt_deg)
+        call = by_die.get(i)
+        if call is not None:
+            changes["cocked"] = True
+            if call.void:
+                changes.update(
+                    face=None, uncertain=True, reasons=(*die.reasons, "more than one side resting")
+                )
+        if geometry is not None:
+            changes["layout_box"] = geometry.layout_label(*geometry.centre_mm(die.candidate.box_xyxy))
+        out.append(replace(die, **changes))  # type: ignore[arg-type]
+    return tuple(out), verdict_of(findings), tuple(findings)

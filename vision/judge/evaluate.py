@@ -1,0 +1,295 @@
+"""Verdict figures on labelled synthetic scenes: `throwbox eval DATASET --verdicts` (issue 5).
+
+Per scene the models run once (detector, faces and die states; or, with `oracle_boxes`, the die states on
+the ground-truth boxes with the true faces, which measures the judgement stage alone), and are kept; the
+judge then runs on them for any `JudgeConfig`, so the threshold sweep costs no model time.
+
+Figures: a confusion matrix of verdicts (truth valid / invalid / void by read valid / invalid / void /
+no_decision); recall per invalidity kind (die on die, die off the table, void, and cocked dice found with
+their value by the rule); on valid rolls the rate called invalid or void and the rate of `no_decision`.
+The table's calibration is the scene's camera over the generator's throw box (`ThrowBoxLayout()`: the
+ground-truth format does not record the layout; the generator uses the default one).
+
+This module reads ground truth (`datasets.format`), which the reader itself never does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from calibration.layout import ThrowBoxLayout
+from datasets.format import SceneTruth, read_scene
+from vision.judge.config import JudgeConfig
+from vision.judge.geometry import TableGeometry
+from vision.judge.state import COCKED, DieState, DieStateClassifier
+from vision.judge.truth import die_states_of
+from vision.types import DieCandidate, FaceReading, Verdict
+from vision.validity import ValidityConfig, judge
+
+TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
+READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")
+MIN_VISIBLE = 0.25  # oracle boxes: dice hidden more than this are left out, as a detector would miss them
+MATCH_IOU = 0.3  # a read die and a true die are the same die (boxes of tilted dice differ more than flat)
+
+
+@dataclass(frozen=True)
+class TrueDie:
+    """What the evaluation needs of one true die: its box, face by the rules, state index."""
+
+    box_xyxy: tuple[float, float, float, float]
+    face: int | None
+    state: int
+
+
+@dataclass(frozen=True)
+class SceneRecord:
+    """One scene's model outputs (kept so the judge can be rerun) and its truth."""
+
+    scene_id: str
+    truth_verdict: str
+    truth_reasons: tuple[str, ...]
+    expected_dice: int
+    candidates: tuple[DieCandidate, ...]
+    readings: tuple[FaceReading, ...]
+    states: tuple[DieState, ...]
+    geometry: TableGeometry
+    true_dice: tuple[TrueDie, ...]
+
+
+def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def one_hot(face: int, p: float = 0.999) -> tuple[float, ...]:
+    """A face probability row sure of `face` (the oracle's reading)."""
+    row = [(1.0 - p) / 5.0] * 6
+    row[face - 1] = p
+    return tuple(row)
+
+
+def true_dice_of(scene: SceneTruth) -> tuple[TrueDie, ...]:
+    """The scene's dice that can be seen, with their state by the rules."""
+    states = die_states_of(scene)
+    return tuple(
+        TrueDie(box_xyxy=d.box_xyxy, face=d.face, state=states[i])
+        for i, d in enumerate(scene.dice)
+        if d.in_image and d.visible_fraction >= MIN_VISIBLE
+    )
+
+
+def record_scene(
+    scene: SceneTruth,
+    image: np.ndarray[Any, Any],
+    *,
+    detect: Callable[[np.ndarray[Any, Any]], tuple[DieCandidate, ...]] | None,
+    read_faces: Callable[[np.ndarray[Any, Any], tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None,
+    die_state: DieStateClassifier,
+) -> SceneRecord:
+    """Run the models on one scene (the detector and face reader, or the oracle when they are None)."""
+    truth = true_dice_of(scene)
+    if detect is None or read_faces is None:
+        order = sorted(range(len(truth)), key=lambda i: truth[i].box_xyxy[0] + truth[i].box_xyxy[2])
+        seen = [d for d in scene.dice if d.in_image and d.visible_fraction >= MIN_VISIBLE]
+        candidates = tuple(
+            DieCandidate(box_xyxy=truth[i].box_xyxy, top_quad=seen[i].top_quad, score=1.0) for i in order
+        )
+        readings = tuple(
+            FaceReading(face_probs=one_hot(truth[i].face or seen[i].face_geometric), pip_count=None)
+            for i in order
+        )
+    else:
+        candidates = detect(image)
+        readings = read_faces(image, candidates)
+    return SceneRecord(
+        scene_id=scene.scene_id,
+        truth_verdict=scene.verdict,
+        truth_reasons=scene.reasons,
+        expected_dice=scene.expected_dice,
+        candidates=candidates,
+        readings=readings,
+        states=die_state(image, candidates),
+        geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
+        true_dice=truth,
+    )
+
+
+def _pct(num: int, den: int) -> float | None:
+    return round(100.0 * num / den, 2) if den else None
+
+
+def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, Any]:
+    """Judge every record with `config` and compute the verdict figures."""
+    confusion = {t: dict.fromkeys(READ_VERDICTS, 0) for t in TRUTH_VERDICTS}
+    kinds = {k: [0, 0] for k in ("die_on_die", "die_off_table", "void")}  # [found, total]
+    cocked_total = cocked_found = cocked_value_right = 0
+    valid_total = valid_rethrow = valid_nd = 0
+    reasons_on_valid: Counter[str] = Counter()
+    for rec in records:
+        j = judge(
+            rec.candidates,
+            rec.readings,
+            expected_dice=rec.expected_dice,
+            config=config,
+            states=rec.states,
+            geometry=rec.geometry,
+        )
+        read = j.verdict.value
+        confusion[rec.truth_verdict][read] += 1
+        codes = {f.reason for f in j.findings if f.verdict is j.verdict}
+        if "stacked" in rec.truth_reasons:
+            kinds["die_on_die"][1] += 1
+            kinds["die_on_die"][0] += int(j.verdict is Verdict.INVALID and "die_on_die" in codes)
+        if "off_table" in rec.truth_reasons or "missing" in rec.truth_reasons:
+            kinds["die_off_table"][1] += 1
+            kinds["die_off_table"][0] += int(j.verdict is Verdict.INVALID and "die_off_table" in codes)
+        if rec.truth_verdict == "void":
+            kinds["void"][1] += 1
+            kinds["void"][0] += int(j.verdict is Verdict.VOID)
+        if rec.truth_verdict == "valid":
+            valid_total += 1
+            valid_rethrow += int(j.verdict in (Verdict.INVALID, Verdict.VOID))
+            valid_nd += int(j.verdict is Verdict.NO_DECISION)
+            if j.verdict is not Verdict.VALID:
+                reasons_on_valid.update({f.reason for f in j.findings if f.verdict is j.verdict})
+        # Cocked dice read by the rule (one side resting), matched to the read dice by their boxes.
+        for td in rec.true_dice:
+            if td.state != COCKED:
+                continue
+            cocked_total += 1
+            best, best_iou = None, MATCH_IOU
+            for die in j.dice:
+                iou = _iou(td.box_xyxy, die.candidate.box_xyxy)
+                if iou >= best_iou:
+                    best, best_iou = die, iou
+            if best is not None and best.cocked and best.face is not None:
+                cocked_found += 1
+                cocked_value_right += int(best.face == td.face)
+    total = sum(sum(row.values()) for row in confusion.values())
+    right = sum(confusion[t][t] for t in TRUTH_VERDICTS)
+    return {
+        "scenes": total,
+        "verdict_accuracy_pct": _pct(right, total),
+        "confusion_truth_rows_read_cols": confusion,
+        "recall_pct": {k: _pct(v[0], v[1]) for k, v in kinds.items()}
+        | {"cocked_read_by_rule": _pct(cocked_found, cocked_total)},
+        "support": {k: v[1] for k, v in kinds.items()} | {"cocked_dice": cocked_total},
+        "cocked_value_right_pct": _pct(cocked_value_right, cocked_found),
+        "valid_rolls": valid_total,
+        "valid_called_invalid_or_void_pct": _pct(valid_rethrow, valid_total),
+        "valid_no_decision_pct": _pct(valid_nd, valid_total),
+        "reasons_on_valid_rolls": dict(reasons_on_valid.most_common()),
+    }
+
+
+SWEEPS: dict[str, tuple[float, ...]] = {
+    "min_state_confidence": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99),
+    "overlap_stacked": (0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 1.0),
+    "cocked_wedged_margin": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8),
+}
+
+
+def sweep(records: Sequence[SceneRecord], base: ValidityConfig) -> dict[str, list[dict[str, Any]]]:
+    """The figures for each value of each swept threshold (the others at `base`)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, values in SWEEPS.items():
+        rows = []
+        for v in values:
+            cfg = replace(base, judge=replace(base.judge, **{name: v}))
+            s = score(records, cfg)
+            rows.append(
+                {
+                    name: v,
+                    "valid_called_invalid_or_void_pct": s["valid_called_invalid_or_void_pct"],
+                    "valid_no_decision_pct": s["valid_no_decision_pct"],
+                    **{f"recall_{k}_pct": r for k, r in s["recall_pct"].items()},
+                }
+            )
+        out[name] = rows
+    return out
+
+
+def plot_confusion(summary: dict[str, Any], path: Path, title: str) -> None:
+    """The verdict confusion matrix as a picture."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    conf = summary["confusion_truth_rows_read_cols"]
+    mat = np.array([[conf[t][r] for r in READ_VERDICTS] for t in TRUTH_VERDICTS])
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.imshow(np.log1p(mat), cmap="Blues")
+    ax.set_xticks(range(len(READ_VERDICTS)), list(READ_VERDICTS))
+    ax.set_yticks(range(len(TRUTH_VERDICTS)), list(TRUTH_VERDICTS))
+    ax.set_xlabel("read verdict")
+    ax.set_ylabel("true verdict")
+    for (i, k), v in np.ndenumerate(mat):
+        ax.text(k, i, str(v), ha="center", va="center", color="black" if v < mat.max() / 3 else "white")
+    r = summary["recall_pct"]
+    ax.set_title(
+        f"{title}\nrecall: on-die {r['die_on_die']}%  off-table {r['die_off_table']}%  void {r['void']}%  "
+        f"cocked {r['cocked_read_by_rule']}%",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) -> None:
+    """One panel per swept threshold: error rates on valid rolls and recall per kind against it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.0 * len(curves), 4.2))
+    for ax, (name, rows) in zip(np.atleast_1d(axes), curves.items(), strict=True):
+        xs = [row[name] for row in rows]
+        for key, style in (
+            ("valid_called_invalid_or_void_pct", "r-o"),
+            ("valid_no_decision_pct", "y-o"),
+            ("recall_die_on_die_pct", "b--"),
+            ("recall_die_off_table_pct", "g--"),
+            ("recall_void_pct", "m--"),
+            ("recall_cocked_read_by_rule_pct", "c--"),
+        ):
+            ys = [np.nan if row[key] is None else row[key] for row in rows]
+            ax.plot(xs, ys, style, label=key.replace("_pct", "").replace("_", " "), markersize=3)
+        ax.axvline(getattr(JudgeConfig(), name), color="grey", lw=0.8)
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_xlabel(f"{name} (grey: default)")
+        ax.set_ylabel("%")
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].legend(fontsize=7, loc="center left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def load_scenes(root: Path, *, limit: int = 0) -> list[SceneTruth]:
+    """The labelled scenes of a synthetic data set, sorted by id (the first `limit` if given)."""
+    paths = sorted((root / "labels").glob("*.json"))
+    if limit:
+        paths = paths[:limit]
+    return [read_scene(p) for p in paths]
+
+
+def load_image(root: Path, scene: SceneTruth) -> np.ndarray[Any, Any]:
+    """A scene's image as BGR uint8."""
+    img = cv2.imread(str(root / scene.image), cv2.IMREAD_COLOR)
+    if img is None:
+        raise ValueError(f"cannot read {root / scene.image}")
+    return np.asarray(img, np.uint8)

@@ -1,0 +1,58 @@
+"""Where a die is on the table, from a table calibration: felt position, throw-box membership, layout box.
+
+Optional: without a calibration (a photo read with `throwbox read`), the judge works from the image alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibration.camera import Camera
+from calibration.die_scale import pixel_to_plane_at_height
+from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
+from calibration.table import TableCalibration
+
+
+@dataclass(frozen=True)
+class TableGeometry:
+    """A calibrated camera over a known throw box."""
+
+    camera: Camera
+    layout: ThrowBoxLayout
+
+    @classmethod
+    def from_calibration(cls, calibration: TableCalibration) -> TableGeometry:
+        """The geometry of a stored table calibration."""
+        return cls(camera=calibration.camera, layout=calibration.layout)
+
+    def centre_mm(self, box_xyxy: Sequence[float]) -> tuple[float, float]:
+        """Felt position (mm) of a die whose whole-die box this is (its centre lies half an edge up)."""
+        x0, y0, x1, y1 = (float(v) for v in box_xyxy)
+        xy = pixel_to_plane_at_height(
+            self.camera, [((x0 + x1) / 2.0, (y0 + y1) / 2.0)], z_mm=self.layout.die_edge_mm / 2.0
+        )[0]
+        return (float(xy[0]), float(xy[1]))
+
+    def beyond_walls_mm(self, x_mm: float, y_mm: float) -> float:
+        """How far a felt point lies outside the throw box's inner walls (negative: inside)."""
+        box = self.layout.box
+        dx = max(box.x0 - x_mm, x_mm - box.x1)
+        dy = max(box.y0 - y_mm, y_mm - box.y1)
+        if dx <= 0 and dy <= 0:
+            return max(dx, dy)
+        return float(np.hypot(max(dx, 0.0), max(dy, 0.0)))
+
+    def layout_label(self, x_mm: float, y_mm: float) -> str | None:
+        """Name of the labelled layout box (593.1(b)(4)) the point lies in, e.g. "Ace", or None."""
+        face = self.layout.layout_box_at(x_mm, y_mm)
+        return None if face is None else LAYOUT_LABELS[face]
+
+    def box_in_view(self) -> bool:
+        """True when the whole throw box floor is inside the frame (so a die not found is not in it)."""
+        corners = np.array([[x, y, 0.0] for x, y in self.layout.box.corners], np.float64)
+        px = self.camera.project(corners)
+        w, h = self.camera.intrinsics.width_px, self.camera.intrinsics.height_px
+        return bool(np.all((px[:, 0] >= 0) & (px[:, 0] <= w) & (px[:, 1] >= 0) & (px[:, 1] <= h)))
