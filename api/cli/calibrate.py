@@ -73,6 +73,9 @@ def register(app: typer.Typer) -> None:
         data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help=DATA_DIR_HELP),
         max_rms_px: float = typer.Option(1.0, "--max-rms-px", help="Refuse above this reprojection error."),
         min_views: int = typer.Option(5, "--min-views", min=3, help="Refuse with fewer usable board views."),
+        free_k3: bool = typer.Option(
+            False, "--free-k3", help="Also fit k3 (wide lenses; needs many views spread to the corners)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Camera intrinsics and lens distortion from board photos; refuses a bad calibration (exit 2)."""
@@ -89,7 +92,9 @@ def register(app: typer.Typer) -> None:
             target = out if out is not None else intrinsics_path(data_dir, table or "")
             pictures = [read_image(p) for p in images]
             result = calibrate_intrinsics(
-                pictures, spec, limits=IntrinsicsLimits(min_views=min_views, max_rms_px=max_rms_px)
+                pictures,
+                spec,
+                limits=IntrinsicsLimits(min_views=min_views, max_rms_px=max_rms_px, fix_k3=not free_k3),
             )
             checksum = save_intrinsics(result, target)
         except (CalibrationError, ValueError) as exc:
