@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Literal
 
 import cv2
@@ -67,7 +68,7 @@ class TableCalibration:
         """Calibrated intrinsics and pose."""
         return Camera(self.intrinsics, self.pose)
 
-    @property
+    @cached_property
     def checksum(self) -> str:
         """SHA-256 of the canonical JSON of this calibration (what the stored file's checksum covers)."""
         return hashlib.sha256(canonical_json(self.to_dict()).encode()).hexdigest()
