@@ -59,6 +59,8 @@ class SettleConfig:
     work_width_px: int = 480  # frames wider than this are downscaled first (speed, noise)
     blur_px: int = 5  # Gaussian kernel (odd) applied before any difference
     motion_threshold: int = 20  # per-channel change (0-255) that marks a pixel as changed
+    drift_threshold: int = 40  # the same against the still run's anchor: a die that crept is a strong
+    # change, while video codecs keep refining a still picture for a few frames in weak ones (mp4v)
     foreground_threshold: int = 40  # per-channel difference from the empty box that marks "not felt"
     still_max_changed_px: int = 16  # changed pixels tolerated while "still" (noise, video compression)
     min_object_px: int = 10  # smaller foreground blobs are ignored (lint, noise)
@@ -80,7 +82,7 @@ class SettleConfig:
             raise ValueError(f"work_width_px must be at least 64, got {self.work_width_px}")
         if self.blur_px < 1 or self.blur_px % 2 == 0:
             raise ValueError(f"blur_px must be odd and positive, got {self.blur_px}")
-        for name in ("motion_threshold", "foreground_threshold"):
+        for name in ("motion_threshold", "drift_threshold", "foreground_threshold"):
             if not 1 <= getattr(self, name) <= 254:
                 raise ValueError(f"{name} must be in 1..254, got {getattr(self, name)}")
         for name in ("intrusion_edge_fraction", "intrusion_any_fraction"):
@@ -211,6 +213,15 @@ class SettleDetector:
         self._still_frames = 0
 
     # ------------------------------------------------------------------------------------------ public
+    def throw_started(self) -> None:
+        """Tell the detector a throw has begun, so its entry over the box edge need not be seen.
+
+        For a signal from outside the picture (a dealer's button, a shaker sensor) or a recording that
+        starts at the release (the synthetic throw clips of `datasets/synth`). The dice must still be seen
+        rolling freely for `min_free_motion_s` and then still for `still_s` before the read.
+        """
+        self._entered = True
+
     def reset(self) -> None:
         """Forget the frame history (call it on `SourceLost`): nothing is read until a new throw is seen.
 
@@ -273,7 +284,7 @@ class SettleDetector:
             self._start_still_run(work, t)
             drift_px = 0
         else:
-            drift = self._threshold(work, self._anchor, cfg.motion_threshold) & roi
+            drift = self._threshold(work, self._anchor, cfg.drift_threshold) & roi
             drift_px = int(np.count_nonzero(drift))
             if drift_px > cfg.still_max_changed_px or changed_px > cfg.still_max_changed_px or intruder:
                 self._start_still_run(work, t)

@@ -129,6 +129,81 @@ def run_settle_bench(
     )
 
 
+VIDEO_FORMAT = "throwbox-video/1"  # datasets/synth/video.py
+
+
+def run_video_bench(root: Path, *, still_s: float = 0.3) -> SettleBenchResult:
+    """Score the detector on the synthetic throw clips of `datasets/synth` (`throwbox synth --videos K`).
+
+    Each clip runs from the release to `tail_s` after rest, with no empty box before it and no entry over
+    the edge, so each gets a fresh detector whose empty-box reference is the clip's first frame and which
+    is told the throw has started (`SettleDetector.throw_started`). `video.json` is read directly (format,
+    fps, `frames`, `at_rest_frame`, `settled`): the bench needs nothing else of it.
+    """
+    from vision.capture import CapturedFrame, open_capture
+    from vision.settle import AtRest, SettleConfig, SettleDetector
+
+    docs = sorted(root.glob("*/video.json"))
+    if not docs:
+        raise ValueError(
+            f"{root}: no throw videos (*/video.json); make some with `throwbox synth --videos K`"
+        )
+    reads = read_once = missed = extra = moving = frames = 0
+    latency_ms: list[float] = []
+    update_ms: list[float] = []
+    for doc_path in docs:
+        doc = json.loads(doc_path.read_text(encoding="utf-8"))
+        if doc.get("format") != VIDEO_FORMAT:
+            raise ValueError(f"{doc_path}: format {doc.get('format')!r}, expected {VIDEO_FORMAT!r}")
+        try:
+            fps = float(doc["fps"])
+            at_rest = int(doc["at_rest_frame"])
+            n_frames = len(doc["frames"])
+            settled = bool(doc.get("settled", True))
+            clip = doc_path.parent / str(doc.get("mp4") or "throw.mp4")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{doc_path}: malformed video document ({exc!r})") from exc
+        detector: SettleDetector | None = None
+        clip_frames: list[CapturedFrame] = []
+        clip_reads: list[AtRest] = []
+        for item in open_capture(str(clip), table_id="bench", fps=fps):
+            if not isinstance(item, CapturedFrame):
+                continue
+            if detector is None:
+                detector = SettleDetector(SettleConfig(still_s=still_s), empty_box=item.image)
+                detector.throw_started()
+            clip_frames.append(item)
+            t0 = time.perf_counter()
+            events = detector.update(item)
+            update_ms.append((time.perf_counter() - t0) * 1000.0)
+            clip_reads += [e for e in events if isinstance(e, AtRest)]
+        if len(clip_frames) != n_frames:
+            raise ValueError(f"{clip}: {len(clip_frames)} frames decoded, video.json lists {n_frames}")
+        frames += n_frames
+        reads += len(clip_reads)
+        moving += sum(1 for r in clip_reads if r.frame.seq < at_rest)
+        good = [r for r in clip_reads if r.frame.seq >= at_rest]
+        if settled and good:
+            read_once += len(clip_reads) == 1
+            latency_ms.append((good[0].frame.monotonic_s - clip_frames[at_rest].monotonic_s) * 1000.0)
+            extra += len(good) - 1
+        elif settled:
+            missed += 1
+        else:
+            extra += len(good)  # the dice never settled in the clip: any read is one too many
+    return SettleBenchResult(
+        throws=len(docs),
+        reads=reads,
+        read_once=read_once,
+        missed=missed,
+        extra_reads=extra,
+        reads_while_moving=moving,
+        frames=frames,
+        latency_ms=tuple(latency_ms),
+        update_ms=tuple(update_ms),
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Attach the `settle-bench` command to the CLI."""
 
@@ -141,33 +216,46 @@ def register(app: typer.Typer) -> None:
         die_px: int = typer.Option(24, "--die-px", min=6, help="Die edge in pixels."),
         still_s: float = typer.Option(0.3, "--still-s", min=0.01, help="Settle time of the detector."),
         video: bool = typer.Option(False, "--video", help="Go through an MJPG video file (compression)."),
+        videos: Path | None = typer.Option(
+            None, "--videos", help="Score synthetic throw clips (a `throwbox synth --videos` videos/ folder)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
-        """Score the settle detector on synthetic throws; exit 1 unless every throw was read exactly once."""
+        """Score the settle detector on synthetic throws; exit 1 unless every throw was read exactly once.
+
+        Default: rounds of play of the built-in demo scene (hands and stick included). With --videos DIR:
+        the clips of `throwbox synth --videos` (3-D rendered, MP4-compressed, one throw each).
+        """
         try:
-            result = run_settle_bench(
-                throws=throws,
-                seed=seed,
-                width_px=width,
-                height_px=height,
-                die_edge_px=die_px,
-                still_s=still_s,
-                via_video=video,
-            )
-        except ValueError as exc:
+            if videos is not None:
+                result = run_video_bench(videos, still_s=still_s)
+            else:
+                result = run_settle_bench(
+                    throws=throws,
+                    seed=seed,
+                    width_px=width,
+                    height_px=height,
+                    die_edge_px=die_px,
+                    still_s=still_s,
+                    via_video=video,
+                )
+        except (ValueError, OSError) as exc:
             typer.echo(f"throwbox settle-bench: {exc}", err=True)
             raise typer.Exit(2) from exc
         summary = result.summary()
         if as_json:
-            params = {"seed": seed, "width": width, "height": height, "die_px": die_px, "still_s": still_s}
-            typer.echo(json.dumps({**summary, **params, "video": video}))
+            params: dict[str, object] = {"still_s": still_s}
+            if videos is not None:
+                params["videos"] = str(videos)
+            else:
+                params.update(seed=seed, width=width, height=height, die_px=die_px, video=video)
+            typer.echo(json.dumps({**summary, **params}))
         else:
             from rich.console import Console
             from rich.table import Table
 
-            table = Table(
-                title=f"settle-bench: {throws} rounds, {width}x{height}, die {die_px} px, seed {seed}"
-            )
+            title = f"{throws} rounds, {width}x{height}, die {die_px} px, seed {seed}"
+            table = Table(title=f"settle-bench: {videos if videos is not None else title}")
             table.add_column("figure")
             table.add_column("value", justify="right")
             for key, value in summary.items():
