@@ -29,7 +29,8 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", response_model=ReadyOut, responses={503: {"model": ReadyOut}})
 def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JSONResponse:
     """Ready when the database answers, the data directory exists, every table's calibration is present
-    and intact, and every registered check (the reader adds "models") passes."""
+    and intact, and the reader's models are there (and any check registered in
+    `app.state.readiness_checks` passes)."""
     checks: dict[str, CheckOut] = {}
     db_ok = database.ping()
     checks["database"] = CheckOut(ok=db_ok, detail="reachable" if db_ok else "not reachable")
@@ -37,6 +38,8 @@ def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JS
     checks["data_dir"] = CheckOut(ok=data_ok, detail="present" if data_ok else "missing")
     cal_ok, cal_detail = _calibrations(database, settings)
     checks["calibration"] = CheckOut(ok=cal_ok, detail=cal_detail)
+    models_ok, models_detail = _models(request)
+    checks["models"] = CheckOut(ok=models_ok, detail=models_detail)
     extra: dict[str, ReadinessCheck] = getattr(request.app.state, "readiness_checks", {})
     for name, check in sorted(extra.items()):
         try:
@@ -46,6 +49,26 @@ def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JS
         checks[name] = CheckOut(ok=ok, detail=detail)
     body = ReadyOut(ready=all(c.ok for c in checks.values()), checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
+
+
+def _models(request: Request) -> tuple[bool, str]:
+    """The reader's models: loaded, or every weight file of the manifest present (SHA-256 is checked
+    when the reader loads them, on the first read)."""
+    if getattr(request.app.state, "reader", None) is not None:
+        return True, "loaded"
+    try:
+        from vision import onnx_session
+    except ImportError as exc:  # a deployment without the reader
+        return False, f"the reader is not installed ({exc.name})"
+    manifest = onnx_session.MANIFEST_PATH
+    try:
+        specs = onnx_session.load_manifest(manifest)
+    except onnx_session.ModelError as exc:
+        return False, str(exc)
+    missing = sorted(spec.file for spec in specs.values() if not (manifest.parent / spec.file).is_file())
+    if missing:
+        return False, f"weight files missing: {', '.join(missing)}"
+    return True, f"{len(specs)} model(s) present, not loaded yet (loaded and checked on the first read)"
 
 
 def _calibrations(database: Database, settings: Settings) -> tuple[bool, str]:

@@ -140,8 +140,12 @@ def test_table_config_checked_by_rules_engine(service: Service) -> None:
 def test_readyz_and_metrics(service: Service) -> None:
     svc = service
     ready = svc.client.get(svc.base_url + "/readyz")
-    assert ready.status_code == 200
-    assert ready.json()["checks"]["database"] == {"ok": True, "detail": "reachable"}
+    body = ready.json()
+    assert body["checks"]["database"] == {"ok": True, "detail": "reachable"}
+    assert body["checks"]["calibration"]["ok"] is True
+    # Ready exactly when every check passes (the reader's weights may be absent in a fresh clone).
+    assert body["ready"] == all(check["ok"] for check in body["checks"].values())
+    assert ready.status_code == (200 if body["ready"] else 503)
     svc.call("GET", "/v1/tables", None)
     text = svc.client.get(svc.base_url + "/metrics").text
     assert 'throwbox_http_requests_total{method="GET",route="/v1/tables",status="401"} 1.0' in text
@@ -170,3 +174,21 @@ def test_migrations_match_the_models(service: Service) -> None:
     finally:
         engine.dispose()
     assert diffs == []
+
+
+def test_readyz_models_check(service: Service, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import json
+
+    from vision import onnx_session
+
+    manifest = tmp_path / "manifest.json"
+    entry = {"sha256": "0" * 64, "version": "1", "input_size_hw": [64, 64]}
+    manifest.write_text(json.dumps({"models": {"detector": {"file": "det.onnx", **entry}}}))
+    monkeypatch.setattr(onnx_session, "MANIFEST_PATH", manifest)
+    check = service.client.get(service.base_url + "/readyz").json()["checks"]["models"]
+    assert check == {"ok": False, "detail": "weight files missing: det.onnx"}
+    (tmp_path / "det.onnx").write_bytes(b"weights")
+    check = service.client.get(service.base_url + "/readyz").json()["checks"]["models"]
+    assert check["ok"] is True and check["detail"].startswith("1 model(s) present")
+    manifest.unlink()
+    assert service.client.get(service.base_url + "/readyz").status_code == 503
