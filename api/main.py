@@ -12,7 +12,20 @@ from api.db.session import Database
 from api.deps import require
 from api.events import WebhookDispatcher
 from api.metrics import Metrics, install
-from api.routes import alerts, audit, events, evidence, health, keys, reads, rolls, rounds, settle, tables
+from api.routes import (
+    alerts,
+    audit,
+    events,
+    evidence,
+    health,
+    keys,
+    read_results,
+    reads,
+    rolls,
+    rounds,
+    settle,
+    tables,
+)
 from api.settings import Settings
 
 API_TITLE = "throwbox"
@@ -71,4 +84,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The settle calculator changes nothing, but like every route it needs a key (any role).
     app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))])
     app.include_router(reads.router)
+    app.include_router(read_results.router)
     return app

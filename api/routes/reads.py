@@ -1,6 +1,6 @@
 """Reads: one uploaded image in, the reader's JSON contract document out (design.md), stored for audit.
 
-`POST /v1/reads` (multipart: `image` file, optional `expect` and `table_id` fields), any role. The read,
+`POST /v1/reads` (multipart: `image` file, optional `expect` and `table_id` fields), role reader. The read,
 its annotated evidence frame and an audit entry are committed before the answer. The models are loaded
 once per app, on the first read.
 """
@@ -16,7 +16,8 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile, s
 from api import audit
 from api.audit import store_evidence
 from api.db.models import Read
-from api.deps import AnyRole, DatabaseDep, SettingsDep
+from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
+from api.events import publish
 
 if TYPE_CHECKING:
     from vision.reader import Reader
@@ -56,9 +57,10 @@ def get_reader(request: Request) -> Reader:
 )
 def create_read(
     request: Request,
-    principal: AnyRole,
+    principal: ReaderRole,
     database: DatabaseDep,
     settings: SettingsDep,
+    metrics: MetricsDep,
     image: Annotated[UploadFile, File(description="The frame: JPEG, PNG, WebP, BMP or TIFF.")],
     expect: Annotated[int | None, Form(ge=1, le=100, description="How many dice the roll must have.")] = None,
     table_id: Annotated[str | None, Form(max_length=64, description="Table the frame comes from.")] = None,
@@ -118,4 +120,17 @@ def create_read(
             subject=f"read:{read_id}",
             payload={"verdict": document["verdict"], "faces": document["faces"], "evidence_sha256": sha256},
         )
+        publish(
+            session,
+            event_type="read",
+            table_id=table_id,
+            data={
+                "read_id": read_id,
+                "verdict": document["verdict"],
+                "faces": document["faces"],
+                "evidence_sha256": sha256,
+            },
+            webhook_urls=settings.webhook_urls,
+        )
+    metrics.reads.labels(verdict=str(document["verdict"])).inc()
     return {"read_id": read_id, "evidence_sha256": sha256, **document}

@@ -55,10 +55,12 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("POST", "/v1/keys", {"role": "reader", "name": "cam-2"}, (A,)),
     ("GET", "/v1/keys", None, (A,)),
     ("DELETE", "/v1/keys/9999", None, (A,)),
+    ("POST", "/v1/reads", None, (R,)),
+    ("GET", "/v1/reads/x", None, VIEWERS),
+    ("GET", "/v1/reads/x/frame", None, VIEWERS),
     ("POST", "/v1/settle", {"game": "hrd6", "wagers": [], "rolls": [[1, 2, 3, 4, 5, 6]]}, EVERYONE),
 ]
 OPEN = ("/healthz", "/readyz", "/metrics")
-# Routes of other modules (the reader's /v1/reads) carry their own role tests.
 SERVICE_TAGS = (
     "alerts",
     "audit",
@@ -70,6 +72,7 @@ SERVICE_TAGS = (
     "rounds",
     "tables",
     "rules",
+    "reads",
 )
 
 

@@ -192,3 +192,40 @@ def test_readyz_models_check(service: Service, monkeypatch: pytest.MonkeyPatch, 
     assert check["ok"] is True and check["detail"].startswith("1 model(s) present")
     manifest.unlink()
     assert service.client.get(service.base_url + "/readyz").status_code == 503
+
+
+def test_stored_read_and_its_frame(service: Service) -> None:
+    from api.audit import store_evidence
+    from api.db.models import Read
+    from api.db.session import Database
+
+    svc = service
+    database = Database(svc.settings.resolved_database_url)
+    try:
+        with database.session() as session:
+            sha = store_evidence(
+                session,
+                evidence_dir=svc.settings.evidence_dir,
+                data=PNG,
+                media_type="image/png",
+                max_bytes=svc.settings.max_evidence_bytes,
+            )
+            document = {
+                "verdict": "valid",
+                "faces": [1, 2, 3, 4, 5, 6],
+                "winner": 1,
+                "match_count": "no_match",
+            }
+            session.add(
+                Read(id="r1", table_id=None, result=document, evidence_sha256=sha, created_by="reader:t#1")
+            )
+    finally:
+        database.dispose()
+    read = svc.ok("GET", "/v1/reads/r1", "surveillance")
+    assert read["faces"] == [1, 2, 3, 4, 5, 6] and read["evidence_sha256"] == sha
+    frame = svc.call("GET", "/v1/reads/r1/frame", "dealer")
+    assert frame.status_code == 200 and frame.content == PNG
+    assert frame.headers["x-content-sha256"] == hashlib.sha256(frame.content).hexdigest()
+    assert svc.call("GET", "/v1/reads/nope/frame", "admin").status_code == 404
+    evidence_path(svc.settings.evidence_dir, sha).write_bytes(b"swapped")
+    assert svc.call("GET", "/v1/reads/r1/frame", "admin").status_code == 409
