@@ -142,15 +142,31 @@ class SourceEnded:
     frames: int
 
 
-CaptureEvent = SourceLost | Reconnecting | SourceRecovered | SourceEnded
+@dataclass(frozen=True)
+class ClipStarted:
+    """The next frame begins another recording (the demo playing throw clips back to back): a cut, not motion.
+
+    The synthetic throw clips of `datasets/synth` start at the release, so consumers treat the cut as the
+    start of a throw seen from a new camera (see `SettleDetector.new_clip`).
+    """
+
+    source_id: str
+    clip: str
+
+
+CaptureEvent = SourceLost | Reconnecting | SourceRecovered | SourceEnded | ClipStarted
 
 
 @dataclass(frozen=True)
 class Grab:
-    """One image from a grabber; `media_time_s` is its position in a recording (None for live sources)."""
+    """One image from a grabber; `media_time_s` is its position in a recording (None for live sources).
+
+    `clip_start` names the clip this image begins, when a grabber plays several recordings back to back.
+    """
 
     image: ImageArray
     media_time_s: float | None = None
+    clip_start: str | None = None
 
 
 class Grabber(Protocol):
@@ -366,34 +382,35 @@ class DemoGrabber:
         if video_dir is not None:
             if not video_dir.is_dir():
                 raise SourceSpecError(f"demo video folder {video_dir} does not exist")
+            # Recursive: `throwbox synth --videos` writes videos/<id>/throw.mp4.
             self.videos = tuple(
-                sorted(p for p in video_dir.iterdir() if p.suffix.lower() in VIDEO_SUFFIXES and p.is_file())
+                sorted(p for p in video_dir.rglob("*") if p.suffix.lower() in VIDEO_SUFFIXES and p.is_file())
             )
             if not self.videos:
                 raise SourceSpecError(f"{video_dir}: no video files ({', '.join(sorted(VIDEO_SUFFIXES))})")
         self.description = f"demo ({video_dir})" if video_dir else "demo (built-in synthetic throws)"
         self.scene: DemoScene | None = None
-        self._frames: Iterator[tuple[ImageArray, float]] | None = None
+        self._frames: Iterator[tuple[ImageArray, float, str | None]] | None = None
 
-    def _rendered(self) -> Iterator[tuple[ImageArray, float]]:
+    def _rendered(self) -> Iterator[tuple[ImageArray, float, str | None]]:
         self.scene = DemoScene(self.scene_config)
         dt = 1.0 / self.scene_config.fps
         n = 0
         if self.plan is not None:
             for n, image in enumerate(self.scene.render(self.plan)):
-                yield image, n * dt
+                yield image, n * dt, None
             return
         rounds = 0
         while self.throws is None or rounds < self.throws:
             for image in self.scene.render(demo_plan(1)):
-                yield image, n * dt
+                yield image, n * dt, None
                 n += 1
             rounds += 1
             if self.throws is None:  # an endless demo keeps no ever-growing ground truth
                 self.scene.frames.clear()
                 self.scene.throws.clear()
 
-    def _played(self) -> Iterator[tuple[ImageArray, float]]:
+    def _played(self) -> Iterator[tuple[ImageArray, float, str | None]]:
         offset_s = 0.0
         loop = 0
         while self.loops is None or loop < self.loops:
@@ -401,10 +418,12 @@ class DemoGrabber:
                 clip = VideoCaptureGrabber(str(path), live=False)
                 clip.open()
                 last_s = 0.0
+                start: str | None = str(path)
                 try:
                     while (grab := clip.read()) is not None:
                         last_s = grab.media_time_s or 0.0
-                        yield grab.image, offset_s + last_s
+                        yield grab.image, offset_s + last_s, start
+                        start = None
                 finally:
                     clip.close()
                 offset_s += last_s + 1.0 / clip.fps
@@ -421,7 +440,7 @@ class DemoGrabber:
         item = next(self._frames, None)
         if item is None:
             return None
-        return Grab(image=item[0], media_time_s=item[1])
+        return Grab(image=item[0], media_time_s=item[1], clip_start=item[2])
 
     def close(self) -> None:
         """Stop playing."""
@@ -562,6 +581,8 @@ class Capture:
                     yield from self._reconnect(attempt)
                 continue
             previous = image
+            if grab.clip_start is not None:
+                yield ClipStarted(self.source_id, clip=grab.clip_start)
             if lost is not None:
                 yield SourceRecovered(self.source_id, lost, outage_s=t - last_fresh_s, detected_s=t)
                 lost = None

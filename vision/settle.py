@@ -40,7 +40,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from vision.capture import CapturedFrame, CaptureEvent, SourceLost
+from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost
 
 ImageArray = NDArray[np.uint8]
 MaskArray = NDArray[np.uint8]
@@ -200,6 +200,7 @@ class SettleDetector:
         self._prev_edge: MaskArray | None = None
         self._intruder_s = -np.inf  # monotonic time an intruder was last seen
         self._trusted = True  # the empty-box model is learnt from a still box
+        self._reference_next = False  # the next frame becomes the empty-box model (a new clip)
         self._armed = False  # free dice motion seen: the next settle is a throw's
         self._handled = False  # an intruder worked in the box during this episode
         self._entered = False  # something came in over the box edge during this episode
@@ -222,6 +223,21 @@ class SettleDetector:
         """
         self._entered = True
 
+    def new_clip(self) -> None:
+        """The picture cut to another recording that starts at a throw's release (`ClipStarted`).
+
+        The camera, light and felt may all differ, and there is no empty box to learn from: the clip's
+        first frame becomes the empty-box reference and the throw counts as started (`throw_started`).
+        Dice at rest in that first frame (the Extra Roll's kept dice) are part of the reference.
+        """
+        self.reset()
+        self._size_wh = None  # the new clip may have another size
+        self._empty_box = None
+        self._background = None
+        self._learn = []
+        self._reference_next = True
+        self.state = SettleState.LEARNING
+
     def reset(self) -> None:
         """Forget the frame history (call it on `SourceLost`): nothing is read until a new throw is seen.
 
@@ -243,6 +259,14 @@ class SettleDetector:
             raise ValueError(
                 f"frame {frame.frame_id} is not later than the previous frame ({t} <= {self._prev_s})"
             )
+        if self._background is None and self._reference_next:
+            self._reference_next = False
+            self._background = work.astype(np.float32)
+            self._trusted = True
+            self._entered = True
+            self.state = SettleState.UNKNOWN
+            self._prev, self._prev_s = work, t
+            return [StateChanged(SettleState.LEARNING, SettleState.UNKNOWN, frame_id=frame.frame_id, at_s=t)]
         if self._background is None:
             return self._learn_background(work, frame)
         events: list[SettleEvent] = []
@@ -486,11 +510,13 @@ def settle_stream(
     """Run a capture through the detector: yields every frame, capture event and settle event, in order.
 
     A `SourceLost` resets the detector before anything else happens, so no read is ever taken from a
-    throw the camera did not watch to the end.
+    throw the camera did not watch to the end; a `ClipStarted` starts it afresh on the new clip.
     """
     for item in items:
         if isinstance(item, SourceLost):
             detector.reset()
+        elif isinstance(item, ClipStarted):
+            detector.new_clip()
         yield item
         if isinstance(item, CapturedFrame):
             yield from detector.update(item)

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.cli.settle_bench import run_settle_bench
-from vision.demo_scene import DemoScene, Empty, SceneConfig, Throw, demo_plan
+from tests.vision.test_settle import write_synth_style_clip
+from vision.demo_scene import DemoScene, Empty, SceneConfig, demo_plan
 
 runner = CliRunner()
 
@@ -76,33 +77,9 @@ def test_settle_bench_scores_against_ground_truth() -> None:
     assert result.frames == len(result.update_ms) > 300
 
 
-def _synth_style_clip(folder: Path, *, seed: int) -> int:
-    """A clip in the `datasets/synth` video format (release to rest, then still), from the demo scene."""
-    scene = DemoScene(SceneConfig(width_px=320, height_px=240, die_edge_px=12, seed=seed))
-    images = list(scene.render((Throw(hold_s=0.6, show_shaker=False),)))
-    folder.mkdir(parents=True)
-    writer = cv2.VideoWriter(str(folder / "throw.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), 30.0, (320, 240))
-    for image in images:
-        writer.write(image)
-    writer.release()
-    rest = scene.throws[0].rest_frame
-    doc = {
-        "format": "throwbox-video/1",
-        "fps": 30.0,
-        "frames": [
-            {"file": f"frames/f{k:04d}.jpg", "t_s": k / 30.0, "moving": k < rest} for k in range(len(images))
-        ],
-        "at_rest_frame": rest,
-        "settled": True,
-        "mp4": "throw.mp4",
-    }
-    (folder / "video.json").write_text(json.dumps(doc))
-    return rest
-
-
 def test_settle_bench_on_synth_format_clips(tmp_path: Path) -> None:
     for k in range(2):
-        _synth_style_clip(tmp_path / f"v{k:04d}", seed=20 + k)
+        write_synth_style_clip(tmp_path / f"v{k:04d}", seed=20 + k)
     result = runner.invoke(app, ["settle-bench", "--videos", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)

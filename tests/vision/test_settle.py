@@ -8,6 +8,7 @@ throw, never a read while dice move or an intruder is in the box, latency close 
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from vision.capture import (
     Capture,
     CaptureConfig,
     CapturedFrame,
+    ClipStarted,
     DemoGrabber,
     Grab,
     SourceLost,
@@ -334,6 +336,42 @@ def test_frozen_feed_mid_throw_never_yields_a_read() -> None:
     freeze_at = throw.release_frame + 10
     assert scene_.frames[freeze_at - 1].dice_moving  # the frozen picture shows dice rolling
     assert stale and freeze_at <= stale[0].frame.seq < freeze_at + 60  # ...and was read as "at rest"
+
+
+# ------------------------------------------------------------------------- synthetic throw clips (demo)
+def write_synth_style_clip(folder: Path, *, seed: int) -> tuple[int, int]:
+    """A clip in the `datasets/synth` video layout (release to rest, then still; throw.mp4 + video.json),
+    drawn by the demo scene; returns (frame of rest, number of frames).
+    """
+    clip_scene = DemoScene(scene(seed))
+    images = list(clip_scene.render((Throw(hold_s=0.6, show_shaker=False),)))
+    folder.mkdir(parents=True)
+    writer = cv2.VideoWriter(str(folder / "throw.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), FPS, (320, 240))
+    for image in images:
+        writer.write(image)
+    writer.release()
+    rest = clip_scene.throws[0].rest_frame
+    frames = [
+        {"file": f"frames/f{k:04d}.jpg", "t_s": k / FPS, "moving": k < rest} for k in range(len(images))
+    ]
+    doc = {"format": "throwbox-video/1", "fps": FPS, "frames": frames, "at_rest_frame": rest, "settled": True}
+    (folder / "video.json").write_text(json.dumps({**doc, "mp4": "throw.mp4"}))
+    return rest, len(images)
+
+
+def test_demo_of_throw_clips_reads_each_clip_once(tmp_path: Path) -> None:
+    # `throwbox watch demo:DIR` on clips that start at the release: each cut starts a throw afresh.
+    clips = [write_synth_style_clip(tmp_path / "videos" / f"v{k:04d}", seed=30 + k) for k in range(3)]
+    capture = Capture(DemoGrabber(video_dir=tmp_path / "videos", loops=1), table_id="demo")
+    items = list(settle_stream(capture, SettleDetector()))
+    cuts = [i for i in items if isinstance(i, ClipStarted)]
+    assert [Path(c.clip).parent.name for c in cuts] == ["v0000", "v0001", "v0002"]
+    reads = [i for i in items if isinstance(i, AtRest)]
+    assert len(reads) == 3
+    first_frames = [0, *itertools.accumulate(n for _, n in clips[:-1])]
+    for read, first, (rest, n) in zip(reads, first_frames, clips, strict=True):
+        assert first + rest <= read.frame.seq < first + n  # in its own clip, after the dice stopped
+        assert 0.2 <= (read.frame.seq - first - rest) / FPS <= 0.45
 
 
 # ------------------------------------------------------------------------------- set-up and validation
