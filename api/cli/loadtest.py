@@ -57,7 +57,15 @@ def _free_port() -> int:
 
 
 def _play_table(
-    *, base_url: str, table: str, rounds: int, dealer: str, reader: str, seed: int, tally: Tally
+    *,
+    base_url: str,
+    table: str,
+    rounds: int,
+    dealer: str,
+    reader: str,
+    seed: int,
+    tally: Tally,
+    image: bytes | None,
 ) -> None:
     import httpx
 
@@ -113,6 +121,10 @@ def _play_table(
                     }
                     call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body)
                     continue
+                if image is not None:
+                    # The camera's reader: read the frame first (POST /v1/reads), then submit the roll.
+                    files = {"image": ("frame.jpg", image, "image/jpeg")}
+                    call("read", "POST", "/v1/reads", reader_h, 201, files=files, data={"table_id": table})
                 faces = [rng.randint(1, 6) for _ in range(dice)]
                 body = {"roll_id": roll_id, "source": "reader", "verdict": "valid", "faces": faces}
                 answer = call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body)
@@ -133,10 +145,20 @@ def register(app: typer.Typer) -> None:
             None, help="File holding an admin key (with --url; default: the started service's first key)."
         ),
         seed: int = typer.Option(0, help="Seed of the random dice."),
+        image: Path | None = typer.Option(
+            None, help="A JPEG frame: every throw also POSTs it to /v1/reads (needs the reader's models)."
+        ),
     ) -> None:
         """Benchmark: TABLES tables submitting rolls concurrently; p50/p99 latency and errors."""
         import httpx
 
+        frame = None
+        if image is not None:
+            try:
+                frame = image.read_bytes()
+            except OSError as exc:
+                typer.echo(f"error: cannot read --image {image}: {exc}", err=True)
+                raise typer.Exit(2) from exc
         workdir = Path(tempfile.mkdtemp(prefix="throwbox-loadtest-"))
         server: subprocess.Popen[bytes] | None = None
         if url:
@@ -196,6 +218,7 @@ def register(app: typer.Typer) -> None:
                         "reader": keys["reader"],
                         "seed": seed * 100_000 + k,
                         "tally": tally,
+                        "image": frame,
                     },
                 )
                 for k, name in enumerate(names)
@@ -215,7 +238,7 @@ def register(app: typer.Typer) -> None:
             f"tables {tables}, rounds per table {rounds}, wall {elapsed_s:.1f} s, "
             f"{len(everything) / elapsed_s:.0f} requests/s"
         )
-        for kind in ("roll", "open_round", "wagers", "no_more_bets"):
+        for kind in ("roll", "read", "open_round", "wagers", "no_more_bets"):
             values = tally.latency_ms.get(kind, [])
             if values:
                 typer.echo(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
@@ -15,6 +16,8 @@ from api.schemas.admin import CheckOut, ReadyOut
 from api.settings import Settings
 
 router = APIRouter(tags=["health"])
+
+MODELS_RETRY_S = 30.0
 
 # Other parts of the service (the reader) add checks here: name -> () -> (ok, detail).
 ReadinessCheck = Callable[[], tuple[bool, str]]
@@ -52,23 +55,27 @@ def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JS
 
 
 def _models(request: Request) -> tuple[bool, str]:
-    """The reader's models: loaded, or every weight file of the manifest present (SHA-256 is checked
-    when the reader loads them, on the first read)."""
+    """The reader's models are loaded: the first probe loads them (as the first read would; SHA-256
+    checked against the manifest) and keeps the reader for `POST /v1/reads`; a failure says why."""
     if getattr(request.app.state, "reader", None) is not None:
         return True, "loaded"
     try:
         from vision import onnx_session
+        from vision.reader import Reader
     except ImportError as exc:  # a deployment without the reader
         return False, f"the reader is not installed ({exc.name})"
-    manifest = onnx_session.MANIFEST_PATH
+    # A failed load is remembered for a while, so a probe every few seconds does not reload weights.
+    failed: tuple[float, str] | None = getattr(request.app.state, "models_failed", None)
+    if failed is not None and time.monotonic() - failed[0] < MODELS_RETRY_S:
+        return False, failed[1]
     try:
-        specs = onnx_session.load_manifest(manifest)
+        reader = Reader(threads=1, manifest_path=onnx_session.MANIFEST_PATH)
     except onnx_session.ModelError as exc:
+        request.app.state.models_failed = (time.monotonic(), str(exc))
         return False, str(exc)
-    missing = sorted(spec.file for spec in specs.values() if not (manifest.parent / spec.file).is_file())
-    if missing:
-        return False, f"weight files missing: {', '.join(missing)}"
-    return True, f"{len(specs)} model(s) present, not loaded yet (loaded and checked on the first read)"
+    if getattr(request.app.state, "reader", None) is None:
+        request.app.state.reader = reader
+    return True, "loaded"
 
 
 def _calibrations(database: Database, settings: Settings) -> tuple[bool, str]:
