@@ -19,6 +19,8 @@ from tests.api.conftest import Service, running_service
 from tests.api.test_roles import MATRIX
 
 MAX_EXAMPLES = 10
+# The only operations where a 503 is an answer, not a failure.
+MAY_BE_UNAVAILABLE = {("GET", "/readyz"), ("POST", "/v1/reads")}
 
 
 def role_for(method: str, template: str) -> str:
@@ -61,4 +63,8 @@ def test_no_server_errors(case: Any, live: Service) -> None:
         case.query = {**(case.query or {}), "follow": "false"}
     role = role_for(case.method.upper(), case.path)
     response = case.call(base_url=live.base_url, headers={**(case.headers or {}), **live.headers(role)})
+    if response.status_code == 503 and (case.method.upper(), case.path) in MAY_BE_UNAVAILABLE:
+        # Documented: not ready / the reader's models cannot be loaded here (no weights in a fresh clone).
+        assert response.json()
+        return
     case.validate_response(response, checks=[not_a_server_error])
