@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from api import audit
 from api.audit import canonical_json
@@ -61,12 +62,21 @@ def submit_roll(
     request_sha256 = hashlib.sha256(canonical_json(body.model_dump()).encode()).hexdigest()
     try:
         with database.session() as session:
-            existing = session.get(Roll, body.roll_id)
-            if existing is not None:
+
+            def earlier() -> RollOut | None:
+                """The first answer to this roll id, when it was already applied."""
+                existing = session.scalars(
+                    select(Roll).where(Roll.id == body.roll_id).execution_options(populate_existing=True)
+                ).first()
+                if existing is None:
+                    return None
                 if existing.request_sha256 != request_sha256 or existing.table_id != table_id:
                     raise StateConflictError(f"roll id {body.roll_id!r} was already used for another roll")
                 response.status_code = status.HTTP_200_OK
                 return _roll_out(existing, duplicate=True)
+
+            if (answer := earlier()) is not None:
+                return answer
             if session.get(GameTable, table_id) is None:
                 raise NotFoundError(f"no table {table_id!r}")
             if body.evidence_sha256 is not None and session.get(Evidence, body.evidence_sha256) is None:
@@ -76,6 +86,10 @@ def submit_roll(
             row = session.scalars(
                 select(Round).where(Round.table_id == table_id, Round.closed_at.is_(None)).with_for_update()
             ).first()
+            # Look again under the round's lock: the same roll sent twice at once (PostgreSQL lets both
+            # transactions pass the first look) is applied by the first and answered from it for the second.
+            if (answer := earlier()) is not None:
+                return answer
             if row is None:
                 raise StateConflictError(f"no open round at table {table_id!r}")
             if body.round_id is not None and body.round_id != row.id:
@@ -208,6 +222,10 @@ def submit_roll(
     except RulesRefusedError as exc:
         metrics.errors.labels(kind="refused_by_rules").inc()
         raise http_error(exc) from exc
+    except IntegrityError as exc:  # a race the locks above do not cover (one roll id at two tables at once)
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, detail=f"roll {body.roll_id!r} conflicts with another; send it again"
+        ) from exc
     except (NotFoundError, StateConflictError) as exc:
         raise http_error(exc) from exc
 

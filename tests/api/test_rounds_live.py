@@ -177,3 +177,25 @@ def test_no_decision_roll_alerts_and_advances_nothing(service: Service) -> None:
     metrics = svc.client.get(svc.base_url + "/metrics").text
     assert 'throwbox_roll_verdicts_total{applied="false",verdict="no_decision"} 1.0' in metrics
     assert 'throwbox_alerts_total{kind="no_decision"} 1.0' in metrics
+
+
+def test_same_roll_sent_at_once_is_applied_once(service: Service) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    svc = service
+    svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "TC", "game": "hrd10"})
+    # Two dealers open a round at the same moment: one round opens, the other is told it is open.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        opened = list(pool.map(lambda _: svc.call("POST", "/v1/tables/TC/rounds", "dealer"), range(4)))
+    assert sorted(r.status_code for r in opened) == [201, 409, 409, 409]
+    rid = next(r.json()["id"] for r in opened if r.status_code == 201)
+    svc.ok("POST", f"/v1/rounds/{rid}/wagers", "dealer", 201, json={"wagers": HRD10_WAGERS[:4]})
+    svc.ok("POST", f"/v1/rounds/{rid}/no-more-bets", "dealer")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda _: roll(svc, "TC", "same-1", HRD10_FIRST), range(8)))
+    assert sorted(a.status_code for a in answers) == [200] * 7 + [201], [a.text for a in answers]
+    assert {a.json()["phase"] for a in answers} == {"awaiting_extra_roll"}
+    stored = svc.ok("GET", f"/v1/rounds/{rid}", "dealer")
+    assert [s["op"] for s in stored["steps"]] == ["no_more_bets", "roll"]
+    rolls = svc.ok("GET", "/v1/tables/TC/rolls", "dealer")
+    assert [r["roll_id"] for r in rolls] == ["same-1"]
