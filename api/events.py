@@ -65,7 +65,12 @@ def event_document(event: Event) -> dict[str, Any]:
 def publish(
     session: Session, *, event_type: str, table_id: str | None, data: dict[str, Any], webhook_urls: list[str]
 ) -> Event:
-    """Record an event (and its webhook deliveries) in the caller's transaction."""
+    """Record an event (and its webhook deliveries) in the caller's transaction.
+
+    Call it after `audit.append` in the same transaction: the audit head's row lock then orders the
+    transactions that publish, so event ids become visible in increasing order (on PostgreSQL too) and
+    a stream reading "ids above the last one seen" never skips an event that commits late.
+    """
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
     event = Event(type=event_type, table_id=table_id, data=data)
