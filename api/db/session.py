@@ -56,6 +56,7 @@ class Database:
         except Exception as exc:  # sqlalchemy raises ArgumentError; name the setting, never the URL
             raise DatabaseError("THROWBOX_DATABASE_URL is not a valid SQLAlchemy URL") from exc
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        self._password = parsed.password if isinstance(parsed.password, str) else None
         kwargs: dict[str, Any] = {"pool_pre_ping": True}
         self._sqlite_dir: Path | None = None
         if self.is_sqlite:
@@ -114,7 +115,15 @@ class Database:
                 command.upgrade(config, "head")
                 connection.commit()
         except Exception as exc:
-            raise DatabaseError(f"cannot migrate the database: {type(exc).__name__}") from exc
+            raise DatabaseError(f"cannot migrate the database: {self._describe(exc)}") from exc
+
+    def _describe(self, exc: Exception) -> str:
+        """The first line of the driver's message, with the password (if any) blanked out."""
+        text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        line = text[0] if text else ""
+        if self._password:
+            line = line.replace(self._password, "***")
+        return f"{type(exc).__name__}: {line}"
 
     def ping(self) -> bool:
         """True when the database answers a trivial query."""

@@ -230,3 +230,26 @@ def test_stored_read_and_its_frame(service: Service) -> None:
     assert svc.call("GET", "/v1/reads/nope/frame", "admin").status_code == 404
     evidence_path(svc.settings.evidence_dir, sha).write_bytes(b"swapped")
     assert svc.call("GET", "/v1/reads/r1/frame", "admin").status_code == 409
+
+
+def test_unreachable_database_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "THROWBOX_DATA_DIR": str(tmp_path),
+        "THROWBOX_DATABASE_URL": "postgresql+psycopg://tb:hunter2@127.0.0.1:1/throwbox",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "from api.cli import main; main()", "audit", "verify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: cannot migrate the database: OperationalError: ")
+    assert "hunter2" not in done.stderr + done.stdout
