@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from vision.capture import CaptureEvent
     from vision.settle import SettleEvent
 
@@ -43,6 +46,29 @@ def event_to_dict(event: CaptureEvent | SettleEvent) -> dict[str, Any]:
     return doc
 
 
+def parse_outline(text: str) -> NDArray[np.float64]:
+    """'x,y;x,y;x,y' -> (n, 2) points; a clear `ValueError` for anything else."""
+    import numpy as np
+
+    try:
+        points = [tuple(float(v) for v in pair.split(",")) for pair in text.split(";") if pair.strip()]
+    except ValueError as exc:
+        raise ValueError(f"--roi {text!r}: numbers expected, as 'x,y;x,y;x,y'") from exc
+    if len(points) < 3 or any(len(p) != 2 for p in points):
+        raise ValueError(f"--roi {text!r}: at least 3 'x,y' points expected")
+    return np.asarray(points, dtype=np.float64)
+
+
+def _load_picture(path: Path) -> NDArray[np.uint8]:
+    import cv2
+    import numpy as np
+
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError(f"--empty-box {path}: not a readable image")
+    return np.asarray(image, dtype=np.uint8)
+
+
 def _describe(doc: dict[str, Any]) -> str:
     name = doc["event"]
     rest = ", ".join(f"{k}={v}" for k, v in doc.items() if k != "event")
@@ -68,6 +94,12 @@ def register(app: typer.Typer) -> None:
         save_handled: bool = typer.Option(
             False, "--save-handled", help="Also save frames of the box settled after a hand or the stick."
         ),
+        roi: str | None = typer.Option(
+            None, "--roi", help="The throw box's outline in pixels, 'x,y;x,y;x,y;...' (default: whole frame)."
+        ),
+        empty_box: Path | None = typer.Option(
+            None, "--empty-box", help="A picture of the empty box (default: learnt from the first frames)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
     ) -> None:
         """Watch a source; one "at rest" frame per throw is saved (exit 2 if the source cannot be used)."""
@@ -78,7 +110,11 @@ def register(app: typer.Typer) -> None:
 
         try:
             capture = open_capture(source, table_id=table, config=CaptureConfig(realtime=realtime), fps=fps)
-            detector = SettleDetector(SettleConfig(still_s=still_s))
+            detector = SettleDetector(
+                SettleConfig(still_s=still_s),
+                roi_xy=None if roi is None else parse_outline(roi),
+                empty_box=None if empty_box is None else _load_picture(empty_box),
+            )
         except (CaptureError, ValueError) as exc:
             typer.echo(f"throwbox watch: {exc}", err=True)
             raise typer.Exit(2) from exc
@@ -114,7 +150,7 @@ def register(app: typer.Typer) -> None:
                         log.write(json.dumps(doc) + "\n")
                 if seconds is not None and live and time.monotonic() - started >= seconds:
                     break
-        except CaptureError as exc:
+        except (CaptureError, ValueError) as exc:
             typer.echo(f"throwbox watch: {exc}", err=True)
             raise typer.Exit(2) from exc
         except KeyboardInterrupt:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
 from api.cli.settle_bench import run_settle_bench
 from tests.vision.test_settle import write_synth_style_clip
-from vision.demo_scene import DemoScene, Empty, SceneConfig, demo_plan
+from vision.demo_scene import DemoScene, Empty, SceneConfig, Throw, demo_plan
 
 runner = CliRunner()
 
@@ -95,3 +96,47 @@ def test_settle_bench_refuses_an_unknown_video_format(tmp_path: Path) -> None:
     assert "expected 'throwbox-video/1'" in result.output
     empty = runner.invoke(app, ["settle-bench", "--videos", str(tmp_path / "v0")])
     assert empty.exit_code == 2 and "no throw videos" in empty.output
+
+
+def test_watch_with_an_outline_and_an_empty_box_picture(tmp_path: Path) -> None:
+    scene = DemoScene(SceneConfig(width_px=320, height_px=240, die_edge_px=12, seed=12))
+    video = tmp_path / "table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (320, 240))
+    images = list(scene.render((Empty(0.3), Throw(hold_s=0.8))))
+    for image in images:
+        writer.write(image)
+    writer.release()
+    cv2.imwrite(str(tmp_path / "empty.png"), images[0])
+    args = [
+        "watch",
+        str(video),
+        "--roi",
+        "1,1;318,1;318,238;1,238",
+        "--empty-box",
+        str(tmp_path / "empty.png"),
+    ]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in result.output.splitlines()]
+    assert [d.get("event") for d in docs].count("AtRest") == 1
+    assert not any(d.get("previous") == "learning" for d in docs)  # the picture replaced learning
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--roi", "1,1;5,5"], "at least 3"),  # two points do not make an outline
+        (["--roi", "a,b;c,d;e,f"], "numbers expected"),  # not numbers
+        (["--empty-box", "missing.png"], "not a readable image"),  # no such picture
+    ],
+)
+def test_watch_refuses_bad_options(tmp_path: Path, option: list[str], message: str) -> None:
+    scene = DemoScene(SceneConfig(width_px=160, height_px=120, die_edge_px=8))
+    video = tmp_path / "t.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (160, 120))
+    for image in scene.render((Empty(0.2),)):
+        writer.write(image)
+    writer.release()
+    result = runner.invoke(app, ["watch", str(video), *option])
+    assert result.exit_code == 2
+    assert message in result.output
