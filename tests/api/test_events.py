@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -182,3 +183,38 @@ def test_webhooks_are_signed_retried_and_carry_event_ids(service_factory: Servic
         secret.encode(), headers["X-Throwbox-Timestamp"].encode() + b"." + forged, hashlib.sha256
     )
     assert headers["X-Throwbox-Signature"] != f"sha256={check.hexdigest()}"
+
+
+def test_webhook_gives_up_after_max_attempts(tmp_path: Path) -> None:
+    from api.db.models import WebhookDelivery
+    from api.db.session import Database
+    from api.events import WebhookDispatcher, publish
+
+    database = Database(f"sqlite:///{tmp_path / 'w.sqlite3'}")
+    database.migrate()
+    calls: list[str] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        calls.append(request.headers["X-Throwbox-Event-Id"])
+        return httpx.Response(500)
+
+    try:
+        with database.session() as session:
+            event = publish(
+                session, event_type="alert", table_id=None, data={}, webhook_urls=["http://hook/x"]
+            )
+            event_id = event.id
+        dispatcher = WebhookDispatcher(
+            database=database, secret=b"k", max_attempts=3, backoff_s=0.001, timeout_s=1
+        )
+        with httpx.Client(transport=httpx.MockTransport(refuse)) as client:
+            for _ in range(6):
+                dispatcher.deliver_due(client)
+                time.sleep(0.01)
+        with database.session() as session:
+            (row,) = session.query(WebhookDelivery).all()
+            assert (row.attempts, row.delivered_at is None, row.failed_at is not None) == (3, True, True)
+            assert row.last_error == "HTTP 500"
+        assert calls == [str(event_id)] * 3  # three attempts, then it stops
+    finally:
+        database.dispose()
