@@ -3,6 +3,7 @@ only by a supervisor (a key with the supervisor capability, or an admin), as a n
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
@@ -16,7 +17,16 @@ from api.deps import AnyRole, DatabaseDep, Dealer, IdPath, MetricsDep, SettingsD
 from api.events import publish
 from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, advance, wager_document
 from api.routes.alerts import raise_alert
-from api.schemas.rounds import CorrectionIn, CorrectionOut, DealerCallIn, DealerCallOut, RoundOut, WagersIn
+from api.schemas.rounds import (
+    CorrectionIn,
+    CorrectionOut,
+    DealerCallIn,
+    DealerCallOut,
+    PayoutIn,
+    PayoutOut,
+    RoundOut,
+    WagersIn,
+)
 
 router = APIRouter(tags=["rounds"])
 
@@ -302,6 +312,60 @@ def dealer_call(
                 )
                 alert_id = alert.id
             return DealerCallOut(matches=matches, called=called, dice_show=shows, alert_id=alert_id)
+    except (NotFoundError, StateConflictError) as exc:
+        raise http_error(exc) from exc
+
+
+@router.post("/v1/rounds/{round_id}/payouts", response_model=PayoutOut, responses={404: {}, 409: {}})
+def record_payout(
+    round_id: IdPath,
+    body: PayoutIn,
+    principal: Dealer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+) -> PayoutOut:
+    """Record what the dealer paid a seat (dealer); a payment the settlement does not show raises an alert.
+
+    The settlement compared is the latest correction's, if the round was corrected, else the round's.
+    """
+    try:
+        with database.session() as session:
+            row = load_round(session, round_id, lock=True)
+            if row.settlement is None:
+                raise StateConflictError(f"round {round_id} is not settled; nothing is due yet")
+            latest = session.scalars(
+                select(Correction).where(Correction.round_id == round_id).order_by(Correction.id.desc())
+            ).first()
+            settlement = latest.settlement if latest is not None else row.settlement
+            seat = settlement.get("seats", {}).get(str(body.seat))
+            due = Decimal(seat["won"]) if seat is not None else Decimal("0.00")
+            paid = body.paid.quantize(Decimal("0.01"))
+            matches = paid == due
+            audit.append(
+                session,
+                actor=principal.actor,
+                action="round.payout",
+                subject=f"round:{round_id}",
+                payload={"seat": body.seat, "paid": str(paid), "due": str(due), "matches": matches},
+            )
+            alert_id = None
+            if not matches:
+                alert = raise_alert(
+                    session,
+                    kind="payout_mismatch",
+                    message=f"seat {body.seat}: the dealer paid {paid}, the settlement says {due}",
+                    actor=principal.actor,
+                    table_id=row.table_id,
+                    round_id=round_id,
+                    data={"seat": body.seat, "paid": str(paid), "due": str(due)},
+                    webhook_urls=settings.webhook_urls,
+                    metrics=metrics,
+                )
+                alert_id = alert.id
+            return PayoutOut(
+                matches=matches, seat=body.seat, paid=str(paid), settlement_says=str(due), alert_id=alert_id
+            )
     except (NotFoundError, StateConflictError) as exc:
         raise http_error(exc) from exc
 

@@ -89,6 +89,25 @@ class DealerCallIn(BaseModel):
     match_count: int = Field(ge=0, le=10, description="Like Kind count called (final count on roll 2).")
 
 
+class PayoutIn(BaseModel):
+    """What the dealer paid a seat for a settled round (net winnings, stakes returned on top)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seat: int = Field(ge=1, le=1000)
+    paid: Decimal = Field(ge=0, max_digits=14, decimal_places=2, description='Money as a string: "20.00".')
+
+
+class PayoutOut(BaseModel):
+    """Whether the payment matches the settlement."""
+
+    matches: bool
+    seat: int
+    paid: str
+    settlement_says: str
+    alert_id: int | None
+
+
 class DealerCallOut(BaseModel):
     """Whether the call matches the dice."""
 

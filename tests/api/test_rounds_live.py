@@ -136,8 +136,22 @@ def test_dealer_call_mismatch_raises_alert_and_correction_is_linked(service: Ser
     assert good["matches"] is True and good["alert_id"] is None
     bad = svc.ok("POST", calls, "dealer", json={"roll": 1, "winner": 6, "match_count": 3})
     assert bad["matches"] is False
+    # Seat 2 bet Pip Street 6 and Like Kind 4 at 10.00: on 5,5,5,5,6,6,6,... only the Like Kind 4 wins.
+    due = svc.ok(
+        "POST",
+        "/v1/settle",
+        "dealer",
+        json={"game": "hrd10", "wagers": HRD10_WAGERS[4:6], "rolls": [HRD10_FIRST]},
+    )["seats"]["2"]["won"]
+    right = svc.ok("POST", f"/v1/rounds/{rid}/payouts", "dealer", json={"seat": 2, "paid": due})
+    assert right["matches"] is True and right["alert_id"] is None
+    wrong = svc.ok("POST", f"/v1/rounds/{rid}/payouts", "dealer", json={"seat": 2, "paid": "100.00"})
+    assert wrong["matches"] is False and wrong["settlement_says"] == due
     alerts = svc.ok("GET", "/v1/alerts?table_id=T1", "surveillance")
-    assert [(a["id"], a["kind"]) for a in alerts] == [(bad["alert_id"], "dealer_call_mismatch")]
+    assert [(a["id"], a["kind"]) for a in alerts] == [
+        (wrong["alert_id"], "payout_mismatch"),
+        (bad["alert_id"], "dealer_call_mismatch"),
+    ]
 
     before = svc.ok("GET", f"/v1/rounds/{rid}", "surveillance")
     body = {"reason": "camera misread die 3", "first_roll": [6, 6, 6, 6, 5, 5, 5, 1, 1, 4]}
