@@ -9,6 +9,7 @@ number, the table, a UTC time and a monotonic time, and watching the feed's heal
 - while lost: close, wait with exponential back-off, reopen       -> `Reconnecting(attempt, delay_s)`
 - the first fresh frame after a loss                               -> `SourceRecovered(outage_s)`
 - a recorded source (file, images, demo clip) runs out              -> `SourceEnded`
+- the demo moves on to the next throw clip (a cut, not motion)        -> `ClipStarted`
 
 A bit-identical repeat of the previous image is never handed on from a live source: a real camera's sensor
 noise makes consecutive frames differ, so a repeat is a stalled pipeline, not a still table, and passing it

@@ -27,7 +27,10 @@ read. So:
   afterwards -> `SettledWithoutThrow` (evidence for the layout-box check), never a read;
 - motion that never settles (a hand hovering, dice shuffled on the felt) -> no still period -> no event;
   if it does stop, nothing came in over the edge first -> `SettledWithoutThrow`, not a read;
-- a camera loss (`reset`) disarms the detector: a roll it did not see settle is never read.
+- a camera loss (`reset`), or frames more than `max_frame_gap_s` apart, disarms the detector: a roll it
+  did not see settle is never read;
+- a cut to another recording (`new_clip`, the demo playing `datasets/synth` clips) takes the clip's first
+  frame as the empty-box reference and counts the throw as started.
 """
 
 from __future__ import annotations
@@ -247,6 +250,7 @@ class SettleDetector:
         self._trusted = False
         self._prev = None
         self._prev_edge = None
+        self._learn = []  # a half-learnt empty-box model must come from one unbroken still run
         self._reset_episode()
         if self._background is not None:
             self.state = SettleState.UNKNOWN
