@@ -90,7 +90,7 @@ def test_a_file_that_is_not_onnx_is_refused_by_onnxruntime_as_model_file_error(t
 
 def test_committed_manifest_matches_committed_weights() -> None:
     specs = load_manifest()
-    assert set(specs) == {"detector", "pips"}
+    assert {"detector", "pips"} <= set(specs)
     root = Path(__file__).resolve().parents[2] / "models"
     for spec in specs.values():
         assert sha256_of(root / spec.file) == spec.sha256, spec.file
