@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.api.conftest import database_url
 from tests.conftest import free_port
 
 FIRST = [5, 5, 5, 5, 6, 6, 6, 1, 1, 4]
@@ -59,10 +60,17 @@ def serve(env: dict[str, str], port: int, log: Path) -> Iterator[subprocess.Pope
         proc.wait(timeout=30)
 
 
-def test_kill9_between_rolls_loses_nothing_and_audit_verifies(tmp_path: Path) -> None:
+def test_kill9_between_rolls_loses_nothing_and_audit_verifies(backend: str, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    env = {**os.environ, "THROWBOX_DATA_DIR": str(data_dir)}
-    env.pop("THROWBOX_DATABASE_URL", None)
+    with database_url(backend, data_dir) as url:
+        env = {**os.environ, "THROWBOX_DATA_DIR": str(data_dir)}
+        env.pop("THROWBOX_DATABASE_URL", None)
+        if url is not None:
+            env["THROWBOX_DATABASE_URL"] = url
+        check_kill9(env=env, data_dir=data_dir, tmp_path=tmp_path, url=url)
+
+
+def check_kill9(*, env: dict[str, str], data_dir: Path, tmp_path: Path, url: str | None) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
@@ -128,6 +136,14 @@ def test_kill9_between_rolls_loses_nothing_and_audit_verifies(tmp_path: Path) ->
     assert verified.stdout.startswith("audit chain OK: ")
 
     # The database refuses changes to the audit trail; someone who drops the trigger is still caught.
+    seq = tamper_sqlite(data_dir) if url is None else tamper_postgres(url)
+    tampered = run_cli(env, "audit", "verify")
+    assert tampered.returncode == 1
+    assert f"BROKEN at entry {seq}" in tampered.stderr
+
+
+def tamper_sqlite(data_dir: Path) -> int:
+    """Try to change an audit row (refused), drop the trigger, change it; return its seq."""
     db = sqlite3.connect(data_dir / "throwbox.sqlite3")
     try:
         try:
@@ -144,6 +160,33 @@ def test_kill9_between_rolls_loses_nothing_and_audit_verifies(tmp_path: Path) ->
         db.commit()
     finally:
         db.close()
-    tampered = run_cli(env, "audit", "verify")
-    assert tampered.returncode == 1
-    assert f"BROKEN at entry {seq}" in tampered.stderr
+    return int(seq)
+
+
+def tamper_postgres(url: str) -> int:
+    """The same on PostgreSQL: refused by the trigger; disabled by someone who owns the table."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import DBAPIError
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as db:
+            try:
+                db.execute(text("UPDATE audit_log SET actor = 'nobody' WHERE seq = 5"))
+                raise AssertionError("the audit trail accepted an UPDATE")
+            except DBAPIError as exc:
+                assert "append-only" in str(exc)
+            db.rollback()
+            db.execute(text("ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change"))
+            seq = db.execute(
+                text("SELECT min(seq) FROM audit_log WHERE action = 'round.wagers'")
+            ).scalar_one()
+            changed = db.execute(
+                text("UPDATE audit_log SET payload = replace(payload, '5.00', '50.00') WHERE seq = :seq"),
+                {"seq": seq},
+            )
+            assert changed.rowcount == 1
+            db.commit()
+    finally:
+        engine.dispose()
+    return int(seq)
