@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         )
         typer.echo(
             f"{r.scenes} scenes at {r.width_px}x{r.height_px}, {r.workers} workers on {r.cpus} CPUs, "
-            f"renderer {r.renderers}, mix {r.mix}"
+            f"renderer {r.renderers}, mix " + ",".join(f"{k}={v:.2f}" for k, v in r.mix.items())
         )
         typer.echo(
             f"steady: {r.steady_per_min:.0f} scenes/min; "
