@@ -76,16 +76,22 @@ class SourceLostError(CaptureError):
 
 
 # ------------------------------------------------------------------------------------------------ types
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CapturedFrame(Frame):
     """A `Frame` as it came off a source: its sequence number, source and monotonic time stamp.
 
-    `frame_id` is `<table>-<capture start, UTC>-<seq>`, unique across restarts of the service.
+    `frame_id` is `<table>-<capture start, UTC>-<seq>`, unique across restarts of the service. Frames
+    compare by identity (`eq=False`): comparing images pixel by pixel is never what `==` should mean, and
+    events holding a frame stay comparable.
     """
 
     seq: int
     source_id: str
     monotonic_s: float
+
+    # `eq=False` alone would inherit `Frame.__eq__`, which compares the image arrays and raises.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -145,7 +145,7 @@ def take(capture: Iterable[object], *, frames: int, limit: int = 10_000) -> list
 
 
 def position(items: Sequence[object], obj: object) -> int:
-    """Index of `obj` itself in `items` (frames hold arrays, so `list.index` cannot compare them)."""
+    """Index of `obj` itself in `items` (by identity, whatever `==` of its type does)."""
     return next(i for i, item in enumerate(items) if item is obj)
 
 
@@ -481,3 +481,26 @@ def test_odd_image_formats_are_converted_or_refused() -> None:
     np.testing.assert_array_equal(frames[0].image, picture(1))
     with pytest.raises(CaptureError, match="not an 8-bit image"):
         take(scripted_capture(FakeClock(), [np.zeros((8, 8, 3), np.uint16)]), frames=1)
+
+
+def test_frames_compare_by_identity_so_events_holding_them_compare() -> None:
+    a = CapturedFrame(
+        image=picture(1),
+        frame_id="T1-x-0",
+        table_id="T1",
+        captured_at=T0,
+        seq=0,
+        source_id="t",
+        monotonic_s=1.0,
+    )
+    b = CapturedFrame(
+        image=picture(1),
+        frame_id="T1-x-0",
+        table_id="T1",
+        captured_at=T0,
+        seq=0,
+        source_id="t",
+        monotonic_s=1.0,
+    )
+    assert a == a and a != b
+    assert len({a, b}) == 2
