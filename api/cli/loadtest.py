@@ -111,6 +111,10 @@ def _play_table(
             while True:
                 throw += 1
                 roll_id = f"{table}-{number}-{throw}"
+                if image is not None:
+                    # The camera's reader: read the frame first (POST /v1/reads), then submit the roll.
+                    files = {"image": ("frame.jpg", image, "image/jpeg")}
+                    call("read", "POST", "/v1/reads", reader_h, 201, files=files, data={"table_id": table})
                 if rng.random() < 0.1:
                     body: dict[str, Any] = {
                         "roll_id": roll_id,
@@ -121,10 +125,6 @@ def _play_table(
                     }
                     call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body)
                     continue
-                if image is not None:
-                    # The camera's reader: read the frame first (POST /v1/reads), then submit the roll.
-                    files = {"image": ("frame.jpg", image, "image/jpeg")}
-                    call("read", "POST", "/v1/reads", reader_h, 201, files=files, data={"table_id": table})
                 faces = [rng.randint(1, 6) for _ in range(dice)]
                 body = {"roll_id": roll_id, "source": "reader", "verdict": "valid", "faces": faces}
                 answer = call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body)
