@@ -504,3 +504,64 @@ def test_frames_compare_by_identity_so_events_holding_them_compare() -> None:
     )
     assert a == a and a != b
     assert len({a, b}) == 2
+
+
+def test_realtime_playback_waits_for_each_frame_time(tmp_path: Path) -> None:
+    video = write_video(tmp_path / "clip.avi", [picture(k) for k in range(6)])
+    clock = FakeClock()
+    capture = Capture(
+        VideoCaptureGrabber(str(video), live=False),
+        table_id="T1",
+        config=CaptureConfig(realtime=True),
+        clock=clock,
+        wall_clock=clock.wall,
+        sleep=clock.sleep,
+    )
+    frames = frames_of(capture)
+    assert len(frames) == 6
+    # Reading takes no fake time, so the capture sleeps until each frame's time: one period per frame.
+    np.testing.assert_allclose(clock.sleeps, [1.0 / FPS] * 5)
+    np.testing.assert_allclose(clock.t - 1000.0, 5.0 / FPS)
+
+
+class DeadCamera:
+    """A live camera that delivers one frame and then nothing, and cannot be reopened."""
+
+    live = True
+    description = "dead camera"
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.opened = 0
+
+    def open(self) -> None:
+        self.opened += 1
+        if self.opened > 1:
+            raise SourceOpenError("dead camera: no such device")
+
+    def read(self) -> Grab | None:
+        self.reads += 1
+        return Grab(image=picture(0)) if self.reads == 1 else None
+
+    def close(self) -> None:
+        pass
+
+
+def test_stop_interrupts_a_long_reconnect_back_off() -> None:
+    # Real clock and real waiting: a service shutting down must not wait out an 8 s back-off.
+    capture = Capture(
+        DeadCamera(),
+        table_id="T1",
+        config=CaptureConfig(no_frame_timeout_s=0.05, reconnect_initial_s=8.0, reconnect_max_s=8.0),
+    )
+    seen: list[str] = []
+
+    def consume() -> None:
+        seen.extend(type(item).__name__ for item in capture)
+
+    worker = threading.Thread(target=consume)
+    worker.start()
+    threading.Timer(0.3, capture.stop).start()
+    worker.join(timeout=3.0)
+    assert not worker.is_alive()
+    assert seen[:3] == ["CapturedFrame", "SourceLost", "Reconnecting"]
