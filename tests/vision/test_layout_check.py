@@ -1,0 +1,94 @@
+"""The layout-box checks (593.4(e), (g), (h)) on constructed readings: each die a face and a layout box."""
+
+from __future__ import annotations
+
+import pytest
+
+from vision.layout_check import check_layout_move, split_extra_roll
+from vision.types import DieCandidate, DieReading
+
+
+def die(face: int | None, box: str | None = None, *, x: float = 0.0) -> DieReading:
+    """A read die at a made-up place; `box` is the layout box label it lies in (None: the throw area)."""
+    probs = tuple(1.0 if face == k else 0.0 for k in range(1, 7)) if face else (1 / 6,) * 6
+    candidate = DieCandidate(
+        box_xyxy=(x, 0.0, x + 20.0, 20.0),
+        top_quad=((x, 0.0), (x + 20.0, 0.0), (x + 20.0, 20.0), (x, 20.0)),
+        score=0.9,
+    )
+    return DieReading(
+        candidate=candidate, face=face, face_probs=probs, uncertain=face is None, layout_box=box
+    )
+
+
+# First roll 5 5 5 5 6 6 6 1 1 4: winner 5, four of a kind.
+RIGHT_MOVE = [die(5, "Five")] * 4 + [die(6), die(6), die(6), die(1), die(1), die(4)]
+
+
+@pytest.mark.parametrize(
+    ("dice", "reasons"),
+    [
+        (RIGHT_MOVE, []),  # all four 5s in the Five box, nothing else there
+        ([die(5, "Five")] * 3 + [die(5)] + RIGHT_MOVE[4:], ["missing_match", "match_left_behind"]),
+        ([die(5, "Six")] * 4 + RIGHT_MOVE[4:], ["wrong_box", "missing_match"]),  # the wrong box
+        ([*RIGHT_MOVE[:4], die(6, "Five"), *RIGHT_MOVE[5:]], ["wrong_face", "extra_dice"]),  # a 6 moved too
+        ([*RIGHT_MOVE, die(3, "Two")], ["wrong_box"]),  # another box holds a die
+        ([*RIGHT_MOVE[:3], die(None, "Five"), *RIGHT_MOVE[4:]], ["unreadable"]),  # cannot tell: say so
+    ],
+)
+def test_593_4_e_dealer_moves_all_matching_dice_and_only_them(
+    dice: list[DieReading], reasons: list[str]
+) -> None:
+    check = check_layout_move(dice=dice, winner=5, match_count=4)
+    assert [p.reason for p in check.problems] == reasons
+    assert check.ok is (not reasons)
+    assert check.as_dict()["box"] == "Five"
+
+
+def test_layout_problem_names_the_dice() -> None:
+    dice = [die(5, "Five")] * 3 + [die(5, x=300.0)] + RIGHT_MOVE[4:]
+    check = check_layout_move(dice=dice, winner=5, match_count=4)
+    left = next(p for p in check.problems if p.reason == "match_left_behind")
+    assert left.die_ids == (3,)
+    assert "throw area" in left.message
+
+
+def test_593_4_h_extra_roll_reads_only_the_rethrown_dice() -> None:
+    # Four 5s kept in the Five box; six rethrown: 5 5 2 3 4 6 -> two new matches.
+    dice = [die(5, "Five")] * 4 + [die(5), die(5), die(2), die(3), die(4), die(6)]
+    read = split_extra_roll(dice=dice, winner=5, kept=4, expected_dice=10)
+    assert read.ok
+    assert read.kept == 4
+    assert sorted(read.thrown_faces) == [2, 3, 4, 5, 5, 6]
+    assert read.new_matches == 2  # the kept 5s are not counted again
+
+
+@pytest.mark.parametrize(
+    ("dice", "reasons"),
+    [
+        ([die(5, "Five")] * 3 + [die(5)] * 3 + [die(2)] * 4, ["kept_changed", "thrown_count"]),
+        (
+            [die(5, "Five")] * 4 + [die(5, "Six"), die(5), die(2), die(3), die(4), die(6)],
+            ["wrong_box", "thrown_count"],
+        ),
+        ([die(5, "Five")] * 4 + [die(None), die(5), die(2), die(3), die(4), die(6)], ["unreadable"]),
+    ],
+)
+def test_593_4_g_extra_roll_problems(dice: list[DieReading], reasons: list[str]) -> None:
+    read = split_extra_roll(dice=dice, winner=5, kept=4, expected_dice=10)
+    assert [p.reason for p in read.problems] == reasons
+    assert not read.ok
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"winner": 7, "match_count": 3}, "winner must be a face"),
+        ({"winner": 5, "match_count": 0}, "match_count must be positive"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_layout_move(dice=RIGHT_MOVE, **kwargs)
+    with pytest.raises(ValueError, match="kept must be"):
+        split_extra_roll(dice=RIGHT_MOVE, winner=5, kept=11, expected_dice=10)

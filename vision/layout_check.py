@@ -1,0 +1,209 @@
+"""The Extra Roll and the layout boxes (58 Pa. Code 593.4(e), (g), (h)): pure checks on read dice.
+
+After the first roll the dealer moves the dice showing the winning face into that face's labelled layout
+box (593.4(e)); the rest are rethrown for the Extra Roll (593.4(g)) and only the additional matches of the
+rethrown dice count (593.4(h)). Two checks, on the dice the reader found in a frame (each `DieReading`
+carries `layout_box`, the label of the box it lies in, set from the table's calibration):
+
+- `check_layout_move`: the frame after the dealer's move. The winner's box must hold all the matching dice
+  of the first roll and only them: exactly `match_count` dice, each showing the winning face; no die in any
+  other layout box; no die showing the winning face left in the throw area. Anything else is a problem
+  (a `dealer_error` alert upstream, with this frame as evidence).
+- `split_extra_roll`: the frame at rest after the Extra Roll. Dice in the winner's box are the kept dice
+  and are not read as thrown dice; the dice outside the layout boxes are the rethrown ones, and the
+  additional matches are those showing the winning face. A kept count that differs from the first roll's,
+  a die in another box, or a rethrown die that could not be read is a problem.
+
+No I/O and no images here: the reader has already placed every die.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from calibration.layout import LAYOUT_LABELS
+from vision.types import DieReading
+
+
+@dataclass(frozen=True)
+class LayoutProblem:
+    """One thing wrong with the dice in the layout boxes; `die_ids` index the frame's dice."""
+
+    reason: str  # a short code, e.g. "wrong_box", "missing_match", "wrong_face", "match_left_behind"
+    message: str
+    die_ids: tuple[int, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form (alert data)."""
+        return {"reason": self.reason, "message": self.message, "die_ids": list(self.die_ids)}
+
+
+@dataclass(frozen=True)
+class LayoutCheck:
+    """The dealer's move checked against the first roll: right box, all the matching dice, only them."""
+
+    winner: int
+    expected_count: int
+    in_winner_box: int
+    problems: tuple[LayoutProblem, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when the move is right."""
+        return not self.problems
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form (alert data, events)."""
+        return {
+            "ok": self.ok,
+            "winner": self.winner,
+            "box": LAYOUT_LABELS[self.winner],
+            "expected_count": self.expected_count,
+            "in_winner_box": self.in_winner_box,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+@dataclass(frozen=True)
+class ExtraRollRead:
+    """The Extra Roll frame split into kept dice (winner's box) and rethrown dice (the throw area)."""
+
+    winner: int
+    kept: int
+    thrown_faces: tuple[int, ...]
+    new_matches: int
+    problems: tuple[LayoutProblem, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when the kept and rethrown dice are what the first roll says they must be."""
+        return not self.problems
+
+
+def _check_winner(winner: int) -> str:
+    if winner not in LAYOUT_LABELS:
+        raise ValueError(f"winner must be a face 1..6, got {winner!r}")
+    return LAYOUT_LABELS[winner]
+
+
+def _other_boxes(dice: Sequence[DieReading], box: str) -> LayoutProblem | None:
+    other = tuple(i for i, d in enumerate(dice) if d.layout_box is not None and d.layout_box != box)
+    if not other:
+        return None
+    boxes = sorted({str(dice[i].layout_box) for i in other})
+    return LayoutProblem(
+        "wrong_box",
+        f"{len(other)} dice in the {', '.join(boxes)} box(es); only the {box} box may hold dice",
+        other,
+    )
+
+
+def check_layout_move(*, dice: Sequence[DieReading], winner: int, match_count: int) -> LayoutCheck:
+    """Check the dealer's move of the winning dice into their layout box (593.4(e)).
+
+    Args:
+        dice: every die the reader found in the frame after the move.
+        winner: the first roll's winning face (1..6).
+        match_count: how many dice showed it on the first roll.
+
+    Raises:
+        ValueError: `winner` is not a face or `match_count` is not positive.
+    """
+    box = _check_winner(winner)
+    if match_count < 1:
+        raise ValueError(f"match_count must be positive, got {match_count}")
+    problems: list[LayoutProblem] = []
+    in_box = tuple(i for i, d in enumerate(dice) if d.layout_box == box)
+    if (wrong := _other_boxes(dice, box)) is not None:
+        problems.append(wrong)
+    unread = tuple(i for i in in_box if dice[i].face is None)
+    if unread:
+        problems.append(
+            LayoutProblem("unreadable", f"{len(unread)} dice in the {box} box cannot be read", unread)
+        )
+    wrong_face = tuple(i for i in in_box if dice[i].face is not None and dice[i].face != winner)
+    if wrong_face:
+        faces = ", ".join(str(dice[i].face) for i in wrong_face)
+        problems.append(
+            LayoutProblem(
+                "wrong_face", f"the {box} box holds dice showing {faces}, not only {winner}s", wrong_face
+            )
+        )
+    if len(in_box) < match_count:
+        problems.append(
+            LayoutProblem(
+                "missing_match",
+                f"the {box} box holds {len(in_box)} dice; the first roll had {match_count} {winner}s",
+                in_box,
+            )
+        )
+    elif len(in_box) > match_count:
+        problems.append(
+            LayoutProblem(
+                "extra_dice",
+                f"the {box} box holds {len(in_box)} dice; the first roll had only {match_count} {winner}s",
+                in_box,
+            )
+        )
+    left = tuple(i for i, d in enumerate(dice) if d.layout_box is None and d.face == winner)
+    if left:
+        problems.append(
+            LayoutProblem(
+                "match_left_behind", f"{len(left)} dice showing {winner} were left in the throw area", left
+            )
+        )
+    return LayoutCheck(
+        winner=winner, expected_count=match_count, in_winner_box=len(in_box), problems=tuple(problems)
+    )
+
+
+def split_extra_roll(
+    *, dice: Sequence[DieReading], winner: int, kept: int, expected_dice: int
+) -> ExtraRollRead:
+    """Read the Extra Roll: only the rethrown dice (outside the layout boxes) count (593.4(g), (h)).
+
+    Args:
+        dice: every die the reader found in the frame at rest after the Extra Roll.
+        winner: the first roll's winning face, whose box holds the kept dice.
+        kept: how many dice were kept (the first roll's match count).
+        expected_dice: dice in play (10 or 6): the rethrown dice are `expected_dice - kept`.
+
+    Raises:
+        ValueError: bad `winner`, or `kept` not in 1..expected_dice.
+    """
+    box = _check_winner(winner)
+    if not 1 <= kept <= expected_dice:
+        raise ValueError(f"kept must be in 1..{expected_dice}, got {kept}")
+    problems: list[LayoutProblem] = []
+    in_box = tuple(i for i, d in enumerate(dice) if d.layout_box == box)
+    thrown = tuple(i for i, d in enumerate(dice) if d.layout_box is None)
+    if (wrong := _other_boxes(dice, box)) is not None:
+        problems.append(wrong)
+    if len(in_box) != kept:
+        problems.append(
+            LayoutProblem(
+                "kept_changed",
+                f"the {box} box holds {len(in_box)} dice during the Extra Roll; {kept} were kept",
+                in_box,
+            )
+        )
+    if len(thrown) != expected_dice - kept:
+        problems.append(
+            LayoutProblem(
+                "thrown_count",
+                f"{len(thrown)} dice in the throw area; {expected_dice - kept} were to be rethrown",
+                thrown,
+            )
+        )
+    unread = tuple(i for i in thrown if dice[i].face is None)
+    if unread:
+        problems.append(LayoutProblem("unreadable", f"{len(unread)} rethrown dice cannot be read", unread))
+    faces = tuple(int(f) for f in (dice[i].face for i in thrown) if f is not None)
+    return ExtraRollRead(
+        winner=winner,
+        kept=len(in_box),
+        thrown_faces=faces,
+        new_matches=sum(1 for f in faces if f == winner),
+        problems=tuple(problems),
+    )
