@@ -38,12 +38,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 from numpy.typing import NDArray
 
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost
+
+if TYPE_CHECKING:
+    from calibration.table import TableCalibration
 
 ImageArray = NDArray[np.uint8]
 MaskArray = NDArray[np.uint8]
@@ -189,6 +193,7 @@ class SettleDetector:
             raise ValueError("roi_xy needs at least 3 points")
         self._empty_box = empty_box
         self._size_wh: tuple[int, int] | None = None  # full frame size the masks were built for
+        self._required_wh: tuple[int, int] | None = None  # a calibrated table's resolution
         self._scale = 1.0
         self._roi: MaskArray | None = None
         self._edge_band: MaskArray | None = None
@@ -215,6 +220,25 @@ class SettleDetector:
         self._anchor: ImageArray | None = None
         self._still_since_s = 0.0
         self._still_frames = 0
+
+    @classmethod
+    def for_table(
+        cls,
+        calibration: TableCalibration,
+        config: SettleConfig | None = None,
+        *,
+        empty_box: ImageArray | None = None,
+    ) -> SettleDetector:
+        """A detector limited to a calibrated table's throw box (its inner outline, projected to pixels).
+
+        Frames must have the calibration's resolution (a `ValueError` on the first frame otherwise).
+        """
+        from calibration.table import box_outline_mm
+
+        outline_px = calibration.mm_to_pixel(box_outline_mm(calibration.layout))
+        detector = cls(config, roi_xy=outline_px, empty_box=empty_box)
+        detector._required_wh = calibration.resolution_wh
+        return detector
 
     # ------------------------------------------------------------------------------------------ public
     def throw_started(self) -> None:
@@ -433,6 +457,9 @@ class SettleDetector:
         return np.asarray(cv2.GaussianBlur(img, (k, k), 0) if k > 1 else img, dtype=np.uint8)
 
     def _setup(self, w: int, h: int) -> None:
+        if self._required_wh is not None and self._required_wh != (w, h):
+            rw, rh = self._required_wh
+            raise ValueError(f"frames are {w}x{h} px but the table was calibrated at {rw}x{rh} px")
         self._size_wh = (w, h)
         self._scale = min(1.0, self.config.work_width_px / w)
         ww, wh = round(w * self._scale), round(h * self._scale)

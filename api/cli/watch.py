@@ -100,6 +100,11 @@ def register(app: typer.Typer) -> None:
         empty_box: Path | None = typer.Option(
             None, "--empty-box", help="A picture of the empty box (default: learnt from the first frames)."
         ),
+        calibration: Path | None = typer.Option(
+            None,
+            "--calibration",
+            help="Folder of table calibrations (`throwbox calibrate table`): watch <DIR>/<table>.json's box.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
     ) -> None:
         """Watch a source; one "at rest" frame per throw is saved (exit 2 if the source cannot be used)."""
@@ -110,11 +115,22 @@ def register(app: typer.Typer) -> None:
 
         try:
             capture = open_capture(source, table_id=table, config=CaptureConfig(realtime=realtime), fps=fps)
-            detector = SettleDetector(
-                SettleConfig(still_s=still_s),
-                roi_xy=None if roi is None else parse_outline(roi),
-                empty_box=None if empty_box is None else _load_picture(empty_box),
-            )
+            reference = None if empty_box is None else _load_picture(empty_box)
+            if calibration is not None and roi is not None:
+                raise ValueError("give --roi or --calibration, not both")
+            if calibration is not None:
+                from calibration.store import load_table
+
+                table_cal = load_table(calibration, table)
+                detector = SettleDetector.for_table(
+                    table_cal, SettleConfig(still_s=still_s), empty_box=reference
+                )
+            else:
+                detector = SettleDetector(
+                    SettleConfig(still_s=still_s),
+                    roi_xy=None if roi is None else parse_outline(roi),
+                    empty_box=reference,
+                )
         except (CaptureError, ValueError) as exc:
             typer.echo(f"throwbox watch: {exc}", err=True)
             raise typer.Exit(2) from exc

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from api.cli.settle_bench import run_settle_bench
 from tests.vision.test_settle import write_synth_style_clip
-from vision.demo_scene import DemoScene, Empty, SceneConfig, Throw, demo_plan
+from vision.demo_scene import Action, DemoScene, Empty, Handling, Intruder, SceneConfig, Throw, demo_plan
 
 runner = CliRunner()
 
@@ -140,3 +140,60 @@ def test_watch_refuses_bad_options(tmp_path: Path, option: list[str], message: s
     result = runner.invoke(app, ["watch", str(video), *option])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def _calibrate_demo_table(folder: Path, frame: np.ndarray) -> None:
+    """A table calibration of the demo box from four hand-given corners (dealer's side at the bottom)."""
+    from calibration.camera import CameraIntrinsics
+    from calibration.layout import ThrowBoxLayout
+    from calibration.store import save_table
+    from calibration.table import calibrate_table
+
+    h, w = frame.shape[:2]
+    cal = calibrate_table(
+        frame,
+        table_id="T1",
+        intrinsics=CameraIntrinsics.from_fov(width_px=w, height_px=h, hfov_deg=60.0),
+        intrinsics_rms_px=0.3,
+        layout=ThrowBoxLayout(),  # 600 x 450 mm: the demo box's 4:3
+        corners_px=[[1, h - 2], [w - 2, h - 2], [w - 2, 1], [1, 1]],
+    )
+    save_table(cal, folder)
+
+
+def test_watch_inside_a_calibrated_throw_box(tmp_path: Path) -> None:
+    scene = DemoScene(SceneConfig(width_px=320, height_px=240, die_edge_px=12, seed=13))
+    images = list(
+        scene.render((Empty(0.5), Throw(hold_s=0.8), Handling(Intruder.HAND, Action.MOVE, 1.2), Empty(0.5)))
+    )
+    video = tmp_path / "table.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (320, 240))
+    for image in images:
+        writer.write(image)
+    writer.release()
+    _calibrate_demo_table(tmp_path / "cal", images[0])
+    result = runner.invoke(app, ["watch", str(video), "--calibration", str(tmp_path / "cal"), "--json"])
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in result.output.splitlines()]
+    reads = [d for d in docs if d.get("event") == "AtRest"]
+    assert len(reads) == 1
+    throw = scene.throws[0]
+    assert throw.rest_frame <= reads[0]["seq"] < throw.end_frame
+    assert any(d.get("event") == "SettledWithoutThrow" and d["intruder_seen"] for d in docs)
+
+    # The calibration is for 320x240: a 160x120 feed is refused, and --roi cannot be given as well.
+    small = tmp_path / "small.avi"
+    writer = cv2.VideoWriter(str(small), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (160, 120))
+    for image in images[:5]:
+        writer.write(cv2.resize(image, (160, 120)))
+    writer.release()
+    refused = runner.invoke(app, ["watch", str(small), "--calibration", str(tmp_path / "cal")])
+    assert refused.exit_code == 2 and "calibrated at 320x240" in refused.output
+    both = runner.invoke(
+        app, ["watch", str(video), "--calibration", str(tmp_path / "cal"), "--roi", "1,1;9,1;9,9"]
+    )
+    assert both.exit_code == 2 and "not both" in both.output
+    missing = runner.invoke(
+        app, ["watch", str(video), "--calibration", str(tmp_path / "cal"), "--table", "T2"]
+    )
+    assert missing.exit_code == 2 and "T2" in missing.output
