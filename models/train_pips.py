@@ -73,8 +73,8 @@ class CropSampler:
         )
         o = (big_px - CROP_PX) // 2
         crop = np.ascontiguousarray(big[o : o + CROP_PX, o : o + CROP_PX])
-        if rng.random() < 0.3:  # low resolution: a die of ~16 px upsampled by the reader
-            small = int(rng.integers(12, 32))
+        if rng.random() < 0.15:  # low resolution: a die of 16-40 px upsampled by the reader
+            small = int(rng.integers(16, 40))
             tiny = cv2.resize(crop, (small, small), interpolation=cv2.INTER_AREA)
             crop = np.asarray(cv2.resize(tiny, (CROP_PX, CROP_PX)), np.uint8)
         return photometric(crop, rng), face
@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--real", type=Path, default=SHARED_REAL)
     parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
     parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
+    parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
 
@@ -112,6 +113,8 @@ def main() -> None:
     print(f"training on {len(sampler.dice)} dice from {len(items)} images")
 
     model = FaceClassifier()
+    if args.init is not None:
+        model.load_state_dict(torch.load(args.init, weights_only=True))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     budget_s = args.minutes * 60
     start = time.monotonic()

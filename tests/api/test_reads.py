@@ -17,6 +17,7 @@ from tests.conftest import serve_app
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.reader import Reader
+from vision.types import Verdict
 
 FIXTURE = Path(__file__).resolve().parents[1] / "vision" / "fixtures" / "IMG_20191208_111702.jpg"
 
@@ -38,11 +39,11 @@ def test_reads_a_real_photo(server: tuple[str, dict[str, str], Path], http: http
     response = http.post(f"{base_url}/v1/reads", files=files, data={"expect": "10"}, headers=headers)
     assert response.status_code == 201, response.text
     doc = response.json()
-    assert doc["verdict"] in ("valid", "no_decision")
+    assert doc["verdict"] in {v.value for v in Verdict}
     assert doc["expected_dice"] == 10
     assert len(doc["dice"]) >= 8  # the photo shows 10 dice
     assert {"face", "confidence", "box_xyxy", "cocked", "stacked"} <= set(doc["dice"][0])
-    assert set(doc["models"]) == {"detector", "pips"}
+    assert {"detector", "pips"} <= set(doc["models"])
     sha = doc["evidence_sha256"]
     assert (data_dir / "evidence" / sha[:2] / sha).is_file() or any(data_dir.rglob(sha))
 
