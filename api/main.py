@@ -11,10 +11,12 @@ from api.auth import ALL_ROLES
 from api.db.session import Database
 from api.deps import require
 from api.events import WebhookDispatcher
+from api.live_service import LiveService
 from api.metrics import Metrics, install
 from api.routes import (
     alerts,
     audit,
+    dashboard,
     events,
     evidence,
     health,
@@ -55,9 +57,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 timeout_s=settings.webhook_timeout_s,
             )
             dispatcher.start()
+        # The live table loops (demo table, cameras): they post to this service once it answers.
+        live = LiveService(settings=settings, database=database, metrics=metrics, app_state=app.state)
+        app.state.live = live
+        live.start()
         try:
             yield
         finally:
+            live.stop()
             if dispatcher is not None:
                 dispatcher.stop()
             database.dispose()
@@ -85,4 +92,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))])
     app.include_router(reads.router)
     app.include_router(read_results.router)
+    dashboard.install(app)
     return app

@@ -41,6 +41,23 @@ class Settings(BaseSettings):
     max_evidence_bytes: int = Field(
         default=20_000_000, ge=1, description="Largest evidence frame or uploaded image accepted."
     )
+    # The live table (api/live.py, api/live_service.py).
+    demo: bool = Field(default=False, description="Run the demo table (`throwbox serve --demo`).")
+    live_tables: bool = Field(
+        default=False, description="Run the live loop for every table that has a camera_source."
+    )
+    self_url: str = Field(
+        default="http://127.0.0.1:8000", description="This service's own URL (`throwbox serve` sets it)."
+    )
+    rules_url: str | None = Field(
+        default=None, description="The rules engine live rolls are POSTed to; default this service."
+    )
+    rules_key: SecretStr | None = Field(
+        default=None, description="A reader-role key at THROWBOX_RULES_URL (default: one made at start)."
+    )
+    demo_clips: Path | None = Field(
+        default=None, description="Throw clips the demo table plays; default the ones in api/demo_clips."
+    )
 
     @field_validator("webhook_urls")
     @classmethod
@@ -49,6 +66,13 @@ class Settings(BaseSettings):
             if not url.startswith(("http://", "https://")):
                 raise ValueError(f"webhook URL must start with http:// or https://: {url!r}")
         return urls
+
+    @field_validator("self_url", "rules_url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(f"URL must start with http:// or https://: {url!r}")
+        return url
 
     @model_validator(mode="after")
     def _webhooks_are_signed(self) -> Settings:
@@ -72,6 +96,18 @@ class Settings(BaseSettings):
     def calibration_dir(self) -> Path:
         """Where `throwbox calibrate` stores table calibrations for the service."""
         return self.data_dir / "calibration"
+
+    @property
+    def demo_clips_dir(self) -> Path:
+        """The throw clips the demo table plays."""
+        return (
+            self.demo_clips if self.demo_clips is not None else Path(__file__).resolve().parent / "demo_clips"
+        )
+
+    @property
+    def demo_key_path(self) -> Path:
+        """Where `throwbox serve --demo` keeps the dashboard's surveillance key."""
+        return self.data_dir / "demo-surveillance.key"
 
     @property
     def first_admin_key_path(self) -> Path:

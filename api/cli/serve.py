@@ -12,6 +12,9 @@ def register(app: typer.Typer) -> None:
     def serve(
         host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
         port: int = typer.Option(8000, help="TCP port to listen on."),
+        demo: bool = typer.Option(
+            False, "--demo", help="Also run the demo table: synthetic throws read and settled, no camera."
+        ),
     ) -> None:
         """Start the throwbox service (REST API with OpenAPI docs at /docs).
 
@@ -25,7 +28,11 @@ def register(app: typer.Typer) -> None:
         from api.main import create_app
         from api.settings import Settings
 
-        settings = Settings()
+        local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        self_url = f"http://{local}:{port}"
+        settings = Settings(self_url=self_url)
+        if demo:
+            settings = settings.model_copy(update={"demo": True})
         database = open_database(settings)
         try:
             path = ensure_first_admin_key(settings=settings, database=database)
@@ -37,4 +44,20 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"throwbox: the first admin key is in {settings.first_admin_key_path}")
         typer.echo("throwbox: create more keys with `throwbox keys create --role ROLE`")
         typer.echo(f"throwbox: serving on http://{host}:{port} (API docs at /docs)")
+        if settings.demo:
+            from api.live_service import read_or_create_key
+
+            database = open_database(settings)
+            try:
+                from api.auth import Role
+
+                demo_key = read_or_create_key(
+                    database, settings.demo_key_path, role=Role.SURVEILLANCE, name="demo-dashboard"
+                )
+            finally:
+                database.dispose()
+            typer.echo(
+                f"throwbox: demo table 'demo' playing {settings.demo_clips_dir}; dashboard (read-only "
+                f"surveillance key, also in {settings.demo_key_path}):\n  {self_url}/#key={demo_key}"
+            )
         uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

@@ -1,0 +1,486 @@
+"""The live table: camera -> settle -> reader -> the rules engine's REST endpoint, with alerts.
+
+One `LiveLoop` per table runs in its own thread:
+
+    capture (vision.capture) -> settle detector (vision.settle) -> on each `AtRest`: read the at-rest frame
+    (vision.reader, with the table's calibration when there is one) -> store the read and its annotated
+    evidence frame -> POST the roll to `<rules_url>/v1/tables/{id}/rolls` (retries, idempotent by roll id)
+
+and, around it:
+
+- camera loss or a frozen feed (`SourceLost`) raises a `camera_lost` alert; fresh frames again
+  (`SourceRecovered`) a `camera_recovered` alert. The settle detector is reset on a loss, so no roll is
+  read from a stale frame (vision.settle); this loop adds nothing that could.
+- after a valid first roll that leaves the round waiting for the Extra Roll, the next frame the box settles
+  in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
+  move into the layout box is checked (`vision.layout_check`, 593.4(e)); anything wrong is a `dealer_error`
+  alert with that frame as evidence. The Extra Roll is then read from the rethrown dice only (593.4(g),
+  (h)): the kept dice in the winner's box are not read as thrown dice.
+
+The roll id is the at-rest frame's id (`<table>-<capture start>-<seq>`), unique across restarts: a POST
+retried after a time-out, or a rules engine that saw it already, applies it once. The loop learns the
+round's phase from the rules engine's answers (`phase`, `round.first_roll`), so it needs nothing beyond
+the reader role there.
+
+Where things go is an interface (`LiveRecorder`): the service stores reads, evidence and alerts in its own
+database (`api.live_service`); tests record them in memory. Rolls always go over REST (`RulesClient`).
+
+Errors::
+
+    LiveError                 base class
+    +-- RollRejectedError     the rules engine refused the roll (4xx): not retried, alerted
+    +-- RulesUnreachableError no answer (connection error, 5xx) after every retry: alerted
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
+from vision.judge.geometry import TableGeometry
+from vision.layout_check import check_layout_move, split_extra_roll
+from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
+from vision.types import Frame, Roll, Verdict
+
+log = logging.getLogger("throwbox.live")
+
+MAX_REASONS = 20  # what the rolls endpoint takes
+
+
+class LiveError(Exception):
+    """Base class of the live loop's errors."""
+
+
+class RollRejectedError(LiveError):
+    """The rules engine answered 4xx: the roll does not fit (no open round, wrong phase, refused)."""
+
+    def __init__(self, status_code: int, detail: object) -> None:
+        self.status_code = status_code
+        self.detail = detail
+        super().__init__(f"the rules engine refused the roll ({status_code}): {detail}")
+
+
+class RulesUnreachableError(LiveError):
+    """No answer from the rules engine after every retry."""
+
+
+class RollReader(Protocol):
+    """What the loop needs of `vision.reader.Reader`."""
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll: ...
+
+
+@dataclass(frozen=True)
+class StoredRead:
+    """What the recorder kept of a read: its id, and its annotated evidence frame (JPEG) and SHA-256."""
+
+    read_id: str
+    evidence_sha256: str | None
+    evidence_jpeg: bytes | None = None
+
+
+class LiveRecorder(Protocol):
+    """Where the loop keeps reads, evidence and alerts (the service's database, or memory in tests)."""
+
+    def store_read(
+        self, *, table_id: str, frame: CapturedFrame, roll: Roll, extra: dict[str, Any]
+    ) -> StoredRead:
+        """Keep the read and its annotated frame as evidence."""
+        ...
+
+    def alert(self, *, table_id: str, kind: str, message: str, data: dict[str, Any]) -> None:
+        """Raise an alert (stored, audited, published as an event)."""
+        ...
+
+
+# ------------------------------------------------------------------------------------------- REST client
+@dataclass
+class RulesClient:
+    """The rules engine's REST door (`POST /v1/tables/{id}/rolls`, `POST /v1/evidence`) with retries.
+
+    Connection errors, time-outs and 5xx answers are retried with doubling back-off (`attempts` in all);
+    the same roll id makes a retry harmless. A 4xx is the engine's answer and is not retried.
+    """
+
+    base_url: str
+    key: str
+    attempts: int = 5
+    backoff_s: float = 0.1
+    timeout_s: float = 5.0
+    transport: httpx.BaseTransport | None = None
+    sleep: Callable[[float], None] = time.sleep
+    _client: httpx.Client | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {self.attempts}")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"the rules engine URL must start with http:// or https://: {self.base_url!r}")
+
+    @property
+    def client(self) -> httpx.Client:
+        """The HTTP client (made on first use, kept for its connection pool)."""
+        if self._client is None:
+            self._client = httpx.Client(
+                base_url=self.base_url.rstrip("/"),
+                headers={"Authorization": f"Bearer {self.key}"},
+                timeout=self.timeout_s,
+                transport=self.transport,
+            )
+        return self._client
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        delay = self.backoff_s
+        last = ""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = self.client.request(method, path, **kwargs)
+            except httpx.HTTPError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 500:
+                    return response
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+            if attempt < self.attempts:
+                log.warning(
+                    "rules engine %s %s failed (%s); retry %d in %.2f s", method, path, last, attempt, delay
+                )
+                self.sleep(delay)
+                delay *= 2
+        raise RulesUnreachableError(
+            f"{method} {self.base_url}{path}: no answer after {self.attempts} tries ({last})"
+        )
+
+    def upload_evidence(self, data: bytes, *, media_type: str = "image/jpeg") -> str:
+        """Store an evidence frame at the rules engine; its SHA-256."""
+        response = self._send("POST", "/v1/evidence", content=data, headers={"Content-Type": media_type})
+        if response.status_code >= 400:
+            raise RollRejectedError(response.status_code, _detail(response))
+        return str(response.json()["sha256"])
+
+    def post_roll(self, table_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Submit a roll; the engine's answer (a repeat of the first answer for a roll id already applied)."""
+        response = self._send("POST", f"/v1/tables/{table_id}/rolls", json=body)
+        if response.status_code >= 400:
+            raise RollRejectedError(response.status_code, _detail(response))
+        answer: dict[str, Any] = response.json()
+        return answer
+
+
+def _detail(response: httpx.Response) -> object:
+    try:
+        return response.json().get("detail")
+    except ValueError:
+        return response.text[:200]
+
+
+# ------------------------------------------------------------------------------------------------- loop
+@dataclass(frozen=True)
+class LiveRead:
+    """One throw as the loop handled it (kept for the dashboard, the benchmark and tests)."""
+
+    roll_id: str
+    kind: str  # "first_roll" or "extra_roll"
+    verdict: str
+    faces: tuple[int, ...]
+    read_id: str | None
+    evidence_sha256: str | None
+    answer: dict[str, Any] | None  # the rules engine's answer; None when it refused or was unreachable
+    error: str | None
+    settle_wait_ms: float  # from the first still frame to the at-rest event (scene time)
+    process_ms: float  # from the at-rest event to the rules engine's answer (wall time)
+
+    @property
+    def rest_to_posted_ms(self) -> float:
+        """Latency from the dice coming to rest to the posted result."""
+        return self.settle_wait_ms + self.process_ms
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """One table's loop."""
+
+    table_id: str
+    expected_dice: int  # 10 (hrd10) or 6 (hrd6)
+    calibration_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.expected_dice not in (6, 10):
+            raise ValueError(f"expected_dice must be 6 or 10, got {self.expected_dice}")
+
+
+@dataclass
+class _Pending:
+    """The round as the last answer left it: waiting for the dealer's move and the Extra Roll."""
+
+    winner: int
+    match_count: int
+    layout_checked: bool = False
+
+
+class LiveLoop:
+    """Run one table's camera through the settle detector, the reader and the rules engine.
+
+    Args:
+        config: the table.
+        items: the capture (`vision.capture.Capture`), or any iterable of frames and capture events.
+        detector: the settle detector.
+        reader: the loaded reader.
+        rules: the rules engine's REST client (a reader-role key).
+        recorder: where reads, evidence and alerts go.
+        geometry: the table's calibration as the judge needs it (None: uncalibrated; no layout checks).
+        geometry_for_clip: for a demo playing recordings, the geometry of each clip (by its path).
+        on_clip: called on every `ClipStarted` before its frames (the demo opens a round there).
+        on_read: called with each `LiveRead`.
+        upload_evidence: also upload each evidence frame to the rules engine (one that is another service;
+            the service's own recorder already stored it where the local engine looks).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: LiveConfig,
+        items: Iterable[CapturedFrame | CaptureEvent],
+        detector: SettleDetector,
+        reader: RollReader,
+        rules: RulesClient,
+        recorder: LiveRecorder,
+        geometry: TableGeometry | None = None,
+        geometry_for_clip: Callable[[str], TableGeometry | None] | None = None,
+        on_clip: Callable[[str], None] | None = None,
+        on_read: Callable[[LiveRead], None] | None = None,
+        upload_evidence: bool = False,
+    ) -> None:
+        self.upload_evidence = upload_evidence
+        self.calibration_id = config.calibration_id  # what each read records (a demo clip sets its own)
+        self.config = config
+        self.items = items
+        self.detector = detector
+        self.reader = reader
+        self.rules = rules
+        self.recorder = recorder
+        self.geometry = geometry
+        self.geometry_for_clip = geometry_for_clip
+        self.on_clip = on_clip
+        self.on_read = on_read
+        self.reads: list[LiveRead] = []
+        self.layout_checks: list[dict[str, Any]] = []
+        self.camera_ok = True
+        self.frames = 0
+        self._pending: _Pending | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failure: BaseException | None = None
+
+    # ------------------------------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Run in a daemon thread."""
+        self._thread = threading.Thread(
+            target=self._guarded, name=f"live-{self.config.table_id}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Ask the loop to end and wait for it."""
+        self._stop.set()
+        stopper = getattr(self.items, "stop", None)
+        if callable(stopper):
+            stopper()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _guarded(self) -> None:
+        try:
+            self.run()
+        except Exception as exc:  # the thread's last word: kept for status, logged, alerted
+            self.failure = exc
+            log.exception("live loop of table %s stopped", self.config.table_id)
+            self._alert("live_loop_stopped", f"the live loop stopped: {exc}", {"error": str(exc)})
+
+    def run(self) -> None:
+        """Process the source until it ends or `stop()` is called."""
+        for item in settle_stream(self.items, self.detector):
+            if self._stop.is_set():
+                break
+            if isinstance(item, CapturedFrame):
+                self.frames += 1
+            elif isinstance(item, SourceLost):
+                self.camera_ok = False
+                self._alert(
+                    "camera_lost",
+                    f"camera {item.source_id}: {'frozen feed' if item.kind == 'frozen' else 'no frames'}; "
+                    "nothing is read until it is back and a new throw is seen",
+                    {"source": item.source_id, "loss": item.kind.value},
+                )
+            elif isinstance(item, SourceRecovered):
+                self.camera_ok = True
+                self._alert(
+                    "camera_recovered",
+                    f"camera {item.source_id} is back after {item.outage_s:.1f} s",
+                    {"source": item.source_id, "loss": item.kind.value, "outage_s": round(item.outage_s, 3)},
+                )
+            elif isinstance(item, ClipStarted):
+                if self.geometry_for_clip is not None:
+                    self.geometry = self.geometry_for_clip(item.clip)
+                if self.on_clip is not None:
+                    try:
+                        self.on_clip(item.clip)
+                    except Exception as exc:  # the demo's croupier failed: say so, keep watching
+                        log.exception("table %s: on_clip failed", self.config.table_id)
+                        self._alert("round_not_ready", f"no round ready for the next throw: {exc}", {})
+            elif isinstance(item, AtRest):
+                self.handle_throw(item)
+            elif isinstance(item, SettledWithoutThrow) and item.intruder_seen:
+                self.handle_dealer_move(item)
+
+    # ------------------------------------------------------------------------------------------ steps
+    def _alert(self, kind: str, message: str, data: dict[str, Any]) -> None:
+        try:
+            self.recorder.alert(table_id=self.config.table_id, kind=kind, message=message, data=data)
+        except Exception:  # an alert that cannot be stored must not stop the table: log it loudly
+            log.exception("could not raise %s alert at table %s: %s", kind, self.config.table_id, message)
+
+    def _extra(self) -> dict[str, Any]:
+        return {"calibration_id": self.calibration_id if self.geometry is not None else None}
+
+    def handle_dealer_move(self, event: SettledWithoutThrow) -> None:
+        """The box settled after a hand or the stick: while the Extra Roll is due, check the layout box."""
+        pending = self._pending
+        if pending is None or pending.layout_checked:
+            return
+        if self.geometry is None:
+            pending.layout_checked = True
+            log.info("table %s: no calibration, so the layout-box move is not checked", self.config.table_id)
+            return
+        roll = self.reader.read(event.frame, expected_dice=None, geometry=self.geometry)
+        check = check_layout_move(dice=roll.dice, winner=pending.winner, match_count=pending.match_count)
+        pending.layout_checked = True
+        stored = self.recorder.store_read(
+            table_id=self.config.table_id,
+            frame=event.frame,
+            roll=roll,
+            extra={**self._extra(), "layout": check.as_dict()},
+        )
+        self.layout_checks.append({"frame_id": event.frame.frame_id, **check.as_dict()})
+        if not check.ok:
+            self._alert(
+                "dealer_error",
+                "the dealer's move to the layout box: " + "; ".join(p.message for p in check.problems),
+                {**check.as_dict(), "read_id": stored.read_id, "evidence_sha256": stored.evidence_sha256},
+            )
+
+    def handle_throw(self, event: AtRest) -> LiveRead:
+        """Read the at-rest frame and post the roll; returns what happened."""
+        started = time.perf_counter()
+        frame = event.frame
+        pending = self._pending
+        roll = self.reader.read(frame, expected_dice=self.config.expected_dice, geometry=self.geometry)
+        verdict = roll.verdict.value
+        reasons = list(roll.reasons)
+        faces: tuple[int, ...] = roll.faces
+        kind = "first_roll"
+        extra = self._extra()
+        if pending is not None:
+            kind = "extra_roll"
+            if self.geometry is None:
+                verdict, faces = Verdict.NO_DECISION.value, ()
+                reasons = ["no table calibration: the kept dice cannot be told from the rethrown dice"]
+            else:
+                split = split_extra_roll(
+                    dice=roll.dice,
+                    winner=pending.winner,
+                    kept=pending.match_count,
+                    expected_dice=self.config.expected_dice,
+                )
+                extra["extra_roll"] = {
+                    "kept": split.kept,
+                    "thrown_faces": list(split.thrown_faces),
+                    "new_matches": split.new_matches,
+                    "problems": [p.as_dict() for p in split.problems],
+                }
+                faces = split.thrown_faces
+                if not split.ok and roll.verdict is Verdict.VALID:
+                    verdict = Verdict.NO_DECISION.value
+                    reasons = [p.message for p in split.problems]
+                    self._alert(
+                        "dealer_error",
+                        "the Extra Roll: " + "; ".join(p.message for p in split.problems),
+                        {"frame_id": frame.frame_id, "problems": extra["extra_roll"]["problems"]},
+                    )
+        if verdict != Verdict.VALID.value and len(faces) > self.config.expected_dice:
+            faces = ()  # more dice than in play: the faces mean nothing; the reasons say what was seen
+        stored = self.recorder.store_read(table_id=self.config.table_id, frame=frame, roll=roll, extra=extra)
+        body: dict[str, Any] = {
+            "roll_id": frame.frame_id,
+            "source": "reader",
+            "verdict": verdict,
+            "faces": list(faces),
+            "reasons": reasons[:MAX_REASONS],
+            "evidence_sha256": stored.evidence_sha256,
+        }
+        answer: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            if self.upload_evidence and stored.evidence_jpeg is not None:
+                self.rules.upload_evidence(stored.evidence_jpeg)
+            answer = self.rules.post_roll(self.config.table_id, body)
+        except LiveError as exc:
+            error = str(exc)
+            self._alert(
+                "roll_not_posted",
+                f"roll {frame.frame_id} was not taken by the rules engine: {exc}",
+                {
+                    "roll_id": frame.frame_id,
+                    "verdict": verdict,
+                    "faces": list(faces),
+                    "read_id": stored.read_id,
+                },
+            )
+        self._follow(answer)
+        read = LiveRead(
+            roll_id=frame.frame_id,
+            kind=kind,
+            verdict=verdict,
+            faces=tuple(faces),
+            read_id=stored.read_id,
+            evidence_sha256=stored.evidence_sha256,
+            answer=answer,
+            error=error,
+            settle_wait_ms=(event.detected_s - event.still_since_s) * 1000.0,
+            process_ms=(time.perf_counter() - started) * 1000.0,
+        )
+        self.reads.append(read)
+        if self.on_read is not None:
+            self.on_read(read)
+        return read
+
+    def _follow(self, answer: dict[str, Any] | None) -> None:
+        """Track the round from the engine's answer: is the Extra Roll (and the dealer's move) due?"""
+        if answer is None:
+            return
+        first = (answer.get("round") or {}).get("first_roll") or {}
+        winner, count = first.get("winner"), first.get("match_count")
+        if (
+            answer.get("phase") == "awaiting_extra_roll"
+            and isinstance(winner, int)
+            and isinstance(count, int)
+        ):
+            if self._pending is None or (self._pending.winner, self._pending.match_count) != (winner, count):
+                self._pending = _Pending(winner=winner, match_count=count)
+        else:
+            self._pending = None

@@ -1,0 +1,511 @@
+"""The live loops inside the service: the database recorder, the demo table, start and stop with the app.
+
+`LiveService.start()` (called from the app's lifespan) starts a `api.live.LiveLoop` thread
+
+- for the demo table when `THROWBOX_DEMO` is set (`throwbox serve --demo`): table `demo` (hrd10) whose
+  camera plays the synthetic throw clips shipped in `api/demo_clips/` (made by `throwbox synth`, see its
+  README), with a croupier that opens a round, places the demo wagers and calls no more bets before each
+  throw that finds no round waiting for dice;
+- for every table with a `camera_source` when `THROWBOX_LIVE_TABLES` is set.
+
+Each loop posts its rolls to `THROWBOX_RULES_URL` (default: this service, `THROWBOX_SELF_URL`) with a
+reader-role key: one the service creates for itself at start (revoked at stop), or `THROWBOX_RULES_KEY`
+for another rules engine. Reads, evidence frames and alerts are stored in this service's database, with
+their audit entries and events (`read`, `alert`), so the dashboard and the event stream show them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from api import audit
+from api.audit import load_evidence, store_evidence
+from api.auth import Role, authenticate, create_key, revoke_key
+from api.db.models import GameTable, Read
+from api.db.session import Database
+from api.events import publish
+from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
+from api.metrics import Metrics
+from api.routes.alerts import raise_alert
+from api.settings import Settings
+
+if TYPE_CHECKING:
+    from vision.capture import CapturedFrame
+    from vision.judge.geometry import TableGeometry
+    from vision.types import Roll
+
+log = logging.getLogger("throwbox.live")
+
+DEMO_TABLE = "demo"
+DEMO_CLIPS = Path(__file__).resolve().parent / "demo_clips"
+# Simple demo wagers, placed before each round's first throw (strings: money is decimal).
+DEMO_WAGERS: tuple[dict[str, Any], ...] = (
+    {"seat": 1, "kind": "pip_street", "face": 6, "amount": "5.00"},
+    {"seat": 1, "kind": "like_kind", "count": 3, "amount": "5.00"},
+    {"seat": 2, "kind": "pip_street", "face": 1, "amount": "10.00"},
+    {"seat": 3, "kind": "pip_street", "face": 2, "amount": "5.00"},
+    {"seat": 3, "kind": "like_kind", "count": 4, "amount": "5.00"},
+)
+DEMO_GAP_S = 3.0  # pause between demo throws (scene time), so a person can follow them on the dashboard
+
+
+@dataclass
+class DatabaseRecorder:
+    """Stores reads (with their annotated evidence frames) and alerts in the service's database."""
+
+    database: Database
+    settings: Settings
+    metrics: Metrics
+    actor: str
+
+    def store_read(
+        self, *, table_id: str, frame: CapturedFrame, roll: Roll, extra: dict[str, Any]
+    ) -> StoredRead:
+        """Annotate and store the frame, store the read, audit it and publish a `read` event."""
+        import cv2
+
+        from vision.annotate import annotate
+
+        ok, encoded = cv2.imencode(".jpg", annotate(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
+        jpeg = bytes(encoded) if ok else None
+        read_id = uuid.uuid4().hex
+        document = {**roll.as_dict(), **extra, "frame_id": frame.frame_id, "source": "live"}
+        with self.database.session() as session:
+            sha256 = None
+            if jpeg is not None and len(jpeg) <= self.settings.max_evidence_bytes:
+                sha256 = store_evidence(
+                    session,
+                    evidence_dir=self.settings.evidence_dir,
+                    data=jpeg,
+                    media_type="image/jpeg",
+                    max_bytes=self.settings.max_evidence_bytes,
+                )
+            session.add(
+                Read(
+                    id=read_id,
+                    table_id=table_id,
+                    result=document,
+                    evidence_sha256=sha256,
+                    created_by=self.actor,
+                )
+            )
+            audit.append(
+                session,
+                actor=self.actor,
+                action="read.create",
+                subject=f"read:{read_id}",
+                payload={
+                    "verdict": document["verdict"],
+                    "faces": document["faces"],
+                    "evidence_sha256": sha256,
+                    "frame_id": frame.frame_id,
+                    "calibration_id": extra.get("calibration_id"),
+                },
+            )
+            publish(
+                session,
+                event_type="read",
+                table_id=table_id,
+                data={
+                    "read_id": read_id,
+                    "verdict": document["verdict"],
+                    "reasons": document["reasons"],
+                    "faces": document["faces"],
+                    "winner": document["winner"],
+                    "match_count": document["match_count"],
+                    "evidence_sha256": sha256,
+                    "frame_id": frame.frame_id,
+                    "calibration_id": extra.get("calibration_id"),
+                    "source": "live",
+                    "layout": extra.get("layout"),
+                    "extra_roll": extra.get("extra_roll"),
+                },
+                webhook_urls=self.settings.webhook_urls,
+            )
+        self.metrics.reads.labels(verdict=str(document["verdict"])).inc()
+        return StoredRead(read_id=read_id, evidence_sha256=sha256, evidence_jpeg=jpeg)
+
+    def alert(self, *, table_id: str, kind: str, message: str, data: dict[str, Any]) -> None:
+        """Store, audit and publish an alert."""
+        with self.database.session() as session:
+            raise_alert(
+                session,
+                kind=kind,
+                message=message,
+                actor=self.actor,
+                table_id=table_id,
+                round_id=None,
+                data=data,
+                webhook_urls=self.settings.webhook_urls,
+                metrics=self.metrics,
+            )
+
+    def evidence_bytes(self, sha256: str) -> bytes:
+        """A stored evidence frame (checked against its SHA-256)."""
+        with self.database.read_session() as session:
+            data, _ = load_evidence(session, evidence_dir=self.settings.evidence_dir, sha256=sha256)
+        return data
+
+
+# ----------------------------------------------------------------------------------------------- demo
+def clip_geometry(clip: str) -> tuple[TableGeometry | None, str | None]:
+    """The geometry of a demo clip: the camera the generator rendered it with (its `video.json`).
+
+    This is the demo's stand-in for a table calibration (exact, as no real calibration is); its id names
+    the clip. A clip without `video.json` is read uncalibrated.
+    """
+    from calibration.layout import ThrowBoxLayout
+    from datasets.format import camera_from_dict
+    from vision.judge.geometry import TableGeometry
+
+    meta = Path(clip).parent / "video.json"
+    if not meta.is_file():
+        return None, None
+    doc = json.loads(meta.read_text(encoding="utf-8"))
+    camera = camera_from_dict(doc["final"]["camera"])
+    return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-clip:{doc['video_id']}"
+
+
+class PacedDemoGrabber:
+    """The demo source (`vision.capture.DemoGrabber` over throw clips) with a pause between clips.
+
+    Adds `gap_s` of scene time before every clip but the first, so a real-time playback waits there.
+    """
+
+    live = False
+
+    def __init__(self, video_dir: Path, *, gap_s: float = DEMO_GAP_S, loops: int | None = None) -> None:
+        from vision.capture import DemoGrabber
+
+        self.inner = DemoGrabber(video_dir=video_dir, loops=loops)
+        self.description = self.inner.description
+        self.gap_s = gap_s
+        self._offset_s = 0.0
+        self._clips = 0
+
+    def open(self) -> None:
+        """Start from the first clip."""
+        self.inner.open()
+        self._offset_s = 0.0
+        self._clips = 0
+
+    def read(self) -> Any:
+        """The next frame, its time shifted by the pauses so far."""
+        from vision.capture import Grab
+
+        grab = self.inner.read()
+        if grab is None:
+            return None
+        if grab.clip_start is not None:
+            self._clips += 1
+            if self._clips > 1:
+                self._offset_s += self.gap_s
+        media = None if grab.media_time_s is None else grab.media_time_s + self._offset_s
+        return Grab(image=grab.image, media_time_s=media, clip_start=grab.clip_start)
+
+    def close(self) -> None:
+        """Stop playing."""
+        self.inner.close()
+
+
+@dataclass
+class DemoCroupier:
+    """Plays the dealer of the demo table over REST: before a throw, a round waiting for dice."""
+
+    client: httpx.Client
+    table_id: str = DEMO_TABLE
+    wagers: tuple[dict[str, Any], ...] = DEMO_WAGERS
+    rounds_opened: int = 0
+
+    def _ok(self, response: httpx.Response) -> dict[str, Any]:
+        if response.status_code >= 400:
+            raise RuntimeError(
+                f"demo croupier: {response.request.method} {response.request.url.path}: "
+                f"{response.status_code} {response.text[:300]}"
+            )
+        data: dict[str, Any] = response.json()
+        return data
+
+    def prepare(self, _clip: str = "") -> None:
+        """Make sure a round is waiting for dice: open one, bet, no more bets (when none is)."""
+        response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
+        if response.status_code == 404:
+            current = self._ok(self.client.post(f"/v1/tables/{self.table_id}/rounds"))
+            self.rounds_opened += 1
+        else:
+            current = self._ok(response)
+        if current["phase"] == "betting":
+            if not current["wagers"]:
+                self._ok(
+                    self.client.post(f"/v1/rounds/{current['id']}/wagers", json={"wagers": list(self.wagers)})
+                )
+            self._ok(self.client.post(f"/v1/rounds/{current['id']}/no-more-bets"))
+
+
+# --------------------------------------------------------------------------------------------- service
+def read_or_create_key(database: Database, path: Path, *, role: Role, name: str) -> str:
+    """The key stored in `path` if it still works, else a new one written there (mode 0600)."""
+    if path.is_file():
+        key = path.read_text(encoding="utf-8").strip()
+        with database.read_session() as session:
+            principal = authenticate(session, key)
+        if principal is not None and principal.role is role:
+            return key
+    with database.session() as session:
+        secret = create_key(session, role=role, name=name).secret
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(secret + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return secret
+
+
+@dataclass
+class LiveService:
+    """The service's live loops (see the module docstring)."""
+
+    settings: Settings
+    database: Database
+    metrics: Metrics
+    app_state: Any
+    loops: list[LiveLoop] = field(default_factory=list)
+    _keys: list[int] = field(default_factory=list)
+    _clients: list[httpx.Client] = field(default_factory=list)
+    _starter: threading.Thread | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def rules_url(self) -> str:
+        """Where rolls go."""
+        return self.settings.rules_url or self.settings.self_url
+
+    def start(self) -> None:
+        """Start the loops in the background once this service answers (they post to it)."""
+        if not (self.settings.demo or self.settings.live_tables):
+            return
+        if self.settings.demo:
+            self._ensure_demo_table()
+        self._starter = threading.Thread(target=self._start_loops, name="live-start", daemon=True)
+        self._starter.start()
+
+    def stop(self) -> None:
+        """Stop every loop and revoke the keys made for them."""
+        self._stopping.set()
+        if self._starter is not None:
+            self._starter.join(10)
+        for loop in self.loops:
+            loop.stop()
+            loop.rules.close()
+        for client in self._clients:
+            client.close()
+        if self._keys:
+            with self.database.session() as session:
+                for key_id in self._keys:
+                    revoke_key(session, key_id)
+
+    def _new_key(self, role: Role, name: str) -> str:
+        with self.database.session() as session:
+            new = create_key(session, role=role, name=name)
+        self._keys.append(new.key_id)
+        return new.secret
+
+    def _ensure_demo_table(self) -> None:
+        with self.database.session() as session:
+            if session.get(GameTable, DEMO_TABLE) is None:
+                session.add(
+                    GameTable(id=DEMO_TABLE, game="hrd10", settings={}, camera_source="demo:api/demo_clips")
+                )
+                audit.append(
+                    session,
+                    actor="system:demo",
+                    action="table.create",
+                    subject=f"table:{DEMO_TABLE}",
+                    payload={"id": DEMO_TABLE, "game": "hrd10", "demo": True},
+                )
+        # A surveillance key for the dashboard, kept across restarts of the demo.
+        read_or_create_key(
+            self.database, self.settings.demo_key_path, role=Role.SURVEILLANCE, name="demo-dashboard"
+        )
+
+    def _wait_until_up(self) -> bool:
+        deadline = time.monotonic() + 60.0
+        while not self._stopping.is_set() and time.monotonic() < deadline:
+            try:
+                if httpx.get(self.settings.self_url.rstrip("/") + "/healthz", timeout=2.0).status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+            self._stopping.wait(0.2)
+        return False
+
+    def _reader(self) -> Any:
+        from vision.reader import Reader
+
+        reader = getattr(self.app_state, "reader", None)
+        if reader is None:
+            reader = Reader(threads=1)
+            self.app_state.reader = reader
+        return reader
+
+    def _start_loops(self) -> None:
+        from vision.onnx_session import ModelError
+
+        if not self._wait_until_up():
+            log.error("live: the service did not come up at %s; no live loop started", self.settings.self_url)
+            return
+        recorder = DatabaseRecorder(self.database, self.settings, self.metrics, actor="reader:live")
+        try:
+            reader = self._reader()
+        except ModelError as exc:
+            for table_id in self._table_ids():
+                recorder.alert(
+                    table_id=table_id,
+                    kind="reader_unavailable",
+                    message=f"the live table cannot read dice: {exc}",
+                    data={"error": str(exc)},
+                )
+            return
+        for table_id, game, source, calibration_id in self._tables():
+            if self._stopping.is_set():
+                return
+            try:
+                loop = self._loop(table_id, game, source, calibration_id, reader, recorder)
+            except Exception as exc:  # a bad camera source or calibration: say so, start the others
+                log.exception("live: table %s not started", table_id)
+                recorder.alert(
+                    table_id=table_id,
+                    kind="live_loop_stopped",
+                    message=f"the live loop could not start: {exc}",
+                    data={"error": str(exc)},
+                )
+                continue
+            self.loops.append(loop)
+            loop.start()
+
+    def _table_ids(self) -> list[str]:
+        return [t[0] for t in self._tables()]
+
+    def _tables(self) -> list[tuple[str, str, str, str | None]]:
+        from sqlalchemy import select
+
+        with self.database.read_session() as session:
+            rows = session.execute(
+                select(GameTable.id, GameTable.game, GameTable.camera_source, GameTable.calibration_id)
+            ).all()
+        out: list[tuple[str, str, str, str | None]] = []
+        for table_id, game, source, calibration_id in rows:
+            if table_id == DEMO_TABLE and self.settings.demo:
+                out.append((table_id, game, "demo", None))
+            elif self.settings.live_tables and source and table_id != DEMO_TABLE:
+                out.append((table_id, game, str(source), calibration_id))
+        return out
+
+    def _loop(
+        self,
+        table_id: str,
+        game: str,
+        source: str,
+        calibration_id: str | None,
+        reader: Any,
+        recorder: DatabaseRecorder,
+    ) -> LiveLoop:
+        from vision.capture import Capture, CaptureConfig, open_capture
+        from vision.settle import SettleDetector
+
+        key = (
+            self.settings.rules_key.get_secret_value()
+            if self.settings.rules_key is not None
+            else self._new_key(Role.READER, f"live-{table_id}")
+        )
+        rules = RulesClient(base_url=self.rules_url, key=key)
+        expected = 10 if game == "hrd10" else 6
+        on_read = self._count_read
+        if source == "demo":
+            dealer = httpx.Client(
+                base_url=self.settings.self_url.rstrip("/"),
+                headers={"Authorization": f"Bearer {self._new_key(Role.DEALER, 'demo-croupier')}"},
+                timeout=10.0,
+            )
+            self._clients.append(dealer)
+            croupier = DemoCroupier(dealer)
+            capture = Capture(
+                PacedDemoGrabber(self.settings.demo_clips_dir),
+                table_id=table_id,
+                source_id="demo",
+                config=CaptureConfig(realtime=True),
+            )
+
+            def demo_geometry(clip: str) -> TableGeometry | None:
+                geometry, cal_id = clip_geometry(clip)
+                loop.calibration_id = cal_id
+                return geometry
+
+            loop = LiveLoop(
+                config=LiveConfig(table_id=table_id, expected_dice=expected),
+                items=capture,
+                detector=SettleDetector(),
+                reader=reader,
+                rules=rules,
+                recorder=recorder,
+                geometry_for_clip=demo_geometry,
+                on_clip=croupier.prepare,
+                on_read=on_read,
+                upload_evidence=self.settings.rules_url is not None,
+            )
+            return loop
+        geometry = None
+        if calibration_id:
+            from calibration.store import load_table
+            from vision.judge.geometry import TableGeometry
+
+            geometry = TableGeometry.from_calibration(
+                load_table(self.settings.calibration_dir, calibration_id)
+            )
+        loop = LiveLoop(
+            config=LiveConfig(table_id=table_id, expected_dice=expected, calibration_id=calibration_id),
+            items=open_capture(source, table_id=table_id, config=CaptureConfig()),
+            detector=SettleDetector(),
+            reader=reader,
+            rules=rules,
+            recorder=recorder,
+            geometry=geometry,
+            on_read=on_read,
+            upload_evidence=self.settings.rules_url is not None,
+        )
+        return loop
+
+    def _count_read(self, read: LiveRead) -> None:
+        log.info(
+            "live %s: %s %s faces=%s rest->posted %.0f ms%s",
+            read.roll_id,
+            read.kind,
+            read.verdict,
+            list(read.faces),
+            read.rest_to_posted_ms,
+            f" ({read.error})" if read.error else "",
+        )
+
+    def status(self) -> list[dict[str, Any]]:
+        """Per loop: table, camera health, frames, throws read, last read (for the dashboard)."""
+        out = []
+        for loop in self.loops:
+            last = loop.reads[-1] if loop.reads else None
+            out.append(
+                {
+                    "table_id": loop.config.table_id,
+                    "camera_ok": loop.camera_ok,
+                    "frames": loop.frames,
+                    "throws_read": len(loop.reads),
+                    "running": loop.failure is None,
+                    "last_rest_to_posted_ms": None if last is None else round(last.rest_to_posted_ms, 1),
+                }
+            )
+        return out

@@ -1,0 +1,245 @@
+// throwbox dashboard: plain JS, no build step, no CDN. Reads the service's API with a key kept in
+// sessionStorage; follows /v1/events with fetch() (EventSource cannot send an Authorization header).
+"use strict";
+
+const KEY_ITEM = "throwbox.key";
+const MAX_ITEMS = 20;
+const $ = (id) => document.getElementById(id);
+let key = null;
+let tableId = null;
+let lastEventId = 0;
+let streamAbort = null;
+let latestRead = null;
+let imageTimer = null;
+
+function takeKeyFromHash() {
+  const match = /(?:^#|&)key=([^&]+)/.exec(window.location.hash);
+  if (match) {
+    sessionStorage.setItem(KEY_ITEM, decodeURIComponent(match[1]));
+    history.replaceState(null, "", window.location.pathname + window.location.search);
+  }
+}
+
+async function api(path, options = {}) {
+  const headers = Object.assign({ Authorization: "Bearer " + key }, options.headers || {});
+  const response = await fetch(path, Object.assign({}, options, { headers }));
+  if (response.status === 401 || response.status === 403) {
+    throw new Error("the key was refused (" + response.status + "): use a dealer or surveillance key");
+  }
+  return response;
+}
+
+function text(tag, content, cls) {
+  const el = document.createElement(tag);
+  el.textContent = content;
+  if (cls) el.className = cls;
+  return el;
+}
+
+function timeOf(iso) {
+  return iso ? new Date(iso).toLocaleTimeString() : "";
+}
+
+function prepend(list, item) {
+  list.insertBefore(item, list.firstChild);
+  while (list.children.length > MAX_ITEMS) list.removeChild(list.lastChild);
+}
+
+function describeRead(data) {
+  const parts = [data.verdict.toUpperCase()];
+  if (data.faces && data.faces.length) parts.push("faces " + data.faces.join(" "));
+  if (data.winner != null) parts.push("winner " + data.winner + " x" + data.match_count);
+  if (data.extra_roll) parts.push("Extra Roll: " + data.extra_roll.new_matches + " new matches, "
+    + data.extra_roll.kept + " kept");
+  if (data.layout) parts.push("layout box " + (data.layout.ok ? "OK" : "WRONG"));
+  if (data.reasons && data.reasons.length) parts.push(data.reasons.slice(0, 2).join("; "));
+  return parts.join(" | ");
+}
+
+async function showFrame(sha256) {
+  const response = await api("/v1/evidence/" + sha256);
+  if (!response.ok) return;
+  const blob = await response.blob();
+  const img = $("frame");
+  const old = img.src;
+  img.src = URL.createObjectURL(blob);
+  img.dataset.sha256 = sha256;
+  if (old && old.startsWith("blob:")) URL.revokeObjectURL(old);
+}
+
+function onRead(event) {
+  const data = event.data;
+  latestRead = data;
+  const caption = $("read");
+  caption.textContent = "";
+  caption.appendChild(text("span", describeRead(data), data.verdict));
+  caption.appendChild(text("span", "  " + timeOf(event.created_at) + " " + (data.frame_id || ""), "time"));
+  caption.dataset.verdict = data.verdict;
+  if (data.evidence_sha256) {
+    clearTimeout(imageTimer);  // a backlog of reads shows only the newest frame
+    imageTimer = setTimeout(() => showFrame(data.evidence_sha256), 150);
+  }
+}
+
+function onRoll(event) {
+  const d = event.data;
+  const li = text("li", "");
+  li.appendChild(text("span", timeOf(event.created_at) + " ", "time"));
+  li.appendChild(text("span", d.verdict + " ", d.verdict));
+  li.appendChild(text("span", "round " + d.round_id + " [" + (d.faces || []).join(" ") + "] -> " + d.phase
+    + (event.type === "invalid_roll" && d.rethrow ? " (rethrow)" : "")));
+  li.dataset.rollId = d.roll_id;
+  prepend($("rolls"), li);
+}
+
+function onAlert(event) {
+  const d = event.data;
+  const li = text("li", "");
+  li.className = "alert";
+  li.dataset.kind = d.kind;
+  li.appendChild(text("span", timeOf(event.created_at) + " ", "time"));
+  li.appendChild(text("span", d.kind + " ", "alert-kind"));
+  li.appendChild(text("span", d.message));
+  const sha = d.data && d.data.evidence_sha256;
+  if (sha) {
+    const link = text("a", " [frame]");
+    link.href = "#";
+    link.onclick = (e) => { e.preventDefault(); showFrame(sha); };
+    li.appendChild(link);
+  }
+  prepend($("alerts"), li);
+}
+
+async function refreshRound() {
+  const box = $("round");
+  const response = await api("/v1/tables/" + encodeURIComponent(tableId) + "/rounds/current");
+  if (response.status === 404) {
+    box.textContent = "no open round";
+    return;
+  }
+  if (!response.ok) return;
+  const round = await response.json();
+  box.textContent = "";
+  const s = round.summary || {};
+  let line = "round " + round.id + " (" + round.game + "), phase " + round.phase;
+  if (s.first_roll) line += "; roll one [" + s.first_roll.faces.join(" ") + "] winner " + s.first_roll.winner
+    + " x" + s.first_roll.match_count;
+  if (s.rethrows && s.rethrows.length) line += "; " + s.rethrows.length + " rethrow(s)";
+  box.appendChild(text("div", line));
+  const table = document.createElement("table");
+  table.className = "wagers";
+  for (const w of round.wagers) {
+    const tr = document.createElement("tr");
+    const what = w.kind + (w.face != null ? " " + w.face : "") + (w.count != null ? " " + w.count : "");
+    for (const cell of ["seat " + w.seat, what, "$" + w.amount]) tr.appendChild(text("td", cell));
+    table.appendChild(tr);
+  }
+  box.appendChild(table);
+}
+
+async function onSettlement(event) {
+  const d = event.data;
+  const seats = Object.entries(d.seats || {}).map(([seat, t]) => "seat " + seat + " net " + t.net).join(", ");
+  const li = text("li", "");
+  li.appendChild(text("span", timeOf(event.created_at) + " ", "time"));
+  li.appendChild(text("span", "settled round " + d.round_id + (d.final ? "" : " (roll one)") + ": " + seats, "valid"));
+  prepend($("rolls"), li);
+}
+
+function handle(event) {
+  lastEventId = Math.max(lastEventId, event.id);
+  if (tableId && event.table_id && event.table_id !== tableId) return;
+  if (event.type === "read") onRead(event);
+  else if (event.type === "roll" || event.type === "invalid_roll") onRoll(event);
+  else if (event.type === "alert") onAlert(event);
+  else if (event.type === "settlement") onSettlement(event);
+  if (["round_opened", "wager_placed", "no_more_bets", "roll", "invalid_roll", "settlement"].includes(event.type)) {
+    refreshRound().catch(() => {});
+  }
+}
+
+function parseBlock(block) {
+  let data = "";
+  for (const line of block.split("\n")) {
+    if (line.startsWith("data:")) data += line.slice(5).trim();
+  }
+  return data ? JSON.parse(data) : null;
+}
+
+async function follow() {
+  for (;;) {
+    streamAbort = new AbortController();
+    try {
+      const url = "/v1/events?after=" + lastEventId + "&table_id=" + encodeURIComponent(tableId);
+      const response = await api(url, { signal: streamAbort.signal });
+      if (!response.ok) throw new Error("event stream: HTTP " + response.status);
+      $("stream").textContent = "live";
+      $("stream").className = "pill on";
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let cut;
+        while ((cut = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const event = parseBlock(block);
+          if (event) handle(event);
+        }
+      }
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      if (String(err.message).includes("refused")) { logout(err.message); return; }
+    }
+    $("stream").textContent = "reconnecting";
+    $("stream").className = "pill off";
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+function logout(message) {
+  sessionStorage.removeItem(KEY_ITEM);
+  if (streamAbort) streamAbort.abort();
+  $("main").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+}
+
+async function start() {
+  key = sessionStorage.getItem(KEY_ITEM);
+  if (!key) { logout(""); return; }
+  let tables;
+  try {
+    const response = await api("/v1/tables");
+    if (!response.ok) throw new Error("cannot list tables: HTTP " + response.status);
+    tables = await response.json();
+  } catch (err) { logout(err.message); return; }
+  const select = $("table");
+  select.textContent = "";
+  const wanted = new URLSearchParams(window.location.search).get("table");
+  for (const t of tables) select.appendChild(new Option(t.id + " (" + t.game + ")", t.id));
+  if (!tables.length) select.appendChild(new Option("no tables", ""));
+  tableId = wanted || (tables.find((t) => t.id === "demo") || tables[0] || { id: "" }).id;
+  select.value = tableId;
+  $("login").hidden = true;
+  $("main").hidden = false;
+  refreshRound().catch(() => {});
+  follow();
+}
+
+$("login").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(KEY_ITEM, $("key").value.trim());
+  start();
+});
+$("forget").addEventListener("click", () => logout("key forgotten"));
+$("table").addEventListener("change", () => {
+  const url = new URL(window.location.href);
+  url.searchParams.set("table", $("table").value);
+  window.location.href = url.toString();
+});
+takeKeyFromHash();
+start();
