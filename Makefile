@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install the project with its test tools
 
-run: install  ## start the service on http://127.0.0.1:8000
-	$(BIN)/throwbox serve
+run: install  ## start the service with the demo table on http://127.0.0.1:8000 (dashboard at /)
+	$(BIN)/throwbox serve --demo
 
 test: install lint typecheck pytest  ## the whole gate: lint, format check, types, tests
 
