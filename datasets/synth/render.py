@@ -15,6 +15,7 @@ from the intrinsics so that a world point lands on exactly the pixel `Camera.pro
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -40,7 +41,8 @@ from datasets.synth.textures import (
 
 ImageArray = NDArray[np.uint8]
 NEAR_M, FAR_M = 0.05, 5.0
-_HIDDEN = [0.0, 0.0, -100.0]  # where pooled bodies wait between renders, far outside any view
+PREFILL_DICE = 10  # dice of each style kept in the pool
+PREFILL_CHIPS = 40  # chips kept in the pool (the scenarios use at most 3 stacks of 8)
 
 
 class RenderError(RuntimeError):
@@ -153,35 +155,73 @@ def _shared_egl_client() -> int | None:
     return cid
 
 
+@dataclass
+class _World:
+    """Textures written to disk, their meshes, and the pool of bodies of one client and layout."""
+
+    assets: Path
+    meshes: dict[str, Path]
+    pool: dict[tuple[object, ...], list[int]]
+
+
+# One world per (layout, die edge) on the process's shared EGL client: every renderer in a process draws
+# into the same world, so its bodies (and so its shadows, see `_prefill`) never depend on how many
+# renderers a process made, and textures are written and loaded once.
+_SHARED_WORLDS: dict[tuple[ThrowBoxLayout, float], _World] = {}
+
+
+def _new_world(layout: ThrowBoxLayout, die_edge_mm: float) -> _World:
+    assets = Path(tempfile.mkdtemp(prefix="throwbox-synth-"))
+    meshes: dict[str, Path] = {}
+    for style in (*DIE_STYLES, FACE_ID_STYLE):
+        meshes[f"die:{style.name}"] = write_die_mesh(assets, style, edge_m=die_edge_mm / 1000.0)
+    for name, bgr in FELT_COLOURS:
+        for i, ink in enumerate(INK_COLOURS):
+            key = f"{name}-{i}"
+            meshes[f"felt:{key}"] = write_felt_mesh(assets, key, layout, felt_bgr=bgr, ink_bgr=ink)
+    return _World(assets, meshes, {})
+
+
+@atexit.register
+def _remove_shared_assets() -> None:
+    for world in _SHARED_WORLDS.values():
+        shutil.rmtree(world.assets, ignore_errors=True)
+
+
 class SceneRenderer:
-    """One pybullet client for rendering; rebuilds the scene's bodies for every render.
+    """Renders scenes into a pybullet client, reusing a pool of bodies between renders.
 
     Args:
         layout: the throw box.
         prefer_egl: try the EGL plugin first (falls back to TinyRenderer when it cannot load).
+        die_edge_mm: die size of the meshes.
     """
 
     def __init__(self, layout: ThrowBoxLayout, *, prefer_egl: bool = True, die_edge_mm: float = 19.0) -> None:
         self.layout = layout
         self.prefer_egl = prefer_egl and os.environ.get("THROWBOX_RENDERER", "").lower() != "tiny"
         self.die_edge_mm = die_edge_mm
-        self._assets = Path(tempfile.mkdtemp(prefix="throwbox-synth-"))
-        self._meshes: dict[str, Path] = {}
-        for style in (*DIE_STYLES, FACE_ID_STYLE):
-            self._meshes[f"die:{style.name}"] = write_die_mesh(
-                self._assets, style, edge_m=die_edge_mm / 1000.0
-            )
-        for name, bgr in FELT_COLOURS:
-            for i, ink in enumerate(INK_COLOURS):
-                key = f"{name}-{i}"
-                self._meshes[f"felt:{key}"] = write_felt_mesh(
-                    self._assets, key, layout, felt_bgr=bgr, ink_bgr=ink
-                )
         self._cid: int | None = None
         self._egl = False
-        self._pool: dict[tuple[object, ...], list[int]] = {}
+        self._world: _World | None = None
+        # Pooled bodies wait between renders inside the table slab (10 cm thick, top 0.5 mm under the felt):
+        # out of sight, and inside the scene's bounds, so how many are pooled never changes an image (a
+        # far-away hiding place changed the shadows: images then depended on what was rendered before).
+        self._hidden = [layout.width_mm / 2000.0, layout.depth_mm / 2000.0, -0.06]
         self._used: dict[tuple[object, ...], int] = {}
         self._shown: list[int] = []
+
+    @property
+    def _meshes(self) -> dict[str, Path]:
+        if self._world is None:
+            raise RenderError("renderer not started")
+        return self._world.meshes
+
+    @property
+    def _pool(self) -> dict[tuple[object, ...], list[int]]:
+        if self._world is None:
+            raise RenderError("renderer not started")
+        return self._world.pool
 
     @staticmethod
     def felt_names() -> tuple[str, ...]:
@@ -194,20 +234,16 @@ class SceneRenderer:
         return "egl" if self._egl else "tiny"
 
     def close(self) -> None:
-        """Release this renderer (the shared EGL client stays up for the process) and its textures."""
+        """Release this renderer: a TinyRenderer client is closed; the shared EGL world stays."""
         import pybullet as pb
 
         if self._cid is not None and not self._egl:
             with contextlib.suppress(Exception):
                 pb.disconnect(physicsClientId=self._cid)
-        elif self._cid is not None:
-            for bodies in self._pool.values():
-                for body in bodies:
-                    with contextlib.suppress(Exception):
-                        pb.removeBody(body, physicsClientId=self._cid)
-        self._pool = {}
+            if self._world is not None:
+                shutil.rmtree(self._world.assets, ignore_errors=True)
         self._cid = None
-        shutil.rmtree(self._assets, ignore_errors=True)
+        self._world = None
 
     def __enter__(self) -> SceneRenderer:
         return self
@@ -223,9 +259,13 @@ class SceneRenderer:
         if self.prefer_egl:
             cid = _shared_egl_client()
             if cid is not None:
-                self._cid, self._egl = cid, True
+                key = (self.layout, self.die_edge_mm)
+                if key not in _SHARED_WORLDS:
+                    _SHARED_WORLDS[key] = _new_world(self.layout, self.die_edge_mm)
+                self._cid, self._egl, self._world = cid, True, _SHARED_WORLDS[key]
                 return cid
         self._cid, self._egl = int(pb.connect(pb.DIRECT)), False
+        self._world = _new_world(self.layout, self.die_edge_mm)
         return self._cid
 
     def _take(self, cid: int, key: tuple[object, ...], make: Callable[[], int]) -> int:
@@ -243,6 +283,39 @@ class SceneRenderer:
         self._shown.append(body)
         return body
 
+    def _prefill(self, cid: int) -> None:
+        """Create the whole pool up front (every felt, 10 dice of every style, walls, 40 chips), warm up.
+
+        The shadows pybullet's OpenGL renderer draws depend on every body in the world, hidden ones
+        included (measured: the same scene's shadow edges moved by up to 22 grey levels depending on what
+        had been rendered before). With the pool complete from the start, the world is the same for every
+        render, so an image depends only on its scene, whatever the worker saw before.
+        """
+        import pybullet as pb
+
+        self._used, self._shown = {}, []
+        for felt in self.felt_names():
+            self._mesh_body(cid, f"felt:{felt}")
+        for style in (*DIE_STYLES, FACE_ID_STYLE):
+            for _ in range(PREFILL_DICE):
+                self._mesh_body(cid, f"die:{style.name}")
+        defaults = SceneLook(die_styles=(), felt="")
+        self._box_body(cid, [1.5, 1.5, 0.05], list(defaults.table_rgba))
+        for _, half in wall_boxes_m(self.layout):
+            self._box_body(cid, list(half), list(defaults.wall_rgba))
+        for _ in range(PREFILL_CHIPS):
+            self._chip_body(cid, [1.0, 1.0, 1.0, 1.0])
+        self._used, self._shown = {}, []
+        # The first two renders of a client draw shadow edges differently from every later one (measured:
+        # up to 22 grey levels on about 2 % of the pixels); two tiny renders first make every image the
+        # same whether it is a worker's first or its hundredth.
+        renderer = pb.ER_BULLET_HARDWARE_OPENGL if self._egl else pb.ER_TINY_RENDERER
+        view = pb.computeViewMatrix([0.3, 0.2, 1.0], [0.3, 0.2, 0.0], [0.0, 1.0, 0.0], physicsClientId=cid)
+        proj = pb.computeProjectionMatrixFOV(40.0, 1.0, NEAR_M, FAR_M, physicsClientId=cid)
+        for _ in range(2):
+            with _quiet_stdout():
+                pb.getCameraImage(8, 8, view, proj, shadow=1, renderer=renderer, physicsClientId=cid)
+
     def _place(self, cid: int, body: int, pos_m: list[float], quat: list[float]) -> None:
         import pybullet as pb
 
@@ -253,7 +326,7 @@ class SceneRenderer:
 
         def make() -> int:
             vs = pb.createVisualShape(pb.GEOM_MESH, fileName=str(self._meshes[key]), physicsClientId=cid)
-            return int(pb.createMultiBody(0, -1, vs, _HIDDEN, physicsClientId=cid))
+            return int(pb.createMultiBody(0, -1, vs, self._hidden, physicsClientId=cid))
 
         return self._take(cid, ("mesh", key), make)
 
@@ -262,7 +335,7 @@ class SceneRenderer:
 
         def make() -> int:
             vs = pb.createVisualShape(pb.GEOM_BOX, halfExtents=half, rgbaColor=rgba, physicsClientId=cid)
-            return int(pb.createMultiBody(0, -1, vs, _HIDDEN, physicsClientId=cid))
+            return int(pb.createMultiBody(0, -1, vs, self._hidden, physicsClientId=cid))
 
         return self._take(cid, ("box", tuple(half), tuple(rgba)), make)
 
@@ -277,7 +350,7 @@ class SceneRenderer:
                 rgbaColor=[1.0, 1.0, 1.0, 1.0],
                 physicsClientId=cid,
             )
-            return int(pb.createMultiBody(0, -1, vs, _HIDDEN, physicsClientId=cid))
+            return int(pb.createMultiBody(0, -1, vs, self._hidden, physicsClientId=cid))
 
         body = self._take(cid, ("chip",), make)
         pb.changeVisualShape(body, -1, rgbaColor=rgba, physicsClientId=cid)
@@ -299,6 +372,8 @@ class SceneRenderer:
         if len(look.die_styles) != len(dice):
             raise ValueError(f"{len(dice)} dice but {len(look.die_styles)} die styles")
         cid = self._client()
+        if not self._pool:
+            self._prefill(cid)
         self._used = {}
         self._shown = []
         identity = [0.0, 0.0, 0.0, 1.0]
@@ -307,8 +382,8 @@ class SceneRenderer:
             w, d = lay.width_mm / 1000.0, lay.depth_mm / 1000.0
             self._place(cid, self._mesh_body(cid, f"felt:{look.felt}"), [0.0, 0.0, 0.0], identity)
             # The table around the box, a little below the felt so the two never fight for depth.
-            table = self._box_body(cid, [1.5, 1.5, 0.01], list(look.table_rgba))
-            self._place(cid, table, [w / 2, d / 2, -0.0105], identity)
+            table = self._box_body(cid, [1.5, 1.5, 0.05], list(look.table_rgba))
+            self._place(cid, table, [w / 2, d / 2, -0.0505], identity)
             for centre, half in wall_boxes_m(lay):
                 self._place(
                     cid, self._box_body(cid, list(half), list(look.wall_rgba)), list(centre), identity
@@ -350,7 +425,7 @@ class SceneRenderer:
             # Out of sight until the next render (another renderer may share this client).
             for body in self._shown:
                 with contextlib.suppress(Exception):
-                    pb.resetBasePositionAndOrientation(body, _HIDDEN, [0, 0, 0, 1], physicsClientId=cid)
+                    pb.resetBasePositionAndOrientation(body, self._hidden, [0, 0, 0, 1], physicsClientId=cid)
         width, height = int(result[0]), int(result[1])
         pixels = np.asarray(result[2], dtype=np.uint8).reshape(height, width, 4)
         seg = np.asarray(result[4], dtype=np.int32).reshape(height, width)

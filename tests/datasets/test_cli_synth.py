@@ -80,3 +80,38 @@ def test_contact_sheet_of_fresh_scenes_one_per_scenario(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "--width", "160", "--height", "120"])
     assert result.exit_code == 0, result.output
     assert "2 scenes" in result.output and sheet.stat().st_size > 5_000
+
+
+def test_same_data_set_with_one_or_two_workers(tmp_path: Path) -> None:
+    """Each scene is a function of (seed, index): the worker count changes nothing, images included."""
+    args = ["--scenes", "3", "--seed", "9", "--width", "160", "--height", "120", "--mix", "normal=1,cocked=1"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert runner.invoke(app, ["synth", str(one), *args, "--workers", "1"]).exit_code == 0
+    assert runner.invoke(app, ["synth", str(two), *args, "--workers", "2"]).exit_code == 0
+    for sub in ("labels", "images"):
+        names = sorted(p.name for p in (one / sub).iterdir())
+        assert names == sorted(p.name for p in (two / sub).iterdir()) and len(names) == 3
+        for name in names:
+            assert (one / sub / name).read_bytes() == (two / sub / name).read_bytes(), name
+
+
+def test_synth_writes_throw_videos(tmp_path: Path) -> None:
+    args = [
+        "synth",
+        str(tmp_path),
+        "--scenes",
+        "0",
+        "--videos",
+        "1",
+        "--dice",
+        "6",
+        "--width",
+        "96",
+        "--height",
+        "72",
+    ]
+    result = runner.invoke(app, [*args, "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert "wrote 1 throw videos" in result.output
+    (doc,) = list((tmp_path / "videos").glob("*/video.json"))
+    assert json.loads(doc.read_text())["final"]["expected_dice"] == 6
