@@ -102,7 +102,11 @@ def run(
         row = summary["confusion_truth_rows_read_cols"][t]
         typer.echo("    " + f"{t:>13}" + "".join(f"{row[c]:>13}" for c in READ_VERDICTS))
     typer.echo("  | figure | value | of |")
-    typer.echo(f"  | die on die: recall | {r['die_on_die']}% | {s['die_on_die']} rolls |")
+    typer.echo(f"  | die on die: recall (reason die_on_die) | {r['die_on_die']}% | {s['die_on_die']} rolls |")
+    typer.echo(
+        f"  | die on die: called invalid (any reason) | {r['die_on_die_invalid_any_reason']}% "
+        f"| {s['die_on_die']} rolls |"
+    )
     typer.echo(f"  | die off table: recall | {r['die_off_table']}% | {s['die_off_table']} rolls |")
     typer.echo(f"  | void (more than one side resting): recall | {r['void']}% | {s['void']} rolls |")
     typer.echo(

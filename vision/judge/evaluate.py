@@ -132,6 +132,9 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     """Judge every record with `config` and compute the verdict figures."""
     confusion = {t: dict.fromkeys(READ_VERDICTS, 0) for t in TRUTH_VERDICTS}
     kinds = {k: [0, 0] for k in ("die_on_die", "die_off_table", "void")}  # [found, total]
+    # A die on a die hides the one beneath it more often than not (the count is then short, which the
+    # judge reports as die_off_table): so also count such rolls called invalid for any reason.
+    on_die_invalid = 0
     cocked_total = cocked_found = cocked_value_right = 0
     valid_total = valid_rethrow = valid_nd = 0
     reasons_on_valid: Counter[str] = Counter()
@@ -150,6 +153,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         if "stacked" in rec.truth_reasons:
             kinds["die_on_die"][1] += 1
             kinds["die_on_die"][0] += int(j.verdict is Verdict.INVALID and "die_on_die" in codes)
+            on_die_invalid += int(j.verdict is Verdict.INVALID)
         if "off_table" in rec.truth_reasons or "missing" in rec.truth_reasons:
             kinds["die_off_table"][1] += 1
             kinds["die_off_table"][0] += int(j.verdict is Verdict.INVALID and "die_off_table" in codes)
@@ -182,7 +186,10 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "verdict_accuracy_pct": _pct(right, total),
         "confusion_truth_rows_read_cols": confusion,
         "recall_pct": {k: _pct(v[0], v[1]) for k, v in kinds.items()}
-        | {"cocked_read_by_rule": _pct(cocked_found, cocked_total)},
+        | {
+            "die_on_die_invalid_any_reason": _pct(on_die_invalid, kinds["die_on_die"][1]),
+            "cocked_read_by_rule": _pct(cocked_found, cocked_total),
+        },
         "support": {k: v[1] for k, v in kinds.items()} | {"cocked_dice": cocked_total},
         "cocked_value_right_pct": _pct(cocked_value_right, cocked_found),
         "valid_rolls": valid_total,
@@ -196,6 +203,7 @@ SWEEPS: dict[str, tuple[float, ...]] = {
     "min_state_confidence": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99),
     "overlap_stacked": (0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 1.0),
     "cocked_wedged_margin": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8),
+    "max_readable_tilt_deg": (30.0, 35.0, 38.0, 40.0, 42.0, 44.0, 46.0, 50.0, 90.0),
 }
 
 
@@ -254,8 +262,9 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(curves), figsize=(5.0 * len(curves), 4.2))
-    for ax, (name, rows) in zip(np.atleast_1d(axes), curves.items(), strict=True):
+    n_rows = (len(curves) + 1) // 2
+    fig, axes = plt.subplots(n_rows, 2, figsize=(11.0, 4.0 * n_rows), squeeze=False)
+    for ax, (name, rows) in zip(axes.flat, curves.items(), strict=False):
         xs = [row[name] for row in rows]
         for key, style in (
             ("valid_called_invalid_or_void_pct", "r-o"),
@@ -272,7 +281,7 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
         ax.set_xlabel(f"{name} (grey: default)")
         ax.set_ylabel("%")
         ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].legend(fontsize=7, loc="center left")
+    axes.flat[0].legend(fontsize=7, loc="center left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
