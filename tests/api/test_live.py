@@ -1,0 +1,459 @@
+"""The live table loop against the real service: the shipped synthetic throw clips (release to rest, with
+exact ground truth in video.json) through the capture, the settle detector and a stand-in reader, posted to
+`POST /v1/tables/{id}/rolls`; and every alert: camera lost, the dealer's move to the layout box, a wrong
+dealer call, a wrong payout, a roll the rules engine refuses.
+
+The reader here is a stand-in (`TruthReader`: the clip's ground-truth faces, or readings built by a test):
+these tests are about the loop, not about the reader's models, which have their own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import cv2
+import httpx
+import numpy as np
+import pytest
+
+from api.db.session import Database
+from api.live import LiveConfig, LiveLoop, RollRejectedError, RulesClient, RulesUnreachableError
+from api.live_service import (
+    DEMO_CLIPS,
+    DEMO_WAGERS,
+    DatabaseRecorder,
+    DemoCroupier,
+    PacedDemoGrabber,
+    clip_geometry,
+)
+from api.metrics import Metrics
+from tests.api.conftest import Service, running_service
+from vision.capture import Capture, CaptureConfig, CapturedFrame, CaptureEvent, ClipStarted, Grab
+from vision.judge.geometry import TableGeometry
+from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
+from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
+
+CLIPS = sorted(DEMO_CLIPS.glob("*/throw.mp4"))
+TABLE = "L1"
+
+
+def truth(clip: Path) -> dict[str, Any]:
+    """The clip's video.json."""
+    doc: dict[str, Any] = json.loads((clip.parent / "video.json").read_text(encoding="utf-8"))
+    return doc
+
+
+def die(face: int | None, box: str | None = None, x: float = 0.0) -> DieReading:
+    probs = tuple(1.0 if face == k else 0.0 for k in range(1, 7)) if face else (1 / 6,) * 6
+    cand = DieCandidate(
+        box_xyxy=(x, 0.0, x + 20.0, 20.0),
+        top_quad=((x, 0.0), (x + 20.0, 0.0), (x + 20.0, 20.0), (x, 20.0)),
+        score=0.9,
+    )
+    return DieReading(candidate=cand, face=face, face_probs=probs, uncertain=face is None, layout_box=box)
+
+
+def roll_of(dice: Sequence[DieReading], frame: Frame, *, verdict: Verdict = Verdict.VALID) -> Roll:
+    faces = tuple(d.face for d in dice if d.face is not None)
+    return Roll(
+        dice=tuple(dice),
+        verdict=verdict,
+        reasons=() if verdict is Verdict.VALID else ("made up for the test",),
+        expected_dice=10,
+        faces=faces,
+        winner=None,
+        match_count=None,
+        frame_id=frame.frame_id,
+        table_id=frame.table_id,
+        models={"detector": "stand-in"},
+        timing_ms={"total": 0.0},
+    )
+
+
+class TruthReader:
+    """Reads each frame as the next scripted list of dice (or the current clip's ground-truth faces)."""
+
+    def __init__(self, script: Sequence[Sequence[DieReading]] = ()) -> None:
+        self.script = list(script)
+        self.frames: list[Frame] = []
+        self.clip: Path | None = None
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        self.frames.append(frame)
+        if self.script:
+            return roll_of(self.script.pop(0), frame)
+        assert self.clip is not None
+        faces = truth(self.clip)["final"]["faces"]
+        return roll_of([die(f, x=30.0 * i) for i, f in enumerate(faces)], frame)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Iterator[Service]:
+    with running_service("sqlite", tmp_path / "data") as service:
+        service.ok("POST", "/v1/tables", "admin", 201, json={"id": TABLE, "game": "hrd10"})
+        yield service
+
+
+@pytest.fixture
+def make_loop(svc: Service) -> Iterator[Any]:
+    """`make_loop(items, reader, geometry=..., **LiveLoop options)`; closes what it opened."""
+    # The service's own database, opened a second time (SQLite file), as the service's recorder uses it.
+    database = Database(svc.settings.resolved_database_url)
+    made: list[LiveLoop] = []
+
+    def make(
+        items: Any, reader: TruthReader, *, geometry: TableGeometry | None = None, **kwargs: Any
+    ) -> LiveLoop:
+        loop = LiveLoop(
+            config=LiveConfig(
+                table_id=TABLE, expected_dice=10, calibration_id="test-cal" if geometry else None
+            ),
+            items=items,
+            detector=SettleDetector(),
+            reader=reader,
+            rules=RulesClient(base_url=svc.base_url, key=svc.keys["reader"], backoff_s=0.01),
+            recorder=DatabaseRecorder(database, svc.settings, Metrics(), actor="reader:live-test"),
+            geometry=geometry,
+            **kwargs,
+        )
+        made.append(loop)
+        return loop
+
+    yield make
+    for loop in made:
+        loop.stop()
+        loop.rules.close()
+    database.dispose()
+
+
+def dealer(svc: Service) -> httpx.Client:
+    return httpx.Client(base_url=svc.base_url, headers=svc.headers("dealer"), timeout=10.0)
+
+
+def alerts(svc: Service, kind: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = svc.ok("GET", f"/v1/alerts?table_id={TABLE}", "surveillance")
+    return [a for a in found if a["kind"] == kind]
+
+
+class Tracked:
+    """Wraps the capture: remembers each frame's clip and its index in the clip."""
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+        self.where: dict[str, tuple[Path, int]] = {}
+
+    def __iter__(self) -> Iterator[CapturedFrame | CaptureEvent]:
+        clip: Path | None = None
+        index = 0
+        for item in self.items:
+            if isinstance(item, ClipStarted):
+                clip, index = Path(item.clip), 0
+            elif isinstance(item, CapturedFrame):
+                assert clip is not None
+                self.where[item.frame_id] = (clip, index)
+                index += 1
+            yield item
+
+
+def test_one_read_per_throw_none_while_moving_each_posted_and_settled(svc: Service, make_loop: Any) -> None:
+    assert len(CLIPS) == 4
+    capture = Capture(PacedDemoGrabber(DEMO_CLIPS, gap_s=0.0, loops=1), table_id=TABLE, source_id="demo")
+    tracked = Tracked(capture)
+    reader = TruthReader()
+    with dealer(svc) as client:
+        croupier = DemoCroupier(client, table_id=TABLE)
+
+        def on_clip(clip: str) -> None:
+            reader.clip = Path(clip)
+            croupier.prepare(clip)
+
+        loop = make_loop(tracked, reader, on_clip=on_clip)
+        loop.run()
+    # One read per throw, and never before the ground truth's first frame at rest.
+    assert len(loop.reads) == len(CLIPS)
+    read_clips = [tracked.where[r.roll_id][0] for r in loop.reads]
+    assert read_clips == CLIPS
+    for r in loop.reads:
+        clip, index = tracked.where[r.roll_id]
+        assert index >= truth(clip)["at_rest_frame"], (clip, index)
+        assert r.error is None and r.answer is not None
+        assert r.answer["settled"] is True  # no Extra Roll wager among the demo's: roll one settles
+        assert r.faces == tuple(truth(clip)["final"]["faces"])
+    # The service has each roll (by the frame id), each settled round, and each on the event stream.
+    rolls = svc.ok("GET", f"/v1/tables/{TABLE}/rolls", "surveillance")
+    assert sorted(r["roll_id"] for r in rolls) == sorted(r.roll_id for r in loop.reads)
+    rounds = svc.ok("GET", f"/v1/rounds?table_id={TABLE}", "surveillance")
+    assert len(rounds) == 4 and all(r["settlement"] is not None for r in rounds)
+    assert all(len(r["wagers"]) == len(DEMO_WAGERS) for r in rounds)
+    events = svc.call("GET", f"/v1/events?follow=false&table_id={TABLE}&types=roll,read", "surveillance").text
+    assert events.count("event: roll") == 4 and events.count("event: read") == 4
+    # Posting again (a retry after a lost answer) is answered from the first, applied once.
+    again = loop.rules.post_roll(
+        TABLE,
+        {
+            "roll_id": loop.reads[0].roll_id,
+            "source": "reader",
+            "verdict": "valid",
+            "faces": list(loop.reads[0].faces),
+            "reasons": [],
+            "evidence_sha256": loop.reads[0].evidence_sha256,
+        },
+    )
+    assert again["duplicate"] is True
+    # Each read kept its annotated evidence frame, which the roll refers to.
+    stored = svc.ok("GET", f"/v1/rolls/{loop.reads[0].roll_id}", "surveillance")
+    assert stored["verdict"] == "valid"
+    frame = svc.call("GET", f"/v1/evidence/{loop.reads[0].evidence_sha256}", "surveillance")
+    assert frame.status_code == 200 and frame.headers["content-type"] == "image/jpeg"
+    # Latency from rest to the posted result is measured for every throw.
+    assert all(250.0 <= r.settle_wait_ms <= 400.0 and r.process_ms > 0 for r in loop.reads)
+
+
+class StallingGrabber:
+    """A live camera playing two clips: mid-way through the first throw it stops delivering for
+    `stall_s`, then resumes; the second clip is a fresh throw."""
+
+    live = True
+
+    def __init__(self, clips: Sequence[Path], *, stall_after: int, stall_s: float) -> None:
+        self.frames: list[tuple[np.ndarray, str | None]] = []
+        for clip in clips:
+            cap = cv2.VideoCapture(str(clip))
+            first = True
+            while True:
+                ok, image = cap.read()
+                if not ok:
+                    break
+                self.frames.append((image, str(clip) if first else None))
+                first = False
+            cap.release()
+        # Then the box at rest for a second more, with a sensor's noise (bit-identical frames are a freeze).
+        rng = np.random.default_rng(0)
+        last = self.frames[-1][0]
+        for _ in range(30):
+            noise = rng.integers(0, 2, size=last.shape, dtype=np.uint8)
+            self.frames.append((cv2.add(last, noise), None))
+        self.description = "stalling test camera"
+        self.stall_after = stall_after
+        self.stall_s = stall_s
+        self.index = 0
+        self.stalled_at: float | None = None
+        self.next_s = 0.0
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def read(self) -> Grab | None:
+        now = time.monotonic()
+        if self.index == self.stall_after:
+            if self.stalled_at is None:
+                self.stalled_at = now
+            if now - self.stalled_at < self.stall_s:
+                time.sleep(0.01)
+                return None
+            self.stall_after = -1
+        if self.index >= len(self.frames):
+            return None
+        if now < self.next_s:  # a 30 fps camera
+            time.sleep(self.next_s - now)
+        self.next_s = time.monotonic() + 1 / 30
+        image, clip = self.frames[self.index]
+        self.index += 1
+        return Grab(image=image, clip_start=clip)
+
+
+def test_camera_lost_raises_an_alert_recovers_and_never_reads_the_stale_throw(
+    svc: Service, make_loop: Any
+) -> None:
+    clips = CLIPS[:2]
+    grabber = StallingGrabber(clips, stall_after=6, stall_s=0.6)  # frame 6 of clip 1: dice rolling
+    config = CaptureConfig(no_frame_timeout_s=0.2, reconnect_initial_s=0.05, reconnect_max_s=0.1)
+    capture = Capture(grabber, table_id=TABLE, source_id="cam", config=config)
+    total = len(grabber.frames)
+    tracked = Tracked(capture)
+    reader = TruthReader()
+    with dealer(svc) as client:
+        croupier = DemoCroupier(client, table_id=TABLE)
+
+        def on_clip(clip: str) -> None:
+            reader.clip = Path(clip)
+            croupier.prepare(clip)
+
+        loop = make_loop(tracked, reader, on_clip=on_clip)
+
+        loop.start()
+        deadline = time.monotonic() + 20
+        while grabber.index < total and time.monotonic() < deadline:
+            time.sleep(0.05)
+        loop.stop()
+    assert [a["data"]["loss"] for a in alerts(svc, "camera_lost")] == ["no_frames"]
+    assert len(alerts(svc, "camera_recovered")) == 1
+    # The throw the camera did not watch to rest is not read; the next throw is.
+    assert [tracked.where[r.roll_id][0] for r in loop.reads] == [clips[1]]
+    assert loop.camera_ok
+
+
+def frame(n: int) -> CapturedFrame:
+    image = np.full((48, 64, 3), 40 + n, np.uint8)
+    return CapturedFrame(
+        image=image,
+        frame_id=f"{TABLE}-test-{n}",
+        table_id=TABLE,
+        captured_at=datetime.now(UTC),
+        seq=n,
+        source_id="test",
+        monotonic_s=float(n),
+    )
+
+
+FIRST = [5, 5, 5, 5, 6, 6, 6, 1, 1, 4]
+
+
+def test_dealer_error_on_the_layout_box_and_the_extra_roll_reads_only_rethrown_dice(
+    svc: Service, make_loop: Any
+) -> None:
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    assert geometry is not None
+    with dealer(svc) as client:
+        rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
+        wagers = [
+            {"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"},
+            {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},
+            {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
+        ]
+        assert client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers}).status_code == 201
+        assert client.post(f"/v1/rounds/{rnd['id']}/no-more-bets").status_code == 200
+    kept = [die(5, "Five", x=30.0 * i) for i in range(4)]
+    script = [
+        [die(f, x=30.0 * i) for i, f in enumerate(FIRST)],  # roll one: four 5s
+        # The dealer moves three 5s and a 6 into the Five box and leaves a 5 in the throw area.
+        [
+            *kept[:3],
+            die(6, "Five", 200.0),
+            die(5, None, 230.0),
+            *[die(f, x=300.0 + 30 * i) for i, f in enumerate([6, 6, 1, 1, 4])],
+        ],
+        # The Extra Roll (the move put right): four 5s kept in the box, six rethrown: 5 5 2 3 4 6.
+        [*kept, *[die(f, x=300.0 + 30 * i) for i, f in enumerate([5, 5, 2, 3, 4, 6])]],
+    ]
+    reader = TruthReader(script)
+    events: list[Any] = [
+        AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7),
+        SettledWithoutThrow(frame(2), still_since_s=1.5, intruder_seen=True, empty=False),
+        AtRest(frame(3), throw_index=1, moving_since_s=2.0, still_since_s=2.7),
+    ]
+    loop = make_loop([], reader, geometry=geometry)
+    loop.handle_throw(events[0])
+    assert loop.reads[0].answer is not None and loop.reads[0].answer["phase"] == "awaiting_extra_roll"
+    loop.handle_dealer_move(events[1])
+    wrong = alerts(svc, "dealer_error")
+    assert len(wrong) == 1
+    reasons = [p["reason"] for p in wrong[0]["data"]["problems"]]
+    assert reasons == ["wrong_face", "match_left_behind"]
+    assert (
+        svc.call("GET", f"/v1/evidence/{wrong[0]['data']['evidence_sha256']}", "surveillance").status_code
+        == 200
+    )
+    extra = loop.handle_throw(events[2])
+    assert extra.kind == "extra_roll"
+    assert sorted(extra.faces) == [2, 3, 4, 5, 5, 6]  # only the rethrown dice
+    assert extra.answer is not None and extra.answer["settled"] is True
+    summary = extra.answer["round"]["extra_roll"]
+    assert (summary["kept"], summary["new_matches"], summary["final_count"]) == (4, 2, 6)
+    read = svc.ok("GET", f"/v1/reads/{extra.read_id}", "surveillance")
+    assert read["calibration_id"] == "test-cal"
+    assert read["extra_roll"]["new_matches"] == 2
+
+
+def test_a_wrong_dealer_call_and_a_wrong_payout_raise_alerts(svc: Service, make_loop: Any) -> None:
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    with dealer(svc) as client:
+        rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
+        wagers = [
+            {"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"},
+            {"seat": 2, "kind": "pip_street", "face": 6, "amount": "5.00"},
+        ]
+        client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers})
+        client.post(f"/v1/rounds/{rnd['id']}/no-more-bets")
+        reader = TruthReader([[die(f, x=30.0 * i) for i, f in enumerate(FIRST)]])
+        loop = make_loop([], reader, geometry=geometry)
+        posted = loop.handle_throw(AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+        assert posted.answer is not None and posted.answer["settled"] is True
+        # The dealer calls 6 (the dice show four 5s): an alert, within a second of the call.
+        started = time.monotonic()
+        call = client.post(
+            f"/v1/rounds/{rnd['id']}/dealer-calls", json={"roll": 1, "winner": 6, "match_count": 3}
+        )
+        assert call.json()["matches"] is False and time.monotonic() - started < 1.0
+        right = client.post(
+            f"/v1/rounds/{rnd['id']}/dealer-calls", json={"roll": 1, "winner": 5, "match_count": 4}
+        )
+        assert right.json()["matches"] is True
+        # Seat 1 won 5.00 at 4 to 1 = 20.00; the dealer pays 25.00.
+        paid = client.post(f"/v1/rounds/{rnd['id']}/payouts", json={"seat": 1, "paid": "25.00"}).json()
+        assert (paid["matches"], paid["settlement_says"]) == (False, "20.00")
+    assert len(alerts(svc, "dealer_call_mismatch")) == 1
+    payout = alerts(svc, "payout_mismatch")
+    assert len(payout) == 1 and payout[0]["data"] == {"seat": 1, "paid": "25.00", "due": "20.00"}
+    assert alerts(svc, "dealer_error") == []
+
+
+def test_a_roll_the_engine_refuses_is_alerted_not_lost(svc: Service, make_loop: Any) -> None:
+    # No round is open at the table: the engine answers 409; the loop raises roll_not_posted.
+    reader = TruthReader([[die(f, x=30.0 * i) for i, f in enumerate(FIRST)]])
+    loop = make_loop([], reader)
+    read = loop.handle_throw(AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+    assert read.answer is None and read.error is not None and "409" in read.error
+    (alert,) = alerts(svc, "roll_not_posted")
+    assert alert["data"]["roll_id"] == read.roll_id and alert["data"]["faces"] == FIRST
+
+
+def test_rules_client_retries_server_errors_and_not_refusals() -> None:
+    calls: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if len(calls) <= 2:
+            return httpx.Response(503, text="busy")
+        if request.url.path.endswith("/rolls"):
+            return httpx.Response(201, json={"roll_id": "r1", "phase": "complete"})
+        return httpx.Response(409, json={"detail": "no open round"})
+
+    slept: list[float] = []
+    client = RulesClient(
+        base_url="http://engine.test",
+        key="k",
+        transport=httpx.MockTransport(answer),
+        backoff_s=0.1,
+        sleep=slept.append,
+    )
+    assert client.post_roll("T", {"roll_id": "r1"})["phase"] == "complete"
+    assert len(calls) == 3 and slept == [0.1, 0.2]  # doubling back-off
+    with pytest.raises(RollRejectedError, match="409"):
+        client.upload_evidence(b"jpeg")
+    assert len(calls) == 4  # a refusal is the engine's answer: not retried
+
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    gone = RulesClient(
+        base_url="http://engine.test",
+        key="k",
+        transport=httpx.MockTransport(down),
+        attempts=3,
+        sleep=slept.append,
+    )
+    with pytest.raises(RulesUnreachableError, match="no answer after 3 tries"):
+        gone.post_roll("T", {"roll_id": "r1"})
+    with pytest.raises(ValueError, match="must start with http"):
+        RulesClient(base_url="engine.test", key="k")
