@@ -35,6 +35,7 @@ from api.metrics import Metrics
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CaptureConfig, CapturedFrame, CaptureEvent, ClipStarted, Grab
 from vision.judge.geometry import TableGeometry
+from vision.reader import classify_faces
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
 
@@ -60,14 +61,15 @@ def die(face: int | None, box: str | None = None, x: float = 0.0) -> DieReading:
 
 def roll_of(dice: Sequence[DieReading], frame: Frame, *, verdict: Verdict = Verdict.VALID) -> Roll:
     faces = tuple(d.face for d in dice if d.face is not None)
+    winner, match_count = classify_faces(faces) if verdict is Verdict.VALID else (None, None)
     return Roll(
         dice=tuple(dice),
         verdict=verdict,
         reasons=() if verdict is Verdict.VALID else ("made up for the test",),
         expected_dice=10,
         faces=faces,
-        winner=None,
-        match_count=None,
+        winner=winner,
+        match_count=match_count,
         frame_id=frame.frame_id,
         table_id=frame.table_id,
         models={"detector": "stand-in"},
@@ -303,10 +305,10 @@ def test_camera_lost_raises_an_alert_recovers_and_never_reads_the_stale_throw(
     assert loop.camera_ok
 
 
-def frame(n: int) -> CapturedFrame:
-    image = np.full((48, 64, 3), 40 + n, np.uint8)
+def frame(n: int, image: np.ndarray | None = None) -> CapturedFrame:
+    """A frame of the table (a plain picture unless one is given)."""
     return CapturedFrame(
-        image=image,
+        image=np.full((48, 64, 3), 40 + n, np.uint8) if image is None else image,
         frame_id=f"{TABLE}-test-{n}",
         table_id=TABLE,
         captured_at=datetime.now(UTC),
