@@ -204,6 +204,7 @@ class LiveRead:
     error: str | None
     settle_wait_ms: float  # from the first still frame to the at-rest event (scene time)
     process_ms: float  # from the at-rest event to the rules engine's answer (wall time)
+    read_ms: float = 0.0  # of which the reader
 
     @property
     def rest_to_posted_ms(self) -> float:
@@ -390,6 +391,7 @@ class LiveLoop:
         frame = event.frame
         pending = self._pending
         roll = self.reader.read(frame, expected_dice=self.config.expected_dice, geometry=self.geometry)
+        read_ms = (time.perf_counter() - started) * 1000.0
         verdict = roll.verdict.value
         reasons = list(roll.reasons)
         faces: tuple[int, ...] = roll.faces
@@ -463,6 +465,7 @@ class LiveLoop:
             error=error,
             settle_wait_ms=(event.detected_s - event.still_since_s) * 1000.0,
             process_ms=(time.perf_counter() - started) * 1000.0,
+            read_ms=read_ms,
         )
         self.reads.append(read)
         if self.on_read is not None:

@@ -34,6 +34,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.bench",
     "api.cli.watch",
     "api.cli.settle_bench",
+    "api.cli.live_bench",
 )
 
 
