@@ -35,6 +35,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.watch",
     "api.cli.settle_bench",
     "api.cli.live_bench",
+    "api.cli.dashboard_shot",
 )
 
 
