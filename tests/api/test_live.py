@@ -459,3 +459,45 @@ def test_rules_client_retries_server_errors_and_not_refusals() -> None:
         gone.post_roll("T", {"roll_id": "r1"})
     with pytest.raises(ValueError, match="must start with http"):
         RulesClient(base_url="engine.test", key="k")
+
+
+def test_serve_demo_reads_and_posts_synthetic_throws_with_no_set_up(tmp_path: Path) -> None:
+    """What `make run` starts: the demo table, its croupier and the live loop with the reader's real
+    models; the event stream carries each demo roll (its verdict is whatever the models make of it)."""
+    import threading
+
+    import uvicorn
+
+    from api.main import create_app
+    from api.settings import Settings
+    from tests.conftest import free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    settings = Settings(data_dir=tmp_path / "data", self_url=base, demo=True)
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        key_path = settings.demo_key_path
+        text = ""
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            if not key_path.exists() or not server.started:
+                continue
+            headers = {"Authorization": f"Bearer {key_path.read_text().strip()}"}
+            text = httpx.get(f"{base}/v1/events?follow=false&table_id=demo", headers=headers).text
+            if "event: read" in text and ("event: roll" in text or "event: invalid_roll" in text):
+                break
+        assert "event: round_opened" in text and "event: no_more_bets" in text
+        assert "event: read" in text, text[-2000:]
+        assert "event: roll" in text or "event: invalid_roll" in text
+        rolls = httpx.get(f"{base}/v1/tables/demo/rolls", headers=headers).json()
+        assert rolls and all(r["source"] == "reader" and r["roll_id"].startswith("demo-") for r in rolls)
+        (live,) = app.state.live.loops
+        assert live.reads and live.reads[0].answer is not None
+    finally:
+        server.should_exit = True
+        thread.join(20)
