@@ -16,6 +16,7 @@ from api.metrics import Metrics, install
 from api.routes import (
     alerts,
     audit,
+    calls,
     dashboard,
     events,
     evidence,
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(tables.router)
     app.include_router(rounds.router)
     app.include_router(rolls.router)
+    app.include_router(calls.router)
     app.include_router(evidence.router)
     app.include_router(alerts.router)
     app.include_router(events.router)

@@ -404,7 +404,22 @@ def test_a_wrong_dealer_call_and_a_wrong_payout_raise_alerts(svc: Service, make_
         # Seat 1 won 5.00 at 4 to 1 = 20.00; the dealer pays 25.00.
         paid = client.post(f"/v1/rounds/{rnd['id']}/payouts", json={"seat": 1, "paid": "25.00"}).json()
         assert (paid["matches"], paid["settlement_says"]) == (False, "20.00")
-    assert len(alerts(svc, "dealer_call_mismatch")) == 1
+        # At the table (POST /v1/tables/{id}/calls): the announced face, or a full roll keyed at a terminal.
+        same = client.post(f"/v1/tables/{TABLE}/calls", json={"winner": 5, "faces": list(reversed(FIRST))})
+        assert same.status_code == 200 and same.json()["matches"] is True
+        keyed = [5, 5, 5, 6, 6, 6, 6, 1, 1, 4]  # one 5 keyed as a 6
+        started = time.monotonic()
+        wrong = client.post(f"/v1/tables/{TABLE}/calls", json={"roll": 1, "faces": keyed}).json()
+        assert time.monotonic() - started < 1.0
+        assert (wrong["matches"], wrong["mismatched"]) == (False, ["faces"])
+        assert wrong["evidence_sha256"] == posted.evidence_sha256  # the camera's frame of that roll
+        none_yet = client.post(f"/v1/tables/{TABLE}/calls", json={"roll": 2, "winner": 5})
+        assert none_yet.status_code == 409
+        bad = client.post(f"/v1/tables/{TABLE}/calls", json={"roll": 1})
+        assert bad.status_code == 422
+    calls = alerts(svc, "dealer_call_mismatch")
+    assert len(calls) == 2 and calls[0]["data"]["mismatched"] == ["faces"]
+    assert calls[0]["data"]["evidence_sha256"] == posted.evidence_sha256
     payout = alerts(svc, "payout_mismatch")
     assert len(payout) == 1 and payout[0]["data"] == {"seat": 1, "paid": "25.00", "due": "20.00"}
     assert alerts(svc, "dealer_error") == []

@@ -35,6 +35,7 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ),
     ("POST", "/v1/rounds/1/no-more-bets", None, (D,)),
     ("POST", "/v1/rounds/1/dealer-calls", {"roll": 1, "winner": 2, "match_count": 2}, (D,)),
+    ("POST", "/v1/tables/T/calls", {"roll": 1, "winner": 2}, (D,)),
     ("POST", "/v1/rounds/1/payouts", {"seat": 1, "paid": "0.00"}, (D,)),
     ("POST", "/v1/rounds/1/corrections", {"reason": "misread", "first_roll": [1, 2, 3, 4, 5, 6]}, (A,)),
     (
