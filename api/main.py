@@ -14,6 +14,7 @@ from api.events import WebhookDispatcher
 from api.live_service import LiveService
 from api.metrics import Metrics, install
 from api.routes import (
+    alert_reviews,
     alerts,
     audit,
     calls,
@@ -87,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(calls.router)
     app.include_router(evidence.router)
     app.include_router(alerts.router)
+    app.include_router(alert_reviews.router)
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)

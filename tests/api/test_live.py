@@ -516,3 +516,32 @@ def test_serve_demo_reads_and_posts_synthetic_throws_with_no_set_up(tmp_path: Pa
     finally:
         server.should_exit = True
         thread.join(20)
+
+
+def test_surveillance_marks_an_alert_reviewed_with_a_note_and_the_audit_trail_keeps_both(
+    svc: Service,
+) -> None:
+    alert = svc.ok(
+        "POST", "/v1/alerts", "surveillance", 201, json={"message": "look at round 1", "table_id": TABLE}
+    )
+    first = svc.ok(
+        "POST", f"/v1/alerts/{alert['id']}/reviews", "surveillance", 201, json={"note": "dealer re-paid"}
+    )
+    svc.ok("POST", f"/v1/alerts/{alert['id']}/reviews", "admin", 201, json={"note": "closed"})
+    reviews = svc.ok("GET", f"/v1/alerts/{alert['id']}/reviews", "dealer")
+    assert [(r["note"], r["reviewer"].split(":")[0]) for r in reviews] == [
+        ("dealer re-paid", "surveillance"),
+        ("closed", "admin"),
+    ]
+    trail = svc.ok("GET", "/v1/audit", "surveillance")
+    entries = trail if isinstance(trail, list) else trail["entries"]
+    actions = [(e["action"], e["subject"]) for e in entries if e["subject"] == f"alert:{alert['id']}"]
+    assert ("alert.raise", f"alert:{alert['id']}") in actions
+    assert actions.count(("alert.review", f"alert:{alert['id']}")) == 2
+    assert first["seq"] < reviews[1]["seq"]
+    assert svc.ok("GET", "/v1/audit/verify", "surveillance")["ok"] is True
+    assert svc.call("POST", "/v1/alerts/9999/reviews", "surveillance", json={"note": "x"}).status_code == 404
+    assert (
+        svc.call("POST", f"/v1/alerts/{alert['id']}/reviews", "surveillance", json={"note": ""}).status_code
+        == 422
+    )

@@ -51,6 +51,8 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("GET", "/v1/alerts", None, VIEWERS),
     ("POST", "/v1/alerts", {"message": "look at round 1"}, (S, A)),
     ("POST", "/v1/alerts/1/acknowledge", None, (A,)),
+    ("POST", "/v1/alerts/1/reviews", {"note": "seen on camera 2"}, (S, A)),
+    ("GET", "/v1/alerts/1/reviews", None, VIEWERS),
     ("GET", "/v1/events?follow=false", None, VIEWERS),
     ("GET", "/v1/audit", None, (S, A)),
     ("GET", "/v1/audit/verify", None, (S, A)),
