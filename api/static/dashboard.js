@@ -94,6 +94,12 @@ function onRoll(event) {
 
 function onAlert(event) {
   const d = event.data;
+  if (d.kind === "camera_lost" || d.kind === "camera_recovered") {
+    const pill = $("camera");
+    pill.hidden = false;
+    pill.textContent = d.kind === "camera_lost" ? "camera lost" : "camera ok";
+    pill.className = "pill " + (d.kind === "camera_lost" ? "off" : "on");
+  }
   const li = text("li", "");
   li.className = "alert";
   li.dataset.kind = d.kind;
