@@ -55,6 +55,7 @@ DEMO_WAGERS: tuple[dict[str, Any], ...] = (
     {"seat": 3, "kind": "pip_street", "face": 2, "amount": "5.00"},
     {"seat": 3, "kind": "like_kind", "count": 4, "amount": "5.00"},
 )
+DEMO_SOURCE = "<demo clips>"  # the demo table's camera: the shipped clips with the croupier (not `demo`)
 DEMO_GAP_S = 3.0  # pause between demo throws (scene time), so a person can follow them on the dashboard
 
 
@@ -403,7 +404,7 @@ class LiveService:
         out: list[tuple[str, str, str, str | None]] = []
         for table_id, game, source, calibration_id in rows:
             if table_id == DEMO_TABLE and self.settings.demo:
-                out.append((table_id, game, "demo", None))
+                out.append((table_id, game, DEMO_SOURCE, None))
             elif self.settings.live_tables and source and table_id != DEMO_TABLE:
                 out.append((table_id, game, str(source), calibration_id))
         return out
@@ -428,7 +429,7 @@ class LiveService:
         rules = RulesClient(base_url=self.rules_url, key=key)
         expected = 10 if game == "hrd10" else 6
         on_read = self._count_read
-        if source == "demo":
+        if source == DEMO_SOURCE:
             dealer = httpx.Client(
                 base_url=self.settings.self_url.rstrip("/"),
                 headers={"Authorization": f"Bearer {self._new_key(Role.DEALER, 'demo-croupier')}"},
@@ -471,7 +472,8 @@ class LiveService:
             )
         loop = LiveLoop(
             config=LiveConfig(table_id=table_id, expected_dice=expected, calibration_id=calibration_id),
-            items=open_capture(source, table_id=table_id, config=CaptureConfig()),
+            # A recording (a file, `demo`) plays at its recorded pace, as a camera would deliver it.
+            items=open_capture(source, table_id=table_id, config=CaptureConfig(realtime=True)),
             detector=SettleDetector(),
             reader=reader,
             rules=rules,

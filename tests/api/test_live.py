@@ -545,3 +545,60 @@ def test_surveillance_marks_an_alert_reviewed_with_a_note_and_the_audit_trail_ke
         svc.call("POST", f"/v1/alerts/{alert['id']}/reviews", "surveillance", json={"note": ""}).status_code
         == 422
     )
+
+
+def test_live_tables_setting_runs_the_loop_on_a_tables_camera_source(tmp_path: Path) -> None:
+    """`THROWBOX_LIVE_TABLES=1`: every table with a camera_source gets a loop (here the synthetic scene)."""
+    import threading
+
+    import uvicorn
+
+    from api.auth import Role, create_key
+    from api.main import create_app
+    from api.settings import Settings
+    from tests.conftest import free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    settings = Settings(data_dir=tmp_path / "data", self_url=base, live_tables=True)
+    app = create_app(settings)
+    app.state.database.migrate()
+    with app.state.database.session() as session:
+        viewer = create_key(session, role=Role.SURVEILLANCE, name="t").secret
+        admin = create_key(session, role=Role.ADMIN, name="a").secret
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    # The table exists before the service starts, as a configured casino table would.
+    from api.db.models import GameTable
+
+    with app.state.database.session() as session:
+        # `demo` as a camera: the built-in synthetic scene (empty box, shaker, dice, the dealer's stick).
+        session.add(GameTable(id="CAM1", game="hrd10", settings={}, camera_source="demo"))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < deadline and "event: read" not in text:
+            time.sleep(0.3)
+            if server.started:
+                text = httpx.get(
+                    f"{base}/v1/events?follow=false&table_id=CAM1",
+                    headers={"Authorization": f"Bearer {viewer}"},
+                ).text
+        assert "event: read" in text
+        # No round is open at CAM1 (nobody opened one): the roll is refused and that is an alert, not lost.
+        deadline = time.monotonic() + 10
+        found: list[Any] = []
+        while time.monotonic() < deadline and not found:
+            found = [
+                a
+                for a in httpx.get(
+                    f"{base}/v1/alerts?table_id=CAM1", headers={"Authorization": f"Bearer {admin}"}
+                ).json()
+                if a["kind"] == "roll_not_posted"
+            ]
+            time.sleep(0.2)
+        assert found and "no open round" in found[0]["message"]
+    finally:
+        server.should_exit = True
+        thread.join(20)
