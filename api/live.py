@@ -390,7 +390,26 @@ class LiveLoop:
         started = time.perf_counter()
         frame = event.frame
         pending = self._pending
-        roll = self.reader.read(frame, expected_dice=self.config.expected_dice, geometry=self.geometry)
+        try:
+            roll = self.reader.read(frame, expected_dice=self.config.expected_dice, geometry=self.geometry)
+        except Exception as exc:  # one unreadable frame must not stop the table: a person decides this throw
+            log.exception("table %s: the reader failed on %s", self.config.table_id, frame.frame_id)
+            self._alert(
+                "read_failed", f"the reader failed on {frame.frame_id}: {exc}", {"frame_id": frame.frame_id}
+            )
+            roll = Roll(
+                dice=(),
+                verdict=Verdict.NO_DECISION,
+                reasons=(f"the reader failed: {exc}",),
+                expected_dice=self.config.expected_dice,
+                faces=(),
+                winner=None,
+                match_count=None,
+                frame_id=frame.frame_id,
+                table_id=frame.table_id,
+                models={},
+                timing_ms={},
+            )
         read_ms = (time.perf_counter() - started) * 1000.0
         verdict = roll.verdict.value
         reasons = list(roll.reasons)

@@ -602,3 +602,21 @@ def test_live_tables_setting_runs_the_loop_on_a_tables_camera_source(tmp_path: P
     finally:
         server.should_exit = True
         thread.join(20)
+
+
+def test_a_reader_failure_is_a_no_decision_roll_and_an_alert_not_a_dead_loop(
+    svc: Service, make_loop: Any
+) -> None:
+    class BrokenReader(TruthReader):
+        def read(
+            self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+        ) -> Roll:
+            raise RuntimeError("model session died")
+
+    with dealer(svc) as client:
+        DemoCroupier(client, table_id=TABLE).prepare()
+    loop = make_loop([], BrokenReader())
+    read = loop.handle_throw(AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+    assert read.verdict == "no_decision" and read.answer is not None and read.answer["needs_review"] is True
+    assert "model session died" in alerts(svc, "read_failed")[0]["message"]
+    assert len(alerts(svc, "no_decision")) == 1  # the engine asks a person to look, as for any no_decision
