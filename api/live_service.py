@@ -176,6 +176,16 @@ def clip_geometry(clip: str) -> tuple[TableGeometry | None, str | None]:
     return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-clip:{doc['video_id']}"
 
 
+def box_outline_px(geometry: TableGeometry | None) -> Any:
+    """The throw box's floor outline in pixels (the settle detector's region); None uncalibrated."""
+    if geometry is None:
+        return None
+    import numpy as np
+
+    corners = np.array([[x, y, 0.0] for x, y in geometry.layout.box.corners], np.float64)
+    return geometry.camera.project(corners)
+
+
 class PacedDemoGrabber:
     """The demo source (`vision.capture.DemoGrabber` over throw clips) with a pause between clips.
 
@@ -474,7 +484,7 @@ class LiveService:
             config=LiveConfig(table_id=table_id, expected_dice=expected, calibration_id=calibration_id),
             # A recording (a file, `demo`) plays at its recorded pace, as a camera would deliver it.
             items=open_capture(source, table_id=table_id, config=CaptureConfig(realtime=True)),
-            detector=SettleDetector(),
+            detector=SettleDetector(roi_xy=box_outline_px(geometry)),
             reader=reader,
             rules=rules,
             recorder=recorder,

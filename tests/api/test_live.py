@@ -620,3 +620,19 @@ def test_a_reader_failure_is_a_no_decision_roll_and_an_alert_not_a_dead_loop(
     assert read.verdict == "no_decision" and read.answer is not None and read.answer["needs_review"] is True
     assert "model session died" in alerts(svc, "read_failed")[0]["message"]
     assert len(alerts(svc, "no_decision")) == 1  # the engine asks a person to look, as for any no_decision
+
+
+def test_a_calibrated_table_watches_only_its_throw_box() -> None:
+    from api.live_service import box_outline_px
+
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    assert geometry is not None and box_outline_px(None) is None
+    outline = box_outline_px(geometry)
+    assert outline.shape == (4, 2)
+    # The clip's ground truth: every die at rest lies inside the projected box floor.
+    dice = truth(CLIPS[0])["final"]["dice"]
+    contour = outline.astype(np.float32).reshape(-1, 1, 2)
+    for d in dice:
+        x0, y0, x1, y1 = d["box_xyxy"]
+        assert cv2.pointPolygonTest(contour, ((x0 + x1) / 2, (y0 + y1) / 2), False) >= 0
+    SettleDetector(roi_xy=outline)  # a valid region for the detector
