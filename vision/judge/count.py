@@ -98,7 +98,7 @@ def count_findings(
             verdict=Verdict.INVALID,
             reason="die_off_table",
             die_ids=(),
-            detail=f"{text}: {missing} die{'s' if missing > 1 else ''} left the table "
-            "(or lies wholly hidden under another die: invalid either way, 675a.4(b))",
+            detail=f"{text}: {missing} {'dice' if missing > 1 else 'die'} left the table "
+            "(or lie wholly hidden under other dice: invalid either way, 675a.4(b))",
         )
     ]
