@@ -142,8 +142,8 @@ def test_annotated_frame_marks_the_dice_a_decision_concerns(die_state: DieStateC
 
 
 @pytest.mark.xfail(
-    reason="the reader's detector and face models of 2026-11-29 17:42 (not committed yet) find chips as dice "
-    "and are unsure of faces on these frames: 4 of 6 cases failed then (README, 'Invalid and void rolls')",
+    reason="the reader's first detector and face models (2026-11-29, weak) take chips for dice and are "
+    "unsure of faces on these frames: 4 of 6 cases failed at 17:50 (README, 'Invalid and void rolls')",
     strict=False,
 )
 @pytest.mark.parametrize(("case", "verdict", "reason"), CASES, ids=[c[0] for c in CASES])

@@ -99,7 +99,7 @@ def _judge(
         # cocked at almost 45 degrees: which face is up is too close to call
         ([_state("cocked", tilt=44.8), FLAT], 2, None, Verdict.NO_DECISION, "cocked_unclear", (1,)),
         # the classifier is unsure what the die is doing: never a guess
-        ([_state("flat", 0.6, stacked=0.3), FLAT], 2, None, Verdict.NO_DECISION, "state_uncertain", (1,)),
+        ([_state("flat", 0.45, stacked=0.3), FLAT], 2, None, Verdict.NO_DECISION, "state_uncertain", (1,)),
         # invalid wins over void: both mean a rethrow, invalid is named first by 675a.4(b)
         ([_state("wedged"), _state("outside")], 2, None, Verdict.INVALID, "die_off_table", (2,)),
     ],
