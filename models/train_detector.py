@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from models.augment import flip_rotate, paste_dice, photometric, random_background
-from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth
+from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
 from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
@@ -73,7 +73,7 @@ class Sampler:
             else 40
         )
         # Die size at the net input, log-uniform from 6 px to ~200 px.
-        target = float(np.exp(rng.uniform(np.log(6), np.log(150 if rng.random() < 0.1 else 60))))
+        target = float(np.exp(rng.uniform(np.log(6), np.log(150 if rng.random() < 0.2 else 60))))
         scale = target / max(med, 1.0)
         sx, sy = scale * rng.uniform(0.9, 1.1), scale * rng.uniform(0.9, 1.1)
         h, w = img.shape[:2]
@@ -145,6 +145,9 @@ def main() -> None:
     parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
     parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
+    parser.add_argument(
+        "--matteop65", type=Path, default=None, help="matteop65 train/ folder (top-face boxes widened 1.2x)"
+    )
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
 
@@ -153,6 +156,14 @@ def main() -> None:
     items = load_nellbyler(args.real, "train")  # never the test split
     if args.synth is not None:
         items += load_synth(args.synth, limit=args.synth_limit)
+    if args.matteop65 is not None:  # never valid/
+        for it in load_yolo_folder(args.matteop65, box_kind="top"):
+            c, half = (
+                (it.boxes_xyxy[:, :2] + it.boxes_xyxy[:, 2:]) / 2,
+                (it.boxes_xyxy[:, 2:] - it.boxes_xyxy[:, :2]) * 0.6,
+            )
+            wide = np.concatenate([c - half, c + half], axis=1).astype(np.float32)
+            items.append(LabelledImage(path=it.path, boxes_xyxy=wide, faces=it.faces, box_kind="die"))
     sampler = Sampler(_load(items), args.seed)
     print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
 
