@@ -79,16 +79,20 @@ def register(app: typer.Typer) -> None:
             reader = Reader(threads=threads)
             found = [len(reader.read(Frame(image=img)).dice) for img in images]  # also warms up
             lat = []
+            stages: dict[str, list[float]] = {}
             for i in track(range(frames), description=f"bench {label}", transient=True, disable=as_json):
                 t = time.perf_counter()
-                reader.read(Frame(image=images[i % len(images)]))
+                roll = reader.read(Frame(image=images[i % len(images)]))
                 lat.append((time.perf_counter() - t) * 1000)
+                for stage, ms in roll.timing_ms.items():
+                    stages.setdefault(stage, []).append(ms)
             arr = np.asarray(lat)
             results[label] = {
                 "p50_ms": round(float(np.percentile(arr, 50)), 2),
                 "p99_ms": round(float(np.percentile(arr, 99)), 2),
                 "mean_ms": round(float(arr.mean()), 2),
                 "dice_found_per_frame": found,
+                "stage_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
             }
         if as_json:
             typer.echo(json.dumps(results))
@@ -99,5 +103,5 @@ def register(app: typer.Typer) -> None:
             assert isinstance(r, dict)
             typer.echo(
                 f"{label:12s} p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  mean {r['mean_ms']} ms  "
-                f"(dice found per frame: {r['dice_found_per_frame']})"
+                f"(dice found per frame: {r['dice_found_per_frame']}; stage p50 {r['stage_p50_ms']})"
             )

@@ -22,8 +22,9 @@ from vision.types import Frame
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
-# The committed models reach RECALL_REACHED / PRECISION_REACHED / FACE_REACHED % on these 38 dice.
-RECALL_MIN, PRECISION_MIN, FACE_MIN = 65.0, 45.0, 75.0
+# The committed models reach 89.5 / 73.9 / 79.4 % (recall / precision / learned face of matched dice)
+# on these 38 dice (`throwbox eval tests/vision/fixtures`); the floors leave room for onnxruntime drift only.
+RECALL_MIN, PRECISION_MIN, FACE_MIN = 85.0, 65.0, 75.0
 
 
 @pytest.fixture(scope="module")
