@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from vision.detect.centernet import STRIDE
+from vision.detect.centernet import STRIDE, DetectorConfig
 from vision.onnx_session import InferenceBackend
 
 
@@ -23,7 +23,10 @@ class FakeInput:
 
 
 class FakeDetectorSession:
-    """Returns a CenterNet head with one peak per given box (boxes in net-input pixels)."""
+    """Returns a CenterNet head with one peak per given box (boxes in net-input pixels).
+
+    Sizes are written divided by the default `size_scale`, so the decoded boxes are the given ones.
+    """
 
     def __init__(self, boxes_xyxy: Sequence[tuple[float, float, float, float]], score: float = 0.9) -> None:
         self.boxes = list(boxes_xyxy)
@@ -43,8 +46,8 @@ class FakeDetectorSession:
             cx, cy = (x0 + x1) / 2 / STRIDE, (y0 + y1) / 2 / STRIDE
             ix, iy = int(cx), int(cy)
             head[0, 0, iy, ix] = self.score
-            head[0, 1, iy, ix] = np.log((x1 - x0) / STRIDE)
-            head[0, 2, iy, ix] = np.log((y1 - y0) / STRIDE)
+            head[0, 1, iy, ix] = np.log((x1 - x0) / STRIDE / DetectorConfig().size_scale)
+            head[0, 2, iy, ix] = np.log((y1 - y0) / STRIDE / DetectorConfig().size_scale)
             head[0, 3, iy, ix] = cx - ix
             head[0, 4, iy, ix] = cy - iy
         return [head]
