@@ -1,4 +1,11 @@
-"""`throwbox read IMAGE... [--expect N] [--table ID] [--json] [--annotate OUT_DIR]`: read dice in photos."""
+"""`throwbox read IMAGE... [--expect N] [--table ID] [--json] [--annotate OUT_DIR]`: read dice in photos.
+
+With `--table ID`, the table's stored calibration (`throwbox calibrate table`, in `--calibration-dir`) is
+loaded and checked against each image's resolution; the judge then places every die on the felt (off the
+table, in a layout box) and each document records the calibration it used in "calibration_id". A table with
+no stored calibration is read without one (the document says `"calibration_id": null`); a stored one that is
+corrupt, of another version or for another resolution is refused with its reason (exit 2).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,12 @@ def register(app: typer.Typer) -> None:
     def read(
         images: list[Path] = typer.Argument(..., help="Image files (JPEG, PNG, ...).", show_default=False),
         expect: int | None = typer.Option(None, "--expect", min=1, help="How many dice the roll must have."),
-        table: str | None = typer.Option(None, "--table", help="Table id, recorded in the result."),
+        table: str | None = typer.Option(
+            None, "--table", help="Table id: recorded in the result; its stored calibration is used."
+        ),
+        calibration_dir: Path = typer.Option(
+            Path("data/calibration"), "--calibration-dir", help="Where table calibrations are stored."
+        ),
         as_json: bool = typer.Option(False, "--json", help="One JSON document per image, one per line."),
         annotate_dir: Path | None = typer.Option(
             None, "--annotate", help="Write an annotated evidence frame per image into this folder."
@@ -25,11 +37,25 @@ def register(app: typer.Typer) -> None:
         """Find every die and read its top face; exit 1 if any image could not be read."""
         import cv2
 
+        from calibration.errors import CalibrationError, CalibrationNotFoundError
+        from calibration.store import load_table
+        from calibration.table import TableCalibration
         from vision.annotate import annotate
         from vision.image import UnreadableImageError, load_image
+        from vision.judge.geometry import TableGeometry
         from vision.onnx_session import ModelError
         from vision.reader import Reader
         from vision.types import Frame
+
+        calibration: TableCalibration | None = None
+        if table is not None:
+            try:
+                calibration = load_table(calibration_dir, table)
+            except CalibrationNotFoundError:
+                calibration = None  # an uncalibrated table: read from the image alone, and say so
+            except CalibrationError as exc:
+                typer.echo(f"throwbox read: table {table!r}: {exc}", err=True)
+                raise typer.Exit(2) from exc
 
         try:
             reader = Reader(threads=threads)
@@ -47,8 +73,26 @@ def register(app: typer.Typer) -> None:
                 doc = {"image": str(path), "error": str(exc), "verdict": None}
                 typer.echo(json.dumps(doc) if as_json else f"{path}: ERROR {exc}", err=not as_json)
                 continue
-            roll = reader.read(Frame(image=image, frame_id=path.name, table_id=table), expected_dice=expect)
-            doc = {"image": str(path), **roll.as_dict()}
+            geometry = None
+            if calibration is not None:
+                height, width = image.shape[:2]
+                if (width, height) != calibration.resolution_wh:
+                    failed += 1
+                    error = (
+                        f"image is {width}x{height} but table {table!r} was calibrated at "
+                        f"{calibration.resolution_wh[0]}x{calibration.resolution_wh[1]}"
+                    )
+                    doc = {"image": str(path), "error": error, "verdict": None}
+                    typer.echo(json.dumps(doc) if as_json else f"{path}: ERROR {error}", err=not as_json)
+                    continue
+                geometry = TableGeometry.from_calibration(calibration)
+            frame = Frame(image=image, frame_id=path.name, table_id=table)
+            roll = reader.read(frame, expected_dice=expect, geometry=geometry)
+            doc = {
+                "image": str(path),
+                **roll.as_dict(),
+                "calibration_id": None if calibration is None else calibration.calibration_id,
+            }
             if annotate_dir is not None:
                 out_path = annotate_dir / f"{path.stem}.annotated.jpg"
                 cv2.imwrite(str(out_path), annotate(image, roll))

@@ -1,0 +1,58 @@
+"""`throwbox read --table ID` uses the table's stored calibration and records which one (issue 6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+from typer.testing import CliRunner
+
+from api.cli import app
+from calibration.store import save_table, table_path
+from tests.calibration.conftest import Scenes
+
+
+def _read(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["read", *args, "--json"])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_read_records_the_calibration_it_used(scenes: Scenes, tmp_path: Path) -> None:
+    save_table(scenes.cal, tmp_path)
+    frame = tmp_path / "frame.png"
+    cv2.imwrite(str(frame), scenes.empty)
+    code, out, err = _read(str(frame), "--table", "t-small", "--calibration-dir", str(tmp_path))
+    assert code == 0, err
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["calibration_id"] == scenes.cal.calibration_id
+    assert doc["verdict"] in {"valid", "invalid", "void", "no_decision"}
+
+
+def test_read_without_a_stored_calibration_says_none(scenes: Scenes, tmp_path: Path) -> None:
+    frame = tmp_path / "frame.png"
+    cv2.imwrite(str(frame), scenes.empty)
+    code, out, err = _read(str(frame), "--table", "nowhere", "--calibration-dir", str(tmp_path))
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["calibration_id"] is None
+
+
+def test_read_refuses_an_image_of_another_resolution(scenes: Scenes, tmp_path: Path) -> None:
+    save_table(scenes.cal, tmp_path)
+    frame = tmp_path / "big.png"
+    cv2.imwrite(str(frame), np.full((480, 800, 3), 90, np.uint8))
+    code, out, _ = _read(str(frame), "--table", "t-small", "--calibration-dir", str(tmp_path))
+    assert code == 1
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["verdict"] is None and "calibrated at" in doc["error"]
+
+
+def test_read_refuses_a_corrupt_calibration(scenes: Scenes, tmp_path: Path) -> None:
+    path = save_table(scenes.cal, tmp_path)
+    path.write_text(path.read_text().replace('"table_id"', '"table_idx"', 1))
+    assert path == table_path(tmp_path, "t-small")
+    frame = tmp_path / "frame.png"
+    cv2.imwrite(str(frame), scenes.empty)
+    code, _, err = _read(str(frame), "--table", "t-small", "--calibration-dir", str(tmp_path))
+    assert code == 2 and "t-small" in err
