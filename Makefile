@@ -33,5 +33,17 @@ typecheck:
 pytest:
 	$(BIN)/python -m pytest -q
 
+# Benchmarks (not tests: these machines are shared and noisy; quote medians, compare ratios within one run).
+# Each writes its figures as JSON under reports/bench/.
+BENCH_OUT := reports/bench
+bench: install  ## reader latency, generator throughput, settle detector, live loop, calibration accuracy
+	mkdir -p $(BENCH_OUT)
+	$(BIN)/throwbox bench --json > $(BENCH_OUT)/reader.json
+	$(BIN)/throwbox synth-bench --scenes 120 > $(BENCH_OUT)/synth.txt
+	$(BIN)/throwbox settle-bench --throws 20 --seed 0 --json > $(BENCH_OUT)/settle.json
+	$(BIN)/throwbox live-bench --loops 2 --json > $(BENCH_OUT)/live.json
+	$(BIN)/throwbox calibrate selftest --json > $(BENCH_OUT)/calibration.json
+	@echo "benchmark reports in $(BENCH_OUT)/"
+
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
