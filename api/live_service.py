@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from api import audit
-from api.audit import load_evidence, store_evidence
+from api.audit import load_evidence
 from api.auth import Role, authenticate, create_key, revoke_key
-from api.db.models import GameTable, Read
+from api.db.models import GameTable
 from api.db.session import Database
-from api.events import publish
 from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
 from api.metrics import Metrics
+from api.read_records import record_read
 from api.routes.alerts import raise_alert
 from api.settings import Settings
 
@@ -81,56 +81,24 @@ class DatabaseRecorder:
         read_id = uuid.uuid4().hex
         document = {**roll.as_dict(), **extra, "frame_id": frame.frame_id, "source": "live"}
         with self.database.session() as session:
-            sha256 = None
-            if jpeg is not None and len(jpeg) <= self.settings.max_evidence_bytes:
-                sha256 = store_evidence(
-                    session,
-                    evidence_dir=self.settings.evidence_dir,
-                    data=jpeg,
-                    media_type="image/jpeg",
-                    max_bytes=self.settings.max_evidence_bytes,
-                )
-            session.add(
-                Read(
-                    id=read_id,
-                    table_id=table_id,
-                    result=document,
-                    evidence_sha256=sha256,
-                    created_by=self.actor,
-                )
-            )
-            audit.append(
+            sha256 = record_read(
                 session,
-                actor=self.actor,
-                action="read.create",
-                subject=f"read:{read_id}",
-                payload={
-                    "verdict": document["verdict"],
-                    "faces": document["faces"],
-                    "evidence_sha256": sha256,
-                    "frame_id": frame.frame_id,
-                    "calibration_id": extra.get("calibration_id"),
-                },
-            )
-            publish(
-                session,
-                event_type="read",
+                settings=self.settings,
+                read_id=read_id,
                 table_id=table_id,
-                data={
-                    "read_id": read_id,
-                    "verdict": document["verdict"],
+                document=document,
+                evidence_jpeg=jpeg,
+                actor=self.actor,
+                details={
                     "reasons": document["reasons"],
-                    "faces": document["faces"],
                     "winner": document["winner"],
                     "match_count": document["match_count"],
-                    "evidence_sha256": sha256,
                     "frame_id": frame.frame_id,
                     "calibration_id": extra.get("calibration_id"),
                     "source": "live",
                     "layout": extra.get("layout"),
                     "extra_roll": extra.get("extra_roll"),
                 },
-                webhook_urls=self.settings.webhook_urls,
             )
         self.metrics.reads.labels(verdict=str(document["verdict"])).inc()
         return StoredRead(read_id=read_id, evidence_sha256=sha256, evidence_jpeg=jpeg)

@@ -13,11 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile, status
 
-from api import audit
-from api.audit import store_evidence
-from api.db.models import Read
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
-from api.events import publish
+from api.read_records import record_read
 
 if TYPE_CHECKING:
     from vision.reader import Reader
@@ -95,42 +92,14 @@ def create_read(
     ok, encoded = cv2.imencode(".jpg", annotate(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
     evidence = bytes(encoded) if ok else b""
     with database.session() as session:
-        sha256 = None
-        if evidence and len(evidence) <= settings.max_evidence_bytes:
-            sha256 = store_evidence(
-                session,
-                evidence_dir=settings.evidence_dir,
-                data=evidence,
-                media_type="image/jpeg",
-                max_bytes=settings.max_evidence_bytes,
-            )
-        session.add(
-            Read(
-                id=read_id,
-                table_id=table_id,
-                result=document,
-                evidence_sha256=sha256,
-                created_by=principal.actor,
-            )
-        )
-        audit.append(
+        sha256 = record_read(
             session,
-            actor=principal.actor,
-            action="read.create",
-            subject=f"read:{read_id}",
-            payload={"verdict": document["verdict"], "faces": document["faces"], "evidence_sha256": sha256},
-        )
-        publish(
-            session,
-            event_type="read",
+            settings=settings,
+            read_id=read_id,
             table_id=table_id,
-            data={
-                "read_id": read_id,
-                "verdict": document["verdict"],
-                "faces": document["faces"],
-                "evidence_sha256": sha256,
-            },
-            webhook_urls=settings.webhook_urls,
+            document=document,
+            evidence_jpeg=evidence,
+            actor=principal.actor,
         )
     metrics.reads.labels(verdict=str(document["verdict"])).inc()
     return {"read_id": read_id, "evidence_sha256": sha256, **document}
