@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from models.augment import flip_rotate, paste_dice, photometric, random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
+from models.loop import train_for
 from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
@@ -129,7 +130,6 @@ def targets(boxes: NDArray[np.float32], size: int) -> NDArray[np.float32]:
 
 def main() -> None:
     import torch
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from models.export import dated_name, register
     from models.nets import DieDetector
@@ -171,60 +171,43 @@ def main() -> None:
     if args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    budget_s = args.minutes * 60
-    start = time.monotonic()
-    step = 0
-    ema_loss = None
     args.out.mkdir(parents=True, exist_ok=True)
-    with Progress(
-        TextColumn("detector"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ) as progress:
-        task = progress.add_task("train", total=budget_s, info="")
-        while (elapsed := time.monotonic() - start) < budget_s:
-            frac = elapsed / budget_s
-            lr = args.lr * (min(1.0, step / 100) * 0.5 * (1 + np.cos(np.pi * frac)) + 0.01)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            imgs, tgts = [], []
-            for _ in range(args.batch):
-                img, boxes = sampler.sample()
-                imgs.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
-                tgts.append(targets(boxes, CROP))
-            x = torch.from_numpy(np.stack(imgs))
-            t = torch.from_numpy(np.stack(tgts))
-            model.train()
-            out = model(x)
-            heat = out[:, 0].clamp(1e-4, 1 - 1e-4)
-            gt = t[:, 0]
-            pos = (gt == 1).float()
-            n_pos = pos.sum().clamp(min=1)
-            pos_loss = torch.log(heat) * (1 - heat) ** 2 * pos
-            neg_loss = torch.log(1 - heat) * heat**2 * (1 - gt) ** 4 * (1 - pos)
-            focal = -(pos_loss.sum() + neg_loss.sum()) / n_pos
-            mask = t[:, 5:6]
-            size_l1 = (torch.abs(out[:, 1:3] - t[:, 1:3]) * mask).sum() / n_pos
-            off_l1 = (torch.abs(out[:, 3:5] - t[:, 3:5]) * mask).sum() / n_pos
-            loss = focal + size_l1 + off_l1
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
-            opt.step()
-            step += 1
-            value = float(loss.detach())
-            ema_loss = value if ema_loss is None else 0.98 * ema_loss + 0.02 * value
-            progress.update(
-                task,
-                completed=min(budget_s, time.monotonic() - start),
-                info=f"step {step} loss {ema_loss:.3f} (focal {float(focal.detach()):.2f})",
-            )
-            if step % 50 == 0:
-                took_s = time.monotonic() - start
-                print(f"step {step} loss {ema_loss:.3f} lr {lr:.5f} {took_s:.0f}s", flush=True)
-                torch.save(model.state_dict(), args.out / "last.pt")
+
+    def step_loss() -> tuple[torch.Tensor, str]:
+        imgs, tgts = [], []
+        for _ in range(args.batch):
+            img, boxes = sampler.sample()
+            imgs.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
+            tgts.append(targets(boxes, CROP))
+        x = torch.from_numpy(np.stack(imgs))
+        t = torch.from_numpy(np.stack(tgts))
+        out = model(x)
+        heat = out[:, 0].clamp(1e-4, 1 - 1e-4)
+        gt = t[:, 0]
+        pos = (gt == 1).float()
+        n_pos = pos.sum().clamp(min=1)
+        pos_loss = torch.log(heat) * (1 - heat) ** 2 * pos
+        neg_loss = torch.log(1 - heat) * heat**2 * (1 - gt) ** 4 * (1 - pos)
+        focal = -(pos_loss.sum() + neg_loss.sum()) / n_pos
+        mask = t[:, 5:6]
+        size_l1 = (torch.abs(out[:, 1:3] - t[:, 1:3]) * mask).sum() / n_pos
+        off_l1 = (torch.abs(out[:, 3:5] - t[:, 3:5]) * mask).sum() / n_pos
+        return focal + size_l1 + off_l1, f"focal {float(focal.detach()):.2f}"
+
+    run = train_for(
+        model=model,
+        opt=opt,
+        base_lr=args.lr,
+        minutes=args.minutes,
+        label="detector",
+        step_loss=step_loss,
+        warmup_steps=100,
+        clip_grad_norm=10.0,
+        checkpoint=args.out / "last.pt",
+        checkpoint_every=50,
+    )
+
+    torch.save(model.state_dict(), args.out / "last.pt")
 
     torch.save(model.state_dict(), args.out / "last.pt")
     model.eval()
@@ -240,8 +223,8 @@ def main() -> None:
         dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
     )
     entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
-    minutes = (time.monotonic() - start) / 60
-    print(f"done: {step} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+    minutes = (time.monotonic() - run.started_s) / 60
+    print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
 
 
 if __name__ == "__main__":

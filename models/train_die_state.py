@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
+from models.loop import train_for
 from vision.judge.state import STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
@@ -96,7 +97,6 @@ def augment(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uin
 def main() -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from models.export import dated_name, register
     from models.nets_die_state import DieStateNet, ExportWrapper
@@ -145,41 +145,20 @@ def main() -> None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
         print(f"starting from {args.init}")
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    budget_s = args.minutes * 60
-    start = time.monotonic()
-    step = 0
-    ema = None
     args.out.mkdir(parents=True, exist_ok=True)
-    with Progress(
-        TextColumn("die state"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ) as progress:
-        task = progress.add_task("train", total=budget_s, info="")
-        while (elapsed := time.monotonic() - start) < budget_s:
-            frac = elapsed / budget_s
-            lr = args.lr * (min(1.0, step / 50) * 0.5 * (1 + np.cos(np.pi * frac)) + 0.01)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            idx = rng.integers(len(x_tr), size=args.batch)
-            x = torch.from_numpy(crops_to_tensor([augment(x_tr[i], rng) for i in idx]))
-            y = torch.from_numpy(y_tr[idx])
-            tilt = torch.from_numpy(t_tr[idx] / 90.0)
-            model.train()
-            out = model(x)
-            loss = F.cross_entropy(out[:, :6], y, weight=weight)
-            loss = loss + 2.0 * F.l1_loss(torch.sigmoid(out[:, 6]), tilt)
-            opt.zero_grad()
-            loss.backward()  # type: ignore[no-untyped-call]
-            opt.step()
-            step += 1
-            value = float(loss.detach())
-            ema = value if ema is None else 0.98 * ema + 0.02 * value
-            progress.update(
-                task, completed=min(budget_s, time.monotonic() - start), info=f"step {step} loss {ema:.3f}"
-            )
+
+    def step_loss() -> tuple[torch.Tensor, str]:
+        idx = rng.integers(len(x_tr), size=args.batch)
+        x = torch.from_numpy(crops_to_tensor([augment(x_tr[i], rng) for i in idx]))
+        y = torch.from_numpy(y_tr[idx])
+        tilt = torch.from_numpy(t_tr[idx] / 90.0)
+        out = model(x)
+        loss = F.cross_entropy(out[:, :6], y, weight=weight)
+        return loss + 2.0 * F.l1_loss(torch.sigmoid(out[:, 6]), tilt), ""
+
+    run = train_for(
+        model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="die state", step_loss=step_loss
+    )
     torch.save(model.state_dict(), args.out / "last.pt")
     model.eval()
     wrapper = ExportWrapper(model)
@@ -215,7 +194,7 @@ def main() -> None:
         labels=STATE_LABELS,
         manifest_path=args.manifest,
     )
-    minutes = (time.monotonic() - start) / 60
+    minutes = (time.monotonic() - run.started_s) / 60
     metrics = {
         "data": str(args.synth),
         "train_scenes": len(train_scenes),
@@ -223,13 +202,13 @@ def main() -> None:
         "held_back_scenes": len(val_scenes),
         "held_back_recall_pct": recall,
         "held_back_support": support,
-        "steps": step,
+        "steps": run.steps,
         "batch": args.batch,
         "train_minutes": round(minutes, 1),
         "sha256": entry["sha256"],
     }
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
-    print(f"done: {step} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+    print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
 
 
 if __name__ == "__main__":

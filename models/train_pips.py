@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from models.augment import photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
+from models.loop import train_for
 from vision.pips.crops import CROP_PX, crop_die
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
@@ -83,7 +84,6 @@ class CropSampler:
 def main() -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from models.export import dated_name, register
     from models.nets import FaceClassifier
@@ -116,38 +116,17 @@ def main() -> None:
     if args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    budget_s = args.minutes * 60
-    start = time.monotonic()
-    step = 0
-    ema = None
     args.out.mkdir(parents=True, exist_ok=True)
-    with Progress(
-        TextColumn("faces"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ) as progress:
-        task = progress.add_task("train", total=budget_s, info="")
-        while (elapsed := time.monotonic() - start) < budget_s:
-            frac = elapsed / budget_s
-            lr = args.lr * (min(1.0, step / 50) * 0.5 * (1 + np.cos(np.pi * frac)) + 0.01)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            batch = [sampler.sample() for _ in range(args.batch)]
-            x = torch.from_numpy(crops_to_tensor([c for c, _ in batch]))
-            y = torch.tensor([f - 1 for _, f in batch])
-            model.train()
-            loss = F.cross_entropy(model.logits(x), y, label_smoothing=0.05)
-            opt.zero_grad()
-            loss.backward()  # type: ignore[no-untyped-call]
-            opt.step()
-            step += 1
-            value = float(loss.detach())
-            ema = value if ema is None else 0.98 * ema + 0.02 * value
-            progress.update(
-                task, completed=min(budget_s, time.monotonic() - start), info=f"step {step} loss {ema:.3f}"
-            )
+
+    def step_loss() -> tuple[torch.Tensor, str]:
+        batch = [sampler.sample() for _ in range(args.batch)]
+        x = torch.from_numpy(crops_to_tensor([c for c, _ in batch]))
+        y = torch.tensor([f - 1 for _, f in batch])
+        return F.cross_entropy(model.logits(x), y, label_smoothing=0.05), ""
+
+    run = train_for(
+        model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="faces", step_loss=step_loss
+    )
     torch.save(model.state_dict(), args.out / "last.pt")
     model.eval()
     onnx_path = args.out / dated_name("pips", "facenet")
@@ -167,8 +146,8 @@ def main() -> None:
         input_size_hw=(CROP_PX, CROP_PX),
         labels=("1", "2", "3", "4", "5", "6"),
     )
-    minutes = (time.monotonic() - start) / 60
-    print(f"done: {step} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+    minutes = (time.monotonic() - run.started_s) / 60
+    print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
 
 
 if __name__ == "__main__":
