@@ -20,17 +20,16 @@ returned on top and is not part of `win`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from fractions import Fraction
 
 from rules.hrd.dice import RollClass
 from rules.hrd.paytable import Odds, Paytable
 from rules.hrd.settings import ExtraRollReach, PayoutRounding, Settings
 from rules.hrd.wagers import GameRules, Wager, WagerKind
+from rules.money import pay_cents
 
 ZERO = Decimal("0.00")
 
@@ -69,14 +68,7 @@ class Settlement:
 
 def payout(amount: Decimal, odds: Odds, *, rounding: PayoutRounding) -> Decimal:
     """Stake times odds, in whole cents (`rounding` says how a fraction of a cent goes)."""
-    cents_exact = Fraction(amount) * odds.win * 100
-    if rounding is PayoutRounding.DOWN:
-        cents = math.floor(cents_exact)
-    else:
-        cents = math.floor(cents_exact + Fraction(1, 2))
-    # Built from its digits, so exact however large (no rounding to the context's precision).
-    sign, digits, _ = Decimal(cents).as_tuple()
-    return Decimal((sign, digits, -2))
+    return pay_cents(amount, odds.win, half_up=rounding is PayoutRounding.HALF_UP)
 
 
 def _win(index: int, wager: Wager, odds: Odds, *, roll: int, clause: str, settings: Settings) -> Settlement:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
 from rules.cards import Card, CardError, Shoe, parse_card
 from rules.games import DocumentRefusedError, MathOptions, Problem
+from rules.money import pay_cents
 
 CENT = Decimal("0.01")
 
@@ -57,11 +58,7 @@ def pay(amount: Decimal, odds: Fraction) -> Decimal:
     cents on whole-cent wagers; only a loaded paytable with odds like "7 to 3" can give less than a cent,
     and a casino pays no fractions of a cent, so the remainder is dropped (rounded down).
     """
-    exact = Fraction(amount) * odds
-    whole_cents = exact.numerator * 100 // exact.denominator
-    if Fraction(whole_cents, 100) == exact:
-        return (Decimal(whole_cents) / 100).quantize(CENT)
-    return (Decimal(whole_cents) / 100).quantize(CENT, rounding=ROUND_DOWN)
+    return pay_cents(amount, odds)
 
 
 def odds_str(odds: Fraction) -> str:
