@@ -38,14 +38,53 @@ def _load(
     return out
 
 
+def mine_false_alarms(
+    scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]], *, threshold: float = 0.2
+) -> list[NDArray[np.float32]]:
+    """Centres (n, 2) in scene px where the registered detector fires with no labelled die there.
+
+    Hard negatives: the crops around these (sheet-protector holes, tray edges, shadows) are drawn more
+    often. Uses the ONNX model in `models/manifest.json`, as the reader would run it.
+    """
+    from vision.detect.centernet import DetectorConfig, decode, preprocess
+    from vision.onnx_session import load_model
+
+    model = load_model("detector")
+    config = DetectorConfig(score_threshold=threshold)
+    out = []
+    for img, boxes, _ in scenes:
+        h, w = img.shape[:2]
+        tensor, letterbox = preprocess(img, input_long_px=config.input_long_px)
+        pred, _ = decode(model.run(tensor)[0], letterbox=letterbox, image_wh=(w, h), config=config)
+        centres = (pred[:, :2] + pred[:, 2:]) / 2
+        # A detection whose centre lies in a (slightly grown) labelled box is not a false alarm.
+        grow = 0.1 * (boxes[:, 2:] - boxes[:, :2])
+        lo, hi = boxes[:, :2] - grow, boxes[:, 2:] + grow
+        on_die = (
+            ((centres[:, None, :] >= lo[None]) & (centres[:, None, :] <= hi[None])).all(axis=2).any(axis=1)
+            if len(boxes)
+            else np.zeros(len(centres), bool)
+        )
+        out.append(centres[~on_die].astype(np.float32))
+    return out
+
+
 class Sampler:
     """Makes one augmented (image, boxes) training sample at a time."""
 
     def __init__(
-        self, scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]], seed: int
+        self,
+        scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]],
+        seed: int,
+        *,
+        false_alarms: list[NDArray[np.float32]] | None = None,
+        hard_share: float = 0.3,
     ) -> None:
         self.scenes = scenes
         self.rng = np.random.default_rng(seed)
+        self.false_alarms = false_alarms or []
+        self.hard_scenes = [i for i, fa in enumerate(self.false_alarms) if len(fa)]
+        self.hard_share = hard_share if self.hard_scenes else 0.0
         self.patches: list[tuple[NDArray[np.uint8], int]] = []
         for img, boxes, faces in scenes:
             for b, f in zip(boxes, faces, strict=True):
@@ -67,6 +106,8 @@ class Sampler:
             if rng.random() < 0.1 and len(boxes) == 0:
                 return photometric(img, rng), boxes
             return photometric(img, rng), boxes
+        if rng.random() < self.hard_share:
+            return self._hard_sample()
         img, boxes, _ = self.scenes[int(rng.integers(len(self.scenes)))]
         med = (
             float(np.median(np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])))
@@ -97,6 +138,29 @@ class Sampler:
             cw, ch = min(nw - sx0, CROP - dx0), min(nh - sy0, CROP - dy0)
             out[dy0 : dy0 + ch, dx0 : dx0 + cw] = resized[sy0 : sy0 + ch, sx0 : sx0 + cw]
         b = b - np.array([x_off, y_off, x_off, y_off], np.float32)
+        cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+        inside = (cx >= 0) & (cx < CROP) & (cy >= 0) & (cy < CROP)
+        b = np.clip(b[inside], 0, CROP)
+        out, b = flip_rotate(np.asarray(out, np.uint8), b, rng)
+        return photometric(out, rng), b
+
+
+    def _hard_sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
+        """A crop around one mined false alarm, at about the scale the reader sees the scene."""
+        rng = self.rng
+        idx = self.hard_scenes[int(rng.integers(len(self.hard_scenes)))]
+        img, boxes, _ = self.scenes[idx]
+        fa = self.false_alarms[idx]
+        h, w = img.shape[:2]
+        scale = 640 / max(h, w) * float(np.exp(rng.uniform(np.log(0.7), np.log(1.4))))
+        nw, nh = max(CROP, round(w * scale)), max(CROP, round(h * scale))
+        sx, sy = nw / w, nh / h
+        resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+        px, py = fa[int(rng.integers(len(fa)))] * np.array([sx, sy], np.float32)
+        x_off = int(np.clip(px - rng.uniform(0.2, 0.8) * CROP, 0, nw - CROP))
+        y_off = int(np.clip(py - rng.uniform(0.2, 0.8) * CROP, 0, nh - CROP))
+        out = resized[y_off : y_off + CROP, x_off : x_off + CROP].copy()
+        b = boxes * np.array([sx, sy, sx, sy], np.float32) - np.array([x_off, y_off, x_off, y_off], np.float32)
         cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
         inside = (cx >= 0) & (cx < CROP) & (cy >= 0) & (cy < CROP)
         b = np.clip(b[inside], 0, CROP)
@@ -148,10 +212,17 @@ def main() -> None:
     parser.add_argument(
         "--matteop65", type=Path, default=None, help="matteop65 train/ folder (top-face boxes widened 1.2x)"
     )
+    parser.add_argument(
+        "--hard-negatives",
+        type=float,
+        default=0.0,
+        help="share of samples cut around the registered detector's false alarms on the training images",
+    )
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     items = load_nellbyler(args.real, "train")  # never the test split
     if args.synth is not None:
@@ -164,7 +235,11 @@ def main() -> None:
             )
             wide = np.concatenate([c - half, c + half], axis=1).astype(np.float32)
             items.append(LabelledImage(path=it.path, boxes_xyxy=wide, faces=it.faces, box_kind="die"))
-    sampler = Sampler(_load(items), args.seed)
+    scenes = _load(items)
+    false_alarms = mine_false_alarms(scenes) if args.hard_negatives > 0 else None
+    if false_alarms is not None:
+        print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
+    sampler = Sampler(scenes, args.seed, false_alarms=false_alarms, hard_share=args.hard_negatives)
     print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
 
     model = DieDetector()
@@ -206,8 +281,6 @@ def main() -> None:
         checkpoint=args.out / "last.pt",
         checkpoint_every=50,
     )
-
-    torch.save(model.state_dict(), args.out / "last.pt")
 
     torch.save(model.state_dict(), args.out / "last.pt")
     model.eval()
