@@ -100,10 +100,11 @@ def main() -> None:
     parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
     parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     args = parser.parse_args()
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     items = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")  # never the test split
     items += load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
