@@ -60,12 +60,9 @@ def mine_false_alarms(
         # A detection whose centre lies in a (slightly grown) labelled box is not a false alarm.
         grow = 0.1 * (boxes[:, 2:] - boxes[:, :2])
         lo, hi = boxes[:, :2] - grow, boxes[:, 2:] + grow
-        on_die = (
-            ((centres[:, None, :] >= lo[None]) & (centres[:, None, :] <= hi[None])).all(axis=2).any(axis=1)
-            if len(boxes)
-            else np.zeros(len(centres), bool)
-        )
-        out.append(centres[~on_die].astype(np.float32))
+        inside = (centres[:, None, :] >= lo[None]) & (centres[:, None, :] <= hi[None])
+        on_die: NDArray[np.bool_] = np.asarray(np.all(inside, axis=2), bool).reshape(len(centres), -1)
+        out.append(centres[~np.any(on_die, axis=1)].astype(np.float32))
     return out
 
 
@@ -144,7 +141,6 @@ class Sampler:
         out, b = flip_rotate(np.asarray(out, np.uint8), b, rng)
         return photometric(out, rng), b
 
-
     def _hard_sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
         """A crop around one mined false alarm, at about the scale the reader sees the scene."""
         rng = self.rng
@@ -160,7 +156,8 @@ class Sampler:
         x_off = int(np.clip(px - rng.uniform(0.2, 0.8) * CROP, 0, nw - CROP))
         y_off = int(np.clip(py - rng.uniform(0.2, 0.8) * CROP, 0, nh - CROP))
         out = resized[y_off : y_off + CROP, x_off : x_off + CROP].copy()
-        b = boxes * np.array([sx, sy, sx, sy], np.float32) - np.array([x_off, y_off, x_off, y_off], np.float32)
+        shift = np.array([x_off, y_off, x_off, y_off], np.float32)
+        b = boxes * np.array([sx, sy, sx, sy], np.float32) - shift
         cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
         inside = (cx >= 0) & (cx < CROP) & (cy >= 0) & (cy < CROP)
         b = np.clip(b[inside], 0, CROP)

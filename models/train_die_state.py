@@ -83,6 +83,38 @@ def load_crops(
     )
 
 
+def real_flat_crops(root: Path, seed: int, *, copies: int = 2) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
+    """Context crops of the real nellbyler train-split dice, all labelled flat: (train, held back).
+
+    The photos are top-down shots of dice at rest on a tray, and the set's labels read every die's top
+    face, so every labelled die is taken as lying flat. A tenth of the photos is held back (by `seed`) to
+    measure how often real flat dice are called flat. Never the test split.
+    """
+    from models.data import load_nellbyler
+
+    rng = np.random.default_rng(seed)
+    items = load_nellbyler(root, "train")
+    held = set(rng.permutation(len(items))[: max(1, len(items) // 10)].tolist())
+    train: list[NDArray[np.uint8]] = []
+    back: list[NDArray[np.uint8]] = []
+    for k, it in enumerate(items):
+        raw = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if raw is None or len(it.boxes_xyxy) == 0:
+            continue
+        img: NDArray[np.uint8] = np.asarray(raw, np.uint8)
+        ref = reference_die_px(it.boxes_xyxy.tolist())
+        for b in it.boxes_xyxy:
+            side = float(max(b[2] - b[0], b[3] - b[1]))
+            for _ in range(1 if k in held else copies):
+                c = np.array([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2]) + rng.normal(0, 0.06, size=2) * side
+                hw = np.array([b[2] - b[0], b[3] - b[1]]) / 2 * np.exp(rng.normal(0, 0.06, size=2))
+                box = (c[0] - hw[0], c[1] - hw[1], c[0] + hw[0], c[1] + hw[1])
+                crop = crop_context(img, box, ref_px=ref * float(np.exp(rng.normal(0, 0.06))))
+                (back if k in held else train).append(crop)
+    empty = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+    return (np.stack(train) if train else empty), (np.stack(back) if back else empty)
+
+
 def augment(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uint8]:
     """Quarter turn, flip and colour change: a die's state does not depend on any of them."""
     out = np.rot90(crop, int(rng.integers(4)))
@@ -116,6 +148,18 @@ def main() -> None:
     parser.add_argument(
         "--manifest", type=Path, default=MANIFEST_PATH, help="Manifest to record the model in."
     )
+    parser.add_argument(
+        "--real-flat",
+        type=Path,
+        default=None,
+        help="nellbyler folder: its train-split dice join the training data as flat (real photos)",
+    )
+    parser.add_argument(
+        "--balance",
+        type=float,
+        default=1.0,
+        help="draw class k with frequency ~ count_k ** BALANCE (1: as found, 0.5: rare states oftener)",
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -132,6 +176,13 @@ def main() -> None:
     t0 = time.monotonic()
     x_tr, y_tr, t_tr = load_crops(args.synth, train_scenes, args.seed)
     x_va, y_va, _ = load_crops(args.synth, val_scenes, args.seed + 1)
+    x_real_va = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+    if args.real_flat is not None:
+        x_real, x_real_va = real_flat_crops(args.real_flat, args.seed)
+        x_tr = np.concatenate([x_tr, x_real])
+        y_tr = np.concatenate([y_tr, np.zeros(len(x_real), np.int64)])
+        t_tr = np.concatenate([t_tr, np.zeros(len(x_real), np.float32)])
+        print(f"{len(x_real)} real flat crops added, {len(x_real_va)} held back")
     counts = np.bincount(y_tr, minlength=len(STATE_LABELS))
     print(
         f"{len(x_tr)} training crops from {len(train_scenes)} scenes, {len(x_va)} held back "
@@ -139,6 +190,11 @@ def main() -> None:
     )
     # Mild class weights: the rare states still count, but the flat prior (most dice) is kept.
     weight = torch.tensor((counts.max() / np.maximum(counts, 1)) ** 0.25, dtype=torch.float32)
+    # Sampling: each crop is drawn with probability ~ count_k ** (BALANCE - 1) for its class k.
+    draw = (np.maximum(counts, 1).astype(np.float64) ** (args.balance - 1.0))[y_tr]
+    draw /= draw.sum()
+    if args.balance < 1.0:
+        weight = torch.ones(len(STATE_LABELS))  # the sampling already lifts the rare states
 
     model = DieStateNet()
     if args.init is not None:
@@ -148,7 +204,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     def step_loss() -> tuple[torch.Tensor, str]:
-        idx = rng.integers(len(x_tr), size=args.batch)
+        idx = rng.choice(len(x_tr), size=args.batch, p=draw)
         x = torch.from_numpy(crops_to_tensor([augment(x_tr[i], rng) for i in idx]))
         y = torch.from_numpy(y_tr[idx])
         tilt = torch.from_numpy(t_tr[idx] / 90.0)
@@ -176,6 +232,12 @@ def main() -> None:
     }
     support = dict(zip(STATE_LABELS, np.bincount(y_va, minlength=6).tolist(), strict=True))
     print(f"held-back crops: recall per class {recall}, support {support}")
+    real_flat_recall = None
+    if len(x_real_va):
+        with torch.no_grad():
+            real_probs = wrapper(torch.from_numpy(crops_to_tensor(list(x_real_va)))).numpy()
+        real_flat_recall = round(100.0 * float((real_probs[:, :6].argmax(axis=1) == 0).mean()), 2)
+        print(f"held-back real flat dice called flat: {real_flat_recall} % of {len(x_real_va)}")
     onnx_path = args.out / dated_name("judge", "diestate")
     torch.onnx.export(
         wrapper,
@@ -202,6 +264,8 @@ def main() -> None:
         "held_back_scenes": len(val_scenes),
         "held_back_recall_pct": recall,
         "held_back_support": support,
+        "real_flat_held_back": {"crops": len(x_real_va), "called_flat_pct": real_flat_recall},
+        "balance": args.balance,
         "steps": run.steps,
         "batch": args.batch,
         "train_minutes": round(minutes, 1),
