@@ -19,12 +19,22 @@ One JSON document per image (`labels/<scene_id>.json`), `format` = FORMAT_VERSIO
       "top_quad": [[x, y] x4],                              # face-up corners, px, clockwise from top-left
       "polygon": [[x, y], ...],                             # outline of the whole die (convex hull), px
       "position_mm": [x, y, z], "quat_xyzw": [4], "layout_box": null, "kept": false, "style": "casino-red"
-  } ]
+  } ],
+  "layout_move": {                                        # only scenes of the dealer's move (layout*)
+      "first_faces": [5, 5, 1, ...], "winner": 5, "match_count": 4,   # the first roll, per die id
+      "moved_to": 5, "moved": [0, 1, 6, 8], "error": "none"           # what the dealer did
+  }
 }
 ```
 
 Verdict reasons are short machine-readable strings: "off_table", "missing", "stacked", "cocked_multi_side".
 `face` is null only for a die whose roll is void (more than one side resting) or that is off the table.
+
+`layout_move` (absent in older files and in every other scenario) records the dealer's move after a valid
+first roll (593.4(e)): the right move puts exactly the dice showing `winner` on the first roll into the
+`winner`'s layout box. `error` says what the scene's dealer did instead: "none" (the right move),
+"wrong_box" (the winning dice went into the box of `moved_to`), "missing" (one winning die left in the
+throw area), "extra" (a die of another face moved in with them).
 """
 
 from __future__ import annotations
@@ -51,9 +61,14 @@ SCENARIOS: tuple[str, ...] = (
     "cluster",
     "layout",
     "extra_roll",
+    "layout_wrong_box",
+    "layout_missing",
+    "layout_extra",
 )
 REST_KINDS: tuple[str, ...] = ("felt", "chips", "die", "wall", "outside")
 VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
+LayoutMoveError = Literal["none", "wrong_box", "missing", "extra"]
+LAYOUT_MOVE_ERRORS: tuple[str, ...] = ("none", "wrong_box", "missing", "extra")
 
 Point = tuple[float, float]
 
@@ -106,6 +121,39 @@ class DieTruth:
 
 
 @dataclass(frozen=True)
+class LayoutMoveTruth:
+    """The dealer's move into a layout box after the first roll: what the right move was, what was done."""
+
+    first_faces: tuple[int | None, ...]  # the first roll's face per die id (null: read by no face)
+    winner: int
+    match_count: int
+    moved_to: int  # face of the layout box the dealer put dice into
+    moved: tuple[int, ...]  # die ids the dealer put there
+    error: LayoutMoveError
+
+    def __post_init__(self) -> None:
+        if self.winner not in range(1, 7) or self.moved_to not in range(1, 7):
+            raise FormatError(
+                f"layout_move: winner and moved_to must be 1..6, got {self.winner}, {self.moved_to}"
+            )
+        if self.error not in LAYOUT_MOVE_ERRORS:
+            raise FormatError(f"layout_move: error must be one of {LAYOUT_MOVE_ERRORS}, got {self.error!r}")
+        if self.match_count != self.first_faces.count(self.winner) or self.match_count < 1:
+            raise FormatError(
+                f"layout_move: match_count {self.match_count} is not how many {self.winner}s first_faces has"
+            )
+        if any(not 0 <= i < len(self.first_faces) for i in self.moved):
+            raise FormatError(f"layout_move: moved names a die that is not in first_faces: {self.moved}")
+        if (self.error == "wrong_box") != (self.moved_to != self.winner):
+            raise FormatError("layout_move: moved_to differs from winner exactly when error is wrong_box")
+
+    @property
+    def right_dice(self) -> tuple[int, ...]:
+        """Die ids the right move puts into the winner's box: those that showed the winner."""
+        return tuple(i for i, f in enumerate(self.first_faces) if f == self.winner)
+
+
+@dataclass(frozen=True)
 class SceneTruth:
     """Exact ground truth for one image of a throw."""
 
@@ -123,6 +171,7 @@ class SceneTruth:
     generator: str
     render: dict[str, Any] = field(default_factory=dict, compare=False)
     format: str = FORMAT_VERSION
+    layout_move: LayoutMoveTruth | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -208,9 +257,38 @@ def camera_from_dict(data: dict[str, Any]) -> Camera:
     return Camera(intr, pose)
 
 
-def scene_to_dict(s: SceneTruth) -> dict[str, Any]:
-    """A scene as the JSON document of the format."""
+def layout_move_to_dict(m: LayoutMoveTruth) -> dict[str, Any]:
+    """The dealer's move as the JSON object of the format."""
     return {
+        "first_faces": list(m.first_faces),
+        "winner": m.winner,
+        "match_count": m.match_count,
+        "moved_to": m.moved_to,
+        "moved": list(m.moved),
+        "error": m.error,
+    }
+
+
+def layout_move_from_dict(data: dict[str, Any]) -> LayoutMoveTruth:
+    """Inverse of `layout_move_to_dict`."""
+    try:
+        return LayoutMoveTruth(
+            first_faces=tuple(None if f is None else int(f) for f in data["first_faces"]),
+            winner=int(data["winner"]),
+            match_count=int(data["match_count"]),
+            moved_to=int(data["moved_to"]),
+            moved=tuple(int(i) for i in data["moved"]),
+            error=data["error"],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"malformed layout_move: {exc!r}") from exc
+
+
+def scene_to_dict(s: SceneTruth) -> dict[str, Any]:
+    """A scene as the JSON document of the format (`layout_move` only where there is one)."""
+    doc = {
         "format": s.format,
         "generator": s.generator,
         "scene_id": s.scene_id,
@@ -227,6 +305,9 @@ def scene_to_dict(s: SceneTruth) -> dict[str, Any]:
         "render": s.render,
         "dice": [die_to_dict(d) for d in s.dice],
     }
+    if s.layout_move is not None:
+        doc["layout_move"] = layout_move_to_dict(s.layout_move)
+    return doc
 
 
 def _quad(points: Any) -> tuple[Point, Point, Point, Point]:
@@ -291,6 +372,9 @@ def scene_from_dict(data: dict[str, Any]) -> SceneTruth:
             index=int(data["index"]),
             generator=str(data["generator"]),
             render=dict(data.get("render", {})),
+            layout_move=None
+            if data.get("layout_move") is None
+            else layout_move_from_dict(data["layout_move"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, FormatError):

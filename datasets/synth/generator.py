@@ -229,6 +229,7 @@ def build_truth(
         generator=GENERATOR_VERSION,
         render=render_info,
         format=FORMAT_VERSION,
+        layout_move=outcome.layout_move,
     )
 
 

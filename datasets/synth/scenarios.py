@@ -11,6 +11,10 @@ table, dice moved to a layout box) place the die and simulate again until everyt
 final state is always one the physics accepts. Where a staging can fail by chance (the die slides off),
 it is retried a few times with fresh draws; if every try fails the scene is the plain throw (with its chips),
 and the note says "staging failed".
+
+The dealer's move after the first roll (593.4(e)) comes right (`layout`) and wrong (`layout_wrong_box`,
+`layout_missing`, `layout_extra`); each records the first roll and the move in `layout_move` (see
+datasets.format), so a test knows what the right move was and what is wrong with this one.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from calibration.layout import ThrowBoxLayout
+from calibration.layout import LAYOUT_ORDER, ThrowBoxLayout
+from datasets.format import LayoutMoveError, LayoutMoveTruth
 from datasets.synth.dice import FACE_NORMALS, FACES, flat_rotation, frame_rotation, matrix_to_quat
 from datasets.synth.physics import (
     CHIP_HEIGHT_MM,
@@ -33,7 +38,7 @@ from datasets.synth.physics import (
     SimResult,
     simulate,
 )
-from datasets.synth.truth import physical_truth
+from datasets.synth.truth import PhysicalTruth, physical_truth
 
 Rng = np.random.Generator
 RANK: dict[int, int] = {1: 6, 6: 5, 5: 4, 4: 3, 3: 2, 2: 1}  # ace high, then 6 down to 2 (593.1)
@@ -51,6 +56,7 @@ class ScenarioOutcome:
     kept: tuple[bool, ...]  # per simulated die: kept in its layout box from an earlier roll
     missing: int = 0  # expected dice that are not in the picture at all
     note: str = ""
+    layout_move: LayoutMoveTruth | None = None  # the dealer's move after the first roll (layout scenarios)
 
 
 def random_quat(rng: Rng) -> tuple[float, float, float, float]:
@@ -412,9 +418,122 @@ def layout_moved(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutco
         for die, (x, y) in zip(movers, slots, strict=True)
     }
     result = resettle(world, first.poses, changes)
+    record = None
+    if _clean_first_roll(truths) and len(movers) == faces.count(win):
+        record = LayoutMoveTruth(
+            first_faces=tuple(t.face for t in truths),
+            winner=win,
+            match_count=len(movers),
+            moved_to=win,
+            moved=tuple(movers),
+            error="none",
+        )
     return ScenarioOutcome(
-        "layout", world, result, n_dice, (False,) * n_dice, note=f"{len(movers)} x {win} moved to its box"
+        "layout",
+        world,
+        result,
+        n_dice,
+        (False,) * n_dice,
+        note=f"{len(movers)} x {win} moved to its box",
+        layout_move=record,
     )
+
+
+def _clean_first_roll(truths: list[PhysicalTruth]) -> bool:
+    """A valid first roll with every die flat in the throw area: the only kind a dealer moves dice after."""
+    return all(
+        t.face is not None and not (t.cocked or t.stacked or t.off_table) and t.layout_box is None
+        for t in truths
+    )
+
+
+MAX_IN_BOX = 9  # a layout box holds three rows of three dice (`layout_slots`)
+
+
+def _wrong_move(rng: Rng, layout: ThrowBoxLayout, n_dice: int, error: LayoutMoveError) -> ScenarioOutcome:
+    """The dealer's move done wrong after a valid first roll; `layout_move` records both moves.
+
+    - "wrong_box": every winning die goes into the box of another face;
+    - "missing": one winning die is left in the throw area;
+    - "extra": a die of another face goes into the winner's box with the winning dice.
+    The first throw is redrawn (up to RETRIES times) until it is a valid roll with 2..8 winning dice, so
+    each error can be staged and the box has room; the move is redone until every moved die rests flat in
+    the box it was put in, showing the face it showed. If either fails the scene is the plain throw.
+    """
+    name = {"wrong_box": "layout_wrong_box", "missing": "layout_missing", "extra": "layout_extra"}[error]
+    world = PhysicsWorld(layout)
+    edge = world.die_edge_mm
+    for _ in range(RETRIES):
+        first = simulate(world, throw_starts(rng, layout, n_dice))
+        truths = [physical_truth(p, c, layout) for p, c in zip(first.poses, first.contacts, strict=True)]
+        faces = [int(t.face) for t in truths if t.face is not None]
+        if _clean_first_roll(truths) and 2 <= faces.count(winning_face(faces)) < MAX_IN_BOX:
+            break
+    else:
+        return ScenarioOutcome(
+            name, world, first, n_dice, (False,) * n_dice, note="staging failed: no valid first roll"
+        )
+    win = winning_face(faces)
+    winners = [i for i, t in enumerate(truths) if t.face == win]
+    box, moved = win, list(winners)
+    if error == "wrong_box":
+        box = int(rng.choice([f for f in LAYOUT_ORDER if f != win]))
+    elif error == "missing":
+        moved.remove(int(rng.choice(winners)))
+    else:
+        others = [i for i, t in enumerate(truths) if t.face != win]
+        moved.insert(int(rng.integers(len(moved) + 1)), int(rng.choice(others)))
+    shown = {i: int(truths[i].face or 0) for i in moved}
+    result, note, record = first, "staging failed: a moved die did not rest flat in the box", None
+    for _ in range(RETRIES):
+        slots = layout_slots(layout, box, len(moved), edge + 2.5)
+        changes = {
+            die: flat_die(
+                rng,
+                x + float(rng.uniform(-0.5, 0.5)),
+                y + float(rng.uniform(-0.5, 0.5)),
+                edge,
+                face=shown[die],
+                yaw_sd=0.06,
+            )
+            for die, (x, y) in zip(moved, slots, strict=True)
+        }
+        trial = resettle(world, first.poses, changes)
+        after = [physical_truth(p, c, layout) for p, c in zip(trial.poses, trial.contacts, strict=True)]
+        if all(
+            (t.layout_box, t.face) == ((box, shown[i]) if i in shown else (None, truths[i].face))
+            and not (t.cocked or t.stacked)
+            for i, t in enumerate(after)
+        ):
+            record = LayoutMoveTruth(
+                first_faces=tuple(t.face for t in truths),
+                winner=win,
+                match_count=len(winners),
+                moved_to=box,
+                moved=tuple(sorted(moved)),
+                error=error,
+            )
+            result, note = (
+                trial,
+                f"{len(winners)} x {win}: {len(moved)} dice moved to the box of {box} ({error})",
+            )
+            break
+    return ScenarioOutcome(name, world, result, n_dice, (False,) * n_dice, note=note, layout_move=record)
+
+
+def layout_wrong_box(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
+    """The dealer moves the winning dice into another face's layout box (a dealer error, 593.4(e))."""
+    return _wrong_move(rng, layout, n_dice, "wrong_box")
+
+
+def layout_missing(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
+    """The dealer leaves one winning die in the throw area (a dealer error, 593.4(e))."""
+    return _wrong_move(rng, layout, n_dice, "missing")
+
+
+def layout_extra(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
+    """The dealer moves a die of another face into the winner's box too (a dealer error, 593.4(e))."""
+    return _wrong_move(rng, layout, n_dice, "extra")
 
 
 def extra_roll(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
@@ -450,4 +569,7 @@ SCENARIO_FUNCS: dict[str, Callable[[Rng, ThrowBoxLayout, int], ScenarioOutcome]]
     "cluster": cluster,
     "layout": layout_moved,
     "extra_roll": extra_roll,
+    "layout_wrong_box": layout_wrong_box,
+    "layout_missing": layout_missing,
+    "layout_extra": layout_extra,
 }
