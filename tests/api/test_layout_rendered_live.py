@@ -1,0 +1,197 @@
+"""The live loop on a rendered frame of the dealer's move (58 Pa. Code 593.4(e)): the service's alert or none.
+
+A round with an Extra Roll wager is open at the real service; roll one is posted (its faces are the
+committed fixture's recorded first roll: that state is not rendered, so the roll is scripted), which leaves
+the round waiting for the Extra Roll; then the box settles after the dealer's hand on the committed frame
+of the move (tests/fixtures/layout), which the loop reads with the real face and die-state models and the
+judge, with the frame's calibration placing each die in its layout box, and checks.
+
+The detector stands aside here (the reader gets the label's die boxes): on these frames it finds none of the
+dice in the layout boxes with the committed models, which tests/vision/test_layout_rendered.py measures and
+marks. What this file shows is the loop's part: a wrong move on a rendered frame is a `dealer_error` alert
+naming the problems, with that frame stored as evidence; the right move raises none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+from api.db.session import Database
+from api.live import LiveConfig, LiveLoop, RulesClient
+from api.live_service import DatabaseRecorder
+from api.metrics import Metrics
+from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
+from datasets.format import SceneTruth, read_scene
+from tests.api.conftest import Service, running_service
+from vision.capture import CapturedFrame
+from vision.judge.geometry import TableGeometry
+from vision.onnx_session import MANIFEST_PATH, ModelError, load_manifest
+from vision.reader import classify_faces
+from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
+from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
+TABLE = "LR1"
+
+
+def _listed(*names: str) -> bool:
+    try:
+        specs = load_manifest(MANIFEST_PATH)
+    except ModelError:
+        return False
+    return all(n in specs for n in names)
+
+
+@pytest.fixture(scope="module")
+def reader() -> Any:
+    if not _listed("detector", "pips", "die_state"):
+        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
+    from vision.reader import Reader
+
+    return Reader(threads=1)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Iterator[Service]:
+    with running_service("sqlite", tmp_path / "data") as service:
+        service.ok("POST", "/v1/tables", "admin", 201, json={"id": TABLE, "game": "hrd10"})
+        yield service
+
+
+def captured(n: int, image: np.ndarray) -> CapturedFrame:
+    return CapturedFrame(
+        image=image,
+        frame_id=f"{TABLE}-layout-{n}",
+        table_id=TABLE,
+        captured_at=datetime.now(UTC),
+        seq=n,
+        source_id="test",
+        monotonic_s=float(n),
+    )
+
+
+def square(x: float) -> DieCandidate:
+    """A made-up die box for a scripted die."""
+    corners = ((x, 0.0), (x + 20.0, 0.0), (x + 20.0, 20.0), (x, 20.0))
+    return DieCandidate(box_xyxy=(x, 0.0, x + 20.0, 20.0), top_quad=corners, score=1.0)
+
+
+class FirstRollThenModels:
+    """Roll one as scripted faces; every later frame through the real reader on the scene's die boxes."""
+
+    def __init__(self, reader: Any, scene: SceneTruth) -> None:
+        assert scene.layout_move is not None
+        self.reader = reader
+        self.first = tuple(int(f) for f in scene.layout_move.first_faces if f is not None)
+        self.boxes = tuple(
+            DieCandidate(box_xyxy=t.box_xyxy, top_quad=t.top_quad, score=1.0) for t in scene.dice
+        )
+        self.reads = 0
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        self.reads += 1
+        if self.reads == 1:
+            dice = tuple(
+                DieReading(
+                    candidate=square(30.0 * i),
+                    face=f,
+                    face_probs=tuple(1.0 if k == f else 0.0 for k in range(1, 7)),
+                )
+                for i, f in enumerate(self.first)
+            )
+            winner, count = classify_faces(self.first)
+            return Roll(
+                dice=dice,
+                verdict=Verdict.VALID,
+                reasons=(),
+                expected_dice=expected_dice,
+                faces=self.first,
+                winner=winner,
+                match_count=count,
+                frame_id=frame.frame_id,
+                table_id=frame.table_id,
+                models={"detector": "scripted first roll"},
+                timing_ms={"total": 0.0},
+            )
+        original = self.reader.detector
+        self.reader.detector = lambda image: self.boxes
+        try:
+            roll: Roll = self.reader.read(frame, expected_dice=expected_dice, geometry=geometry)
+        finally:
+            self.reader.detector = original
+        return roll
+
+
+@pytest.mark.parametrize(
+    ("case", "reasons"), [("correct", []), ("wrong_box", ["wrong_box", "missing_match"])]
+)
+def test_593_4_e_dealer_move_on_a_rendered_frame_in_the_live_loop(
+    case: str, reasons: list[str], svc: Service, reader: Any
+) -> None:
+    scene = read_scene(FIXTURES / f"{case}.json")
+    move = scene.layout_move
+    assert move is not None
+    image = cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR)
+    assert image is not None
+    rnd = svc.ok("POST", f"/v1/tables/{TABLE}/rounds", "dealer", 201)
+    wagers = [
+        {"seat": 1, "kind": "pip_street", "face": move.winner, "amount": "5.00"},
+        {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},  # above roll one's count: still live
+        {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
+    ]
+    svc.ok("POST", f"/v1/rounds/{rnd['id']}/wagers", "dealer", 201, json={"wagers": wagers})
+    svc.ok("POST", f"/v1/rounds/{rnd['id']}/no-more-bets", "dealer")
+
+    database = Database(svc.settings.resolved_database_url)
+    loop = LiveLoop(
+        config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="fixture-camera"),
+        items=[],
+        detector=SettleDetector(),
+        reader=FirstRollThenModels(reader, scene),
+        rules=RulesClient(base_url=svc.base_url, key=svc.keys["reader"], backoff_s=0.01),
+        recorder=DatabaseRecorder(database, svc.settings, Metrics(), actor="reader:layout-test"),
+        geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
+    )
+    try:
+        first = loop.handle_throw(
+            AtRest(captured(1, np.zeros_like(image)), throw_index=0, moving_since_s=0.0, still_since_s=0.7)
+        )
+        assert first.answer is not None and first.answer["phase"] == "awaiting_extra_roll", first
+        assert first.answer["round"]["first_roll"]["winner"] == move.winner
+        assert first.answer["round"]["first_roll"]["match_count"] == move.match_count
+        moved = captured(2, image)
+        loop.handle_dealer_move(
+            SettledWithoutThrow(moved, still_since_s=1.5, intruder_seen=True, empty=False)
+        )
+    finally:
+        loop.rules.close()
+        database.dispose()
+
+    (check,) = loop.layout_checks
+    assert check["frame_id"] == moved.frame_id and check["box"] == LAYOUT_LABELS[move.winner]
+    assert [p["reason"] for p in check["problems"]] == reasons
+    found = svc.ok("GET", f"/v1/alerts?table_id={TABLE}", "surveillance")
+    errors = [a for a in found if a["kind"] == "dealer_error"]
+    if not reasons:
+        assert check["ok"] is True and errors == []
+        return
+    (alert,) = errors
+    assert [p["reason"] for p in alert["data"]["problems"]] == reasons
+    assert alert["data"]["box"] == LAYOUT_LABELS[move.winner]
+    assert alert["data"]["expected_count"] == move.match_count and alert["data"]["in_winner_box"] == 0
+    # The evidence is the rendered frame of the move (annotated), stored at the service.
+    evidence = svc.call("GET", f"/v1/evidence/{alert['data']['evidence_sha256']}", "surveillance")
+    assert evidence.status_code == 200
+    shown = cv2.imdecode(np.frombuffer(evidence.content, np.uint8), cv2.IMREAD_COLOR)
+    assert shown is not None and shown.shape == image.shape
+    stored = svc.ok("GET", f"/v1/reads/{alert['data']['read_id']}", "surveillance")
+    assert stored["layout"]["problems"] == alert["data"]["problems"]
