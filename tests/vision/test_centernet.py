@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -16,6 +17,18 @@ def test_preprocess_scales_long_side_and_pads_to_32() -> None:
     assert lb.scale == pytest.approx(0.5)
     tensor, lb = preprocess(np.zeros((100, 333, 3), np.uint8), input_long_px=640)
     assert tensor.shape[2] % 32 == 0 and tensor.shape[3] == 640
+
+
+@pytest.mark.parametrize("hw", [(960, 1280), (100, 333), (481, 640)])  # no padding; padding; odd size
+def test_preprocess_values_are_the_rgb_frame_scaled_to_unit(hw: tuple[int, int]) -> None:
+    frame = np.random.default_rng(0).integers(0, 256, (*hw, 3), dtype=np.uint8)
+    tensor, lb = preprocess(frame, input_long_px=640)
+    h, w = round(hw[0] * lb.scale), round(hw[1] * lb.scale)
+    resized = cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA if lb.scale < 1 else cv2.INTER_LINEAR)
+    want = np.zeros((1, 3, *lb.input_hw), np.float32)
+    want[0, :, :h, :w] = resized[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) * np.float32(1 / 255)
+    assert tensor.flags.c_contiguous
+    assert np.array_equal(tensor, want)  # RGB order, [0, 1], zero padding right and bottom
 
 
 def test_decode_returns_boxes_in_frame_pixels() -> None:
