@@ -51,8 +51,15 @@ def register(app: typer.Typer) -> None:
     def bench(
         frames: int = typer.Option(200, min=10, help="Timed reads per thread setting."),
         as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON document."),
+        manifest: Path | None = typer.Option(
+            None,
+            exists=True,
+            dir_okay=False,
+            help="Model manifest (default: models/manifest.json), to pin the weights across runs.",
+        ),
     ) -> None:
         """Latency p50/p99 per 1280x960 frame with 10 dice, one thread and all threads; model load time."""
+        import datetime
         import os
         import statistics
         import time
@@ -60,23 +67,28 @@ def register(app: typer.Typer) -> None:
         import numpy as np
         from rich.progress import track
 
+        from vision.onnx_session import MANIFEST_PATH
         from vision.reader import Reader
         from vision.types import Frame
+
+        manifest_path = manifest or MANIFEST_PATH
 
         images = bench_frames(10)
         results: dict[str, object] = {
             "frame_wh": [1280, 960],
             "dice_per_frame": 10,
             "cpu_count": os.cpu_count(),
+            "started_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ"),
+            "load_average_1min": round(os.getloadavg()[0], 2),
         }
         loads = []
         for _ in range(5):
             t = time.perf_counter()
-            Reader(threads=1)
+            Reader(threads=1, manifest_path=manifest_path)
             loads.append((time.perf_counter() - t) * 1000)
         results["model_load_ms_median"] = round(statistics.median(loads), 1)
         for label, threads in (("one_thread", 1), ("all_threads", 0)):
-            reader = Reader(threads=threads)
+            reader = Reader(threads=threads, manifest_path=manifest_path)
             found = [len(reader.read(Frame(image=img)).dice) for img in images]  # also warms up
             lat = []
             stages: dict[str, list[float]] = {}

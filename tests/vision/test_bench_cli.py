@@ -1,0 +1,42 @@
+"""`throwbox bench`: the figures it reports are there and plausible, the weights it loads can be pinned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.cli.bench import bench_frames
+from vision.onnx_session import MANIFEST_PATH
+
+runner = CliRunner()
+
+
+def test_bench_frames_are_1280x960_with_ten_dice() -> None:
+    frames = bench_frames(2)
+    assert [f.shape for f in frames] == [(960, 1280, 3)] * 2
+    assert frames[0].dtype.name == "uint8" and not (frames[0] == frames[1]).all()  # a new felt each
+
+
+def test_bench_reports_latency_per_setting_with_the_pinned_manifest() -> None:
+    result = runner.invoke(app, ["bench", "--frames", "10", "--json", "--manifest", str(MANIFEST_PATH)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["frame_wh"] == [1280, 960] and doc["dice_per_frame"] == 10
+    assert doc["started_utc"].endswith("Z") and doc["load_average_1min"] >= 0
+    for setting in ("one_thread", "all_threads"):
+        r = doc[setting]
+        assert 0 < r["p50_ms"] <= r["p99_ms"]
+        assert len(r["dice_found_per_frame"]) == 10 and max(r["dice_found_per_frame"]) <= 10
+        # The stages add up to the read (each frame's stages sum to its total; medians nearly so).
+        stages = r["stage_p50_ms"]
+        assert set(stages) == {"detect", "faces", "judge", "total"}
+        assert stages["detect"] + stages["faces"] + stages["judge"] <= stages["total"] * 1.5
+
+
+def test_bench_refuses_a_missing_manifest(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["bench", "--manifest", str(tmp_path / "nope.json")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
