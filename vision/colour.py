@@ -1,12 +1,12 @@
 """Fast, exact colour statistics on 8-bit images: the median colour and the Lab distance to it.
 
 The pip counter and the top-face quad both threshold every pixel's Lab distance to a reference colour.
-On 8-bit Lab (integers 0..255) these can be computed with histograms and look-up tables instead of
-sorting and float arithmetic, and the results are bit-for-bit those of `np.median` and
-`np.linalg.norm(lab.astype(np.float32) - colour, axis=2)`: a median of integers is a multiple of 0.5,
-each squared difference a multiple of 0.25 below 2**16, so every sum is exact in float32 and only the
-final (correctly rounded) square root rounds. Hand-written because numpy's general-purpose versions
-cost ~0.1 ms a call on a ~70 px crop, ten dice a frame, in the reader's time budget (issue 4).
+On 8-bit Lab (integers 0..255) these can be computed with a partition and look-up tables instead of
+numpy's general-purpose median and float norm, and the results are bit-for-bit those of `np.median`
+and `np.linalg.norm(lab.astype(np.float32) - colour, axis=2)`: a median of integers is a multiple of
+0.5, each squared difference a multiple of 0.25 below 2**16, so every sum is exact in float32 and only
+the final (correctly rounded) square root rounds. Hand-written because numpy's versions cost ~0.1 ms a
+call on a ~70 px crop, twice for each of ten dice a frame, in the reader's time budget (issue 4).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 
 _LEVELS = np.arange(256, dtype=np.float32)
 _SUM_CHANNELS = np.ones((1, 3), np.float32)
-_CHANNEL_OFFSETS = np.array([0, 256, 512], np.uint16)
 
 
 def median_colour(pixels: NDArray[np.uint8]) -> NDArray[np.float32]:
@@ -34,14 +33,11 @@ def median_colour(pixels: NDArray[np.uint8]) -> NDArray[np.float32]:
         )
     flat = pixels.reshape(-1, 3)
     n = flat.shape[0]
-    # One histogram for the three channels (channel c counted in bins 256c..256c+255), cumulated per
-    # channel; the values at sorted positions (n - 1) // 2 and n // 2 are the levels where the count
-    # first exceeds those positions, and their mean is the median (one value when n is odd).
-    hist = np.bincount((flat + _CHANNEL_OFFSETS).ravel(), minlength=768).reshape(3, 256)
-    cum = np.cumsum(hist, axis=1)
-    lo = np.count_nonzero(cum <= (n - 1) // 2, axis=1).astype(np.float32)
-    hi = np.count_nonzero(cum <= n // 2, axis=1).astype(np.float32)
-    return np.asarray((lo + hi) / np.float32(2), np.float32)
+    # np.median's own method (partition around the middle, mean of the two middle values) on one
+    # contiguous row per channel, without its general-purpose overhead: 12 us instead of 44 us a crop.
+    rows = np.ascontiguousarray(flat.T)
+    rows.partition([(n - 1) // 2, n // 2], axis=1)
+    return (rows[:, (n - 1) // 2].astype(np.float32) + rows[:, n // 2]) / np.float32(2)
 
 
 def colour_distance(lab_u8: NDArray[np.uint8], colour: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from vision.colour import colour_distance, median_colour, percentile_below
+from vision.pips.crops import CROP_PAD
 from vision.types import ImageArray
 
 WORK_PX = 96  # the crop is resampled to this size before counting
@@ -40,8 +41,6 @@ class PipCountConfig:
 def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) -> int | None:
     """Pip count 1..6 of a die crop cut by `crop_die`, or None when the picture gives no clear count."""
     cfg = config or PipCountConfig()
-    from vision.pips.crops import CROP_PAD
-
     img = cv2.resize(crop_bgr, (WORK_PX, WORK_PX), interpolation=cv2.INTER_LINEAR)
     # The die spans 1 / (1 + CROP_PAD) of the crop; keep the face interior only.
     die_px = WORK_PX / (1.0 + CROP_PAD)
