@@ -101,8 +101,6 @@ def crop_context(
     n = max(2, round(side))
     ix1, iy1 = ix0 + n, iy0 + n
     sub = image_bgr[max(0, iy0) : max(0, min(h, iy1)), max(0, ix0) : max(0, min(w, ix1))]
-    # Always copied into a contiguous canvas: INTER_AREA resizing of a view into the frame measured
-    # slower (1.9 vs 1.45 ms a frame) than the copy plus resize.
     canvas = np.zeros((n, n, 3), np.uint8)
     if sub.size:
         oy, ox = max(0, iy0) - iy0, max(0, ix0) - ix0
