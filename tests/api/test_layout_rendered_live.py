@@ -131,9 +131,15 @@ class FirstRollThenModels:
         return roll
 
 
-@pytest.mark.parametrize(
-    ("case", "reasons"), [("correct", []), ("wrong_box", ["wrong_box", "missing_match"])]
-)
+CASES = [  # fixture, the problems the check must name, in its order
+    ("correct", []),
+    ("wrong_box", ["wrong_box", "missing_match"]),
+    ("missing", ["missing_match", "match_left_behind"]),
+    ("extra", ["wrong_face", "extra_dice"]),
+]
+
+
+@pytest.mark.parametrize(("case", "reasons"), CASES, ids=[c[0] for c in CASES])
 def test_593_4_e_dealer_move_on_a_rendered_frame_in_the_live_loop(
     case: str, reasons: list[str], svc: Service, reader: Any
 ) -> None:
@@ -187,7 +193,8 @@ def test_593_4_e_dealer_move_on_a_rendered_frame_in_the_live_loop(
     (alert,) = errors
     assert [p["reason"] for p in alert["data"]["problems"]] == reasons
     assert alert["data"]["box"] == LAYOUT_LABELS[move.winner]
-    assert alert["data"]["expected_count"] == move.match_count and alert["data"]["in_winner_box"] == 0
+    assert alert["data"]["expected_count"] == move.match_count
+    assert alert["data"]["in_winner_box"] == sum(1 for t in scene.dice if t.layout_box == move.winner)
     # The evidence is the rendered frame of the move (annotated), stored at the service.
     evidence = svc.call("GET", f"/v1/evidence/{alert['data']['evidence_sha256']}", "surveillance")
     assert evidence.status_code == 200

@@ -212,26 +212,22 @@ def test_malformed_layout_move_is_a_format_error(change: dict[str, Any], message
 
 
 # ----------------------------------------------------------------------------------------------- models
-# Where the committed models fail these frames, and why (measured 18:58 UTC, detector 2026-11-29T18:15Z,
-# pips 2026-11-29T17:54Z, die_state 2026-11-29T17:47Z). Layout boxes and the judge's geometry are not the
-# cause: on the true boxes every die gets its true layout box, and the face classifier's best guess is
-# right on all 40 dice.
+# Where the committed models fail these frames, and why (measured 19:35 UTC, detector 2026-11-29T19:33Z,
+# pips 2026-11-29T19:29Z, die_state 2026-11-29T19:32Z). Layout boxes and the judge's geometry are not the
+# cause: on the true boxes every die gets its true layout box and face, and all four cases pass. (The
+# earlier pips and die-state models, 17:54Z and 17:47Z, failed "missing" and "extra" there: a boxed die
+# taken for wedged, two aces at p 0.88-0.89 < 0.90.)
 _DETECTOR = (
     "the detector finds none of the {n} dice in the layout boxes (its training scenes, synthetic train-v1, "
-    "have no dice there) {extra}"
+    "have no dice there), so every layout box reads empty: {got}"
 )
 MODEL_XFAIL: dict[str, dict[str, str]] = {
-    "true_boxes": {
-        "missing": "the die-state model calls flat die 2 in the Three box wedged (p=0.67), so the judge "
-        "voids its face and the check reports it unreadable",
-        "extra": "the face classifier reads the aces 1 and 3 in the Ace box right but at p=0.89 and 0.88, "
-        "under the judge's 0.90, so the check reports them unreadable",
-    },
+    "true_boxes": {},
     "whole_reader": {
-        "correct": _DETECTOR.format(n=4, extra="and fires on the Ace, Three and Two labels: wrong_box"),
-        "wrong_box": _DETECTOR.format(n=4, extra="and fires on the Two label: no wrong_box, one unreadable"),
-        "missing": _DETECTOR.format(n=2, extra="and fires on the Ace and Two labels: wrong_box"),
-        "extra": _DETECTOR.format(n=5, extra="so the Ace box reads empty: missing_match only"),
+        "correct": _DETECTOR.format(n=4, got="missing_match on the right move"),
+        "wrong_box": _DETECTOR.format(n=4, got="missing_match but no wrong_box"),
+        "missing": _DETECTOR.format(n=2, got="0 dice in it instead of 2"),
+        "extra": _DETECTOR.format(n=5, got="missing_match instead of wrong_face and extra_dice"),
     },
 }
 
