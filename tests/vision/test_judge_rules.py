@@ -138,6 +138,29 @@ def test_675a_4_c_more_than_one_side_resting_is_void_and_has_no_reading() -> Non
     assert dice[0].face is None and dice[0].uncertain and dice[0].cocked  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("state", "rethrow_verdict", "rethrow_reason"),
+    [
+        (_state("stacked", p=0.7), Verdict.INVALID, "die_on_die"),  # 675a.4(b)
+        (_state("outside", p=0.7), Verdict.INVALID, "die_off_table"),  # 675a.4(b)
+        (_state("wedged", p=0.7, tilt=30.0), Verdict.VOID, "cocked_multi_side"),  # 675a.4(c)
+    ],
+)
+def test_a_rethrow_on_weak_evidence_is_left_to_a_person(
+    state: DieState, rethrow_verdict: Verdict, rethrow_reason: str
+) -> None:
+    """A die-state call that sends the dice back needs `min_rethrow_confidence`; below it, no_decision."""
+    strict = ValidityConfig(judge=JudgeConfig(min_rethrow_confidence=0.8))
+    verdict, findings, _ = _judge([FLAT, state], expected=2, config=strict)
+    assert verdict is Verdict.NO_DECISION
+    assert [(f.reason, f.die_ids) for f in findings] == [("state_uncertain", (2,))]
+    assert f"p={state.kind_confidence():.2f}" in findings[0].detail and "0.80 needed" in findings[0].detail
+    # The same opinion at the default threshold (0.5) is acted on.
+    verdict, findings, _ = _judge([FLAT, state], expected=2)
+    assert verdict is rethrow_verdict
+    assert rethrow_reason in [f.reason for f in findings]
+
+
 def test_675a_4_b_overlapping_boxes_are_a_die_on_a_die_even_if_the_classifier_says_flat() -> None:
     verdict, findings, dice = _judge([FLAT, FLAT, FLAT], expected=3, xs=[0.0, 6.0, 100.0])
     assert verdict is Verdict.INVALID

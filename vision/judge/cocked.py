@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from vision.judge.config import JudgeConfig
 from vision.judge.state import COCKED, WEDGED, DieState
+from vision.judge.weak import weak_rethrow_call
 from vision.types import DieReading, Finding, Verdict
 
 
@@ -48,6 +49,9 @@ def cocked_dice(
                     f"(one {p_one:.2f}, more {p_more:.2f})",
                 )
             )
+            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
+        elif p_more > p_one and st.kind_confidence() < config.min_rethrow_confidence:
+            findings.append(weak_rethrow_call(i, "is wedged on more than one side", st, config))
             calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
         elif p_more > p_one:
             findings.append(

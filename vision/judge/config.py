@@ -20,6 +20,12 @@ class JudgeConfig:
     # seed-500 tuning scenes: valid rolls called invalid/void 1.85 %, no_decision 10.2 % (0.7: 0.93 % and
     # 28 %; 0.4: 1.85 % and 7.4 %), the trade the README's sweep plot shows.
     min_state_confidence: float = 0.50
+    # A die-state call that sends the dice back to the shaker (a die on a die, a die seen off the table, a
+    # die wedged on more than one side) needs at least this probability of its kind; between
+    # `min_state_confidence` and this the die is `state_uncertain` (no_decision): a person looks rather than
+    # a good roll being thrown away on weak evidence. Geometry (overlapping boxes, a position beyond the
+    # walls, a short count) is not affected.
+    min_rethrow_confidence: float = 0.50
     # Cocked (one side resting) and wedged (more than one side resting) closer than this in probability:
     # too close to call which side rests, so `no_decision` rather than a reading or a void. 0.3 on the
     # tuning scenes: below it more valid rolls are voided (0.2: 2.3 %), above it void recall drops.
@@ -35,7 +41,13 @@ class JudgeConfig:
     off_table_margin_mm: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("min_state_confidence", "cocked_wedged_margin", "overlap_stacked"):
+        probabilities = (
+            "min_state_confidence",
+            "min_rethrow_confidence",
+            "cocked_wedged_margin",
+            "overlap_stacked",
+        )
+        for name in probabilities:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"JudgeConfig.{name} must be in [0, 1], got {value}")

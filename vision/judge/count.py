@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import OUTSIDE, DieState
+from vision.judge.weak import weak_rethrow_call
 from vision.types import DieReading, Finding, Verdict
 
 
@@ -32,7 +33,7 @@ def outside_dice(
     for i, die in enumerate(dice):
         if states is not None:
             st = states[i]
-            if st.kind == "outside" and st.kind_confidence() >= config.min_state_confidence:
+            if st.kind == "outside" and st.kind_confidence() >= config.min_rethrow_confidence:
                 out.add(i)
                 why[i] = f"the die-state classifier sees it off the table (p={st.probs[OUTSIDE]:.2f})"
         if geometry is not None:
@@ -43,7 +44,14 @@ def outside_dice(
                 why[i] = (
                     f"its centre lies {beyond:.0f} mm beyond the throw box walls at ({x:.0f}, {y:.0f}) mm"
                 )
-    findings = [
+    weak = [
+        weak_rethrow_call(i, "lies off the table", st, config)
+        for i, st in enumerate(states or ())
+        if i not in out
+        and st.kind == "outside"
+        and config.min_state_confidence <= st.kind_confidence() < config.min_rethrow_confidence
+    ]
+    findings = weak + [
         Finding(
             verdict=Verdict.INVALID,
             reason="die_off_table",

@@ -201,6 +201,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
 
 SWEEPS: dict[str, tuple[float, ...]] = {
     "min_state_confidence": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99),
+    "min_rethrow_confidence": (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99),
     "overlap_stacked": (0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 1.0),
     "cocked_wedged_margin": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8),
     "max_readable_tilt_deg": (30.0, 35.0, 38.0, 40.0, 42.0, 44.0, 46.0, 50.0, 90.0),

@@ -14,6 +14,7 @@ import numpy as np
 
 from vision.judge.config import JudgeConfig
 from vision.judge.state import STACKED, UNDER, DieState
+from vision.judge.weak import weak_rethrow_call
 from vision.types import DieReading, Finding, Verdict
 
 
@@ -43,6 +44,9 @@ def stacked_dice(
     if states is not None:
         for i, st in enumerate(states):
             if st.kind != "stacked" or st.kind_confidence() < config.min_state_confidence:
+                continue
+            if st.kind_confidence() < config.min_rethrow_confidence:
+                findings.append(weak_rethrow_call(i, "rests on a die or has one on it", st, config))
                 continue
             # The partner: the nearest other die, if it is within two box sizes.
             dist = np.hypot(*(centres - centres[i]).T)
