@@ -282,6 +282,8 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
         ax.set_xlabel(f"{name} (grey: default)")
         ax.set_ylabel("%")
         ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(curves) :]:
+        ax.set_visible(False)  # an odd number of thresholds leaves the last panel empty
     axes.flat[0].legend(fontsize=7, loc="center left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
