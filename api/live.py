@@ -368,9 +368,19 @@ class LiveLoop:
             pending.layout_checked = True
             log.info("table %s: no calibration, so the layout-box move is not checked", self.config.table_id)
             return
-        roll = self.reader.read(event.frame, expected_dice=None, geometry=self.geometry)
-        check = check_layout_move(dice=roll.dice, winner=pending.winner, match_count=pending.match_count)
         pending.layout_checked = True
+        try:
+            roll = self.reader.read(event.frame, expected_dice=None, geometry=self.geometry)
+        except Exception as exc:  # as in handle_throw: one unreadable frame must not stop the table
+            log.exception("table %s: the reader failed on %s", self.config.table_id, event.frame.frame_id)
+            self._alert(
+                "read_failed",
+                f"the reader failed on {event.frame.frame_id}, so the dealer's move to the layout box is "
+                f"not checked (a person must look): {exc}",
+                {"frame_id": event.frame.frame_id},
+            )
+            return
+        check = check_layout_move(dice=roll.dice, winner=pending.winner, match_count=pending.match_count)
         stored = self.recorder.store_read(
             table_id=self.config.table_id,
             frame=event.frame,

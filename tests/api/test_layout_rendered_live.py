@@ -15,6 +15,7 @@ naming the problems, with that frame stored as evidence; the right move raises n
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,50 @@ CASES = [  # fixture, the problems the check must name, in its order
 ]
 
 
+@contextmanager
+def after_first_roll(svc: Service, scene: SceneTruth, reader: FirstRollThenModels) -> Iterator[LiveLoop]:
+    """A calibrated live loop whose table has posted roll one and waits for the dealer's move."""
+    move = scene.layout_move
+    assert move is not None
+    rnd = svc.ok("POST", f"/v1/tables/{TABLE}/rounds", "dealer", 201)
+    wagers = [
+        {"seat": 1, "kind": "pip_street", "face": move.winner, "amount": "5.00"},
+        {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},  # above roll one's count: still live
+        {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
+    ]
+    svc.ok("POST", f"/v1/rounds/{rnd['id']}/wagers", "dealer", 201, json={"wagers": wagers})
+    svc.ok("POST", f"/v1/rounds/{rnd['id']}/no-more-bets", "dealer")
+    database = Database(svc.settings.resolved_database_url)
+    loop = LiveLoop(
+        config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="fixture-camera"),
+        items=[],
+        detector=SettleDetector(),
+        reader=reader,
+        rules=RulesClient(base_url=svc.base_url, key=svc.keys["reader"], backoff_s=0.01),
+        recorder=DatabaseRecorder(database, svc.settings, Metrics(), actor="reader:layout-test"),
+        geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
+    )
+    try:
+        blank = captured(1, np.zeros((480, 640, 3), np.uint8))
+        first = loop.handle_throw(AtRest(blank, throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+        assert first.answer is not None and first.answer["phase"] == "awaiting_extra_roll", first
+        assert first.answer["round"]["first_roll"]["winner"] == move.winner
+        assert first.answer["round"]["first_roll"]["match_count"] == move.match_count
+        yield loop
+    finally:
+        loop.rules.close()
+        database.dispose()
+
+
+def settled_after_hand(frame: CapturedFrame) -> SettledWithoutThrow:
+    return SettledWithoutThrow(frame, still_since_s=1.5, intruder_seen=True, empty=False)
+
+
+def alerts(svc: Service, kind: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = svc.ok("GET", f"/v1/alerts?table_id={TABLE}", "surveillance")
+    return [a for a in found if a["kind"] == kind]
+
+
 @pytest.mark.parametrize(("case", "reasons"), CASES, ids=[c[0] for c in CASES])
 def test_593_4_e_dealer_move_on_a_rendered_frame_in_the_live_loop(
     case: str, reasons: list[str], svc: Service, reader: Any
@@ -148,45 +193,14 @@ def test_593_4_e_dealer_move_on_a_rendered_frame_in_the_live_loop(
     assert move is not None
     image = cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR)
     assert image is not None
-    rnd = svc.ok("POST", f"/v1/tables/{TABLE}/rounds", "dealer", 201)
-    wagers = [
-        {"seat": 1, "kind": "pip_street", "face": move.winner, "amount": "5.00"},
-        {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},  # above roll one's count: still live
-        {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
-    ]
-    svc.ok("POST", f"/v1/rounds/{rnd['id']}/wagers", "dealer", 201, json={"wagers": wagers})
-    svc.ok("POST", f"/v1/rounds/{rnd['id']}/no-more-bets", "dealer")
-
-    database = Database(svc.settings.resolved_database_url)
-    loop = LiveLoop(
-        config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="fixture-camera"),
-        items=[],
-        detector=SettleDetector(),
-        reader=FirstRollThenModels(reader, scene),
-        rules=RulesClient(base_url=svc.base_url, key=svc.keys["reader"], backoff_s=0.01),
-        recorder=DatabaseRecorder(database, svc.settings, Metrics(), actor="reader:layout-test"),
-        geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
-    )
-    try:
-        first = loop.handle_throw(
-            AtRest(captured(1, np.zeros_like(image)), throw_index=0, moving_since_s=0.0, still_since_s=0.7)
-        )
-        assert first.answer is not None and first.answer["phase"] == "awaiting_extra_roll", first
-        assert first.answer["round"]["first_roll"]["winner"] == move.winner
-        assert first.answer["round"]["first_roll"]["match_count"] == move.match_count
-        moved = captured(2, image)
-        loop.handle_dealer_move(
-            SettledWithoutThrow(moved, still_since_s=1.5, intruder_seen=True, empty=False)
-        )
-    finally:
-        loop.rules.close()
-        database.dispose()
+    moved = captured(2, image)
+    with after_first_roll(svc, scene, FirstRollThenModels(reader, scene)) as loop:
+        loop.handle_dealer_move(settled_after_hand(moved))
 
     (check,) = loop.layout_checks
     assert check["frame_id"] == moved.frame_id and check["box"] == LAYOUT_LABELS[move.winner]
     assert [p["reason"] for p in check["problems"]] == reasons
-    found = svc.ok("GET", f"/v1/alerts?table_id={TABLE}", "surveillance")
-    errors = [a for a in found if a["kind"] == "dealer_error"]
+    errors = alerts(svc, "dealer_error")
     if not reasons:
         assert check["ok"] is True and errors == []
         return
@@ -202,3 +216,29 @@ def test_593_4_e_dealer_move_on_a_rendered_frame_in_the_live_loop(
     assert shown is not None and shown.shape == image.shape
     stored = svc.ok("GET", f"/v1/reads/{alert['data']['read_id']}", "surveillance")
     assert stored["layout"]["problems"] == alert["data"]["problems"]
+
+
+class ReaderDiesAfterFirstRoll(FirstRollThenModels):
+    """Roll one as scripted; the reader raises on every later frame."""
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        if self.reads == 0:
+            return super().read(frame, expected_dice=expected_dice, geometry=geometry)
+        self.reads += 1
+        raise RuntimeError("model session died")
+
+
+def test_a_reader_failure_on_the_dealers_move_is_an_alert_not_a_dead_loop(svc: Service) -> None:
+    """No models needed: the move's frame cannot be read, which is said (read_failed), not raised."""
+    scene = read_scene(FIXTURES / "wrong_box.json")
+    reader = ReaderDiesAfterFirstRoll(None, scene)
+    with after_first_roll(svc, scene, reader) as loop:
+        loop.handle_dealer_move(settled_after_hand(captured(2, np.zeros((480, 640, 3), np.uint8))))
+        loop.handle_dealer_move(settled_after_hand(captured(3, np.zeros((480, 640, 3), np.uint8))))
+    (failed,) = alerts(svc, "read_failed")
+    assert "layout box is not checked" in failed["message"] and "model session died" in failed["message"]
+    assert failed["data"]["frame_id"] == f"{TABLE}-layout-2"
+    assert reader.reads == 2  # roll one, then the move once: the same move is not read again
+    assert loop.layout_checks == [] and alerts(svc, "dealer_error") == []
