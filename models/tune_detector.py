@@ -1,0 +1,92 @@
+"""Choose the detector's score threshold and box-size factor on tuning images, never on a test split.
+
+    .venv/bin/python -m models.tune_detector [--synth /work/data/synth/train-v1 --synth-from 1500]
+
+Runs the registered detector (models/manifest.json) once per image and decodes its output at every
+(score_threshold, size_scale) pair of the grid: detection precision and recall at IoU >= 0.5 and the median
+predicted/true box width, per tuning set. Tuning sets: every second nellbyler **train** photo (seen in
+training: its false-alarm rate there is a lower bound) and synthetic train-v1 scenes from `--synth-from`
+on (the detector trained on the first 800 only). The chosen pair goes into
+`vision.detect.centernet.DetectorConfig` with the table this prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth
+from models.evaluate import match
+from vision.detect.centernet import DetectorConfig, Letterbox, decode, preprocess
+from vision.onnx_session import load_model
+
+Head = tuple[NDArray[np.float32], Letterbox, tuple[int, int], NDArray[np.float32]]
+
+
+def run_heads(items: list[LabelledImage]) -> list[Head]:
+    """The detector's raw output per image, with what decoding and scoring need."""
+    model = load_model("detector")
+    out = []
+    for it in items:
+        img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if img is None:
+            raise SystemExit(f"unreadable tuning image {it.path}")
+        h, w = img.shape[:2]
+        long_px = DetectorConfig().input_long_px
+        tensor, letterbox = preprocess(np.asarray(img, np.uint8), input_long_px=long_px)
+        out.append((model.run(tensor)[0], letterbox, (w, h), it.boxes_xyxy))
+    return out
+
+
+def score(heads: list[Head], config: DetectorConfig) -> dict[str, float]:
+    """Precision, recall (%) and the median predicted/true width over the images."""
+    tp = fp = gt = 0
+    ratios: list[float] = []
+    for head, letterbox, wh, truth in heads:
+        boxes, scores = decode(head, letterbox=letterbox, image_wh=wh, config=config)
+        pairs = match(boxes, scores, truth)
+        tp, fp, gt = tp + len(pairs), fp + len(boxes) - len(pairs), gt + len(truth)
+        ratios += [float((boxes[p, 2] - boxes[p, 0]) / (truth[g, 2] - truth[g, 0])) for p, g in pairs]
+    return {
+        "precision_pct": round(100.0 * tp / max(1, tp + fp), 1),
+        "recall_pct": round(100.0 * tp / max(1, gt), 1),
+        "median_width_ratio": round(float(np.median(ratios)), 3) if ratios else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--real", type=Path, default=SHARED_REAL / "d6-topdown-nellbyler")
+    parser.add_argument("--synth", type=Path, default=None, help="synthetic train-v1 folder (optional)")
+    parser.add_argument("--synth-from", type=int, default=1500, help="first synthetic scene used for tuning")
+    parser.add_argument("--synth-count", type=int, default=60)
+    parser.add_argument("--thresholds", default="0.2,0.25,0.3,0.35,0.4,0.5")
+    parser.add_argument("--scales", default="1.0,1.05,1.1,1.15,1.25")
+    args = parser.parse_args()
+
+    sets = {"nellbyler train (every 2nd)": load_nellbyler(args.real, "train")[::2]}
+    if args.synth is not None:
+        sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
+            args.synth_from : args.synth_from + args.synth_count
+        ]
+    heads = {name: run_heads(items) for name, items in sets.items()}
+    print("| threshold | size_scale | " + " | ".join(f"{n}: P / R / width" for n in sets) + " |")
+    print("|---|---|" + "---|" * len(sets))
+    for thr in (float(v) for v in args.thresholds.split(",")):
+        for scale in (float(v) for v in args.scales.split(",")):
+            config = DetectorConfig(score_threshold=thr, size_scale=scale)
+            cells = []
+            for name in sets:
+                s = score(heads[name], config)
+                cells.append(f"{s['precision_pct']} / {s['recall_pct']} / {s['median_width_ratio']}")
+            print(f"| {thr} | {scale} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
