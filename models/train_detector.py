@@ -203,8 +203,12 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--real", type=Path, default=SHARED_REAL / "d6-topdown-nellbyler")
-    parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
-    parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
+    parser.add_argument(
+        "--synth", type=Path, action="append", default=[], help="synthetic train scenes (repeatable)"
+    )
+    parser.add_argument(
+        "--synth-limit", type=int, default=300, help="use the first N scenes of each synthetic folder"
+    )
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
     parser.add_argument(
         "--matteop65", type=Path, default=None, help="matteop65 train/ folder (top-face boxes widened 1.2x)"
@@ -222,8 +226,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     items = load_nellbyler(args.real, "train")  # never the test split
-    if args.synth is not None:
-        items += load_synth(args.synth, limit=args.synth_limit)
+    for folder in args.synth:
+        items += load_synth(folder, limit=args.synth_limit)
     if args.matteop65 is not None:  # never valid/
         for it in load_yolo_folder(args.matteop65, box_kind="top"):
             c, half = (
