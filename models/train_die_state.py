@@ -30,6 +30,7 @@ from vision.onnx_session import MANIFEST_PATH
 
 MODEL_DIR = Path(__file__).resolve().parent / "judge_diestate"
 MIN_VISIBLE = 0.25  # dice hidden more than this are not asked of the classifier (the detector misses them)
+SPLIT_SEED = 0  # which scenes and photos are held back: fixed, see main()
 FLAT_PER_SCENE = 10  # every flat die: flat dice must be called flat with confidence (10 a roll)
 
 
@@ -88,13 +89,14 @@ def real_flat_crops(root: Path, seed: int, *, copies: int = 2) -> tuple[NDArray[
 
     The photos are top-down shots of dice at rest on a tray, and the set's labels read every die's top
     face, so every labelled die is taken as lying flat. A tenth of the photos is held back (by `seed`) to
-    measure how often real flat dice are called flat. Never the test split.
+    measure how often real flat dice are called flat (the same photos whatever `seed`). Never the test split.
     """
     from models.data import load_nellbyler
 
     rng = np.random.default_rng(seed)
     items = load_nellbyler(root, "train")
-    held = set(rng.permutation(len(items))[: max(1, len(items) // 10)].tolist())
+    split = np.random.default_rng(SPLIT_SEED).permutation(len(items))
+    held = set(split[: max(1, len(items) // 10)].tolist())
     train: list[NDArray[np.uint8]] = []
     back: list[NDArray[np.uint8]] = []
     for k, it in enumerate(items):
@@ -169,7 +171,9 @@ def main() -> None:
     if not paths:
         raise SystemExit(f"{args.synth}: no labels/*.json")
     scenes = [read_scene(p) for p in paths]
-    order = rng.permutation(len(scenes))
+    # The held-back tenth does not depend on --seed, so a run continuing another (--init) never trains on
+    # the scenes the earlier run held back. (Runs before 2026-11-29 20:20 split by --seed.)
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(scenes))
     n_val = max(1, len(scenes) // 10)
     val_scenes = [scenes[i] for i in order[:n_val]]
     train_scenes = [scenes[i] for i in order[n_val:]]
