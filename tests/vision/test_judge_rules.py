@@ -155,8 +155,9 @@ def test_a_rethrow_on_weak_evidence_is_left_to_a_person(
     assert verdict is Verdict.NO_DECISION
     assert [(f.reason, f.die_ids) for f in findings] == [("state_uncertain", (2,))]
     assert f"p={state.kind_confidence():.2f}" in findings[0].detail and "0.80 needed" in findings[0].detail
-    # The same opinion at the default threshold (0.5) is acted on.
-    verdict, findings, _ = _judge([FLAT, state], expected=2)
+    # The same opinion is acted on when the threshold is below it.
+    lenient = ValidityConfig(judge=JudgeConfig(min_rethrow_confidence=0.5))
+    verdict, findings, _ = _judge([FLAT, state], expected=2, config=lenient)
     assert verdict is rethrow_verdict
     assert rethrow_reason in [f.reason for f in findings]
 
