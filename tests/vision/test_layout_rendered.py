@@ -212,8 +212,8 @@ def test_malformed_layout_move_is_a_format_error(change: dict[str, Any], message
 
 
 # ----------------------------------------------------------------------------------------------- models
-# Where the committed models fail these frames, and why (measured 19:35 UTC, detector 2026-11-29T19:33Z,
-# pips 2026-11-29T19:29Z, die_state 2026-11-29T19:32Z). Layout boxes and the judge's geometry are not the
+# Where the committed models fail these frames, and why (measured 20:27 UTC, detector 2026-11-29T20:16Z,
+# pips 2026-11-29T20:15Z, die_state 2026-11-29T20:11Z). Layout boxes and the judge's geometry are not the
 # cause: on the true boxes every die gets its true layout box and face, and all four cases pass. (The
 # earlier pips and die-state models, 17:54Z and 17:47Z, failed "missing" and "extra" there: a boxed die
 # taken for wedged, two aces at p 0.88-0.89 < 0.90.)
