@@ -34,6 +34,18 @@ SPLIT_SEED = 0  # which scenes and photos are held back: fixed, see main()
 FLAT_PER_SCENE = 10  # every flat die: flat dice must be called flat with confidence (10 a roll)
 
 
+def jittered_context_crop(
+    img: NDArray[np.uint8], box_xyxy: tuple[float, ...], ref_px: float, rng: np.random.Generator
+) -> NDArray[np.uint8]:
+    """`crop_context` around a box moved and resized like the detector's (6 %), the reference size too."""
+    x0, y0, x1, y1 = box_xyxy
+    side = max(x1 - x0, y1 - y0)
+    c = np.array([(x0 + x1) / 2, (y0 + y1) / 2]) + rng.normal(0, 0.06, size=2) * side
+    hw = np.array([x1 - x0, y1 - y0]) / 2 * np.exp(rng.normal(0, 0.06, size=2))
+    box = (c[0] - hw[0], c[1] - hw[1], c[0] + hw[0], c[1] + hw[1])
+    return np.asarray(crop_context(img, box, ref_px=ref_px * float(np.exp(rng.normal(0, 0.06)))), np.uint8)
+
+
 def crops_of_scene(
     root: Path, scene: SceneTruth, rng: np.random.Generator
 ) -> tuple[list[NDArray[np.uint8]], list[int], list[float]]:
@@ -53,12 +65,7 @@ def crops_of_scene(
     crops, labels, tilts = [], [], []
     for i in picked:
         d = scene.dice[i]
-        x0, y0, x1, y1 = d.box_xyxy
-        side = max(x1 - x0, y1 - y0)
-        c = np.array([(x0 + x1) / 2, (y0 + y1) / 2]) + rng.normal(0, 0.06, size=2) * side
-        hw = np.array([x1 - x0, y1 - y0]) / 2 * np.exp(rng.normal(0, 0.06, size=2))
-        box = (c[0] - hw[0], c[1] - hw[1], c[0] + hw[0], c[1] + hw[1])
-        crops.append(crop_context(img, box, ref_px=ref * float(np.exp(rng.normal(0, 0.06)))))
+        crops.append(jittered_context_crop(img, d.box_xyxy, ref, rng))
         labels.append(states[i])
         tilts.append(float(d.tilt_deg))
     return crops, labels, tilts
@@ -106,12 +113,8 @@ def real_flat_crops(root: Path, seed: int, *, copies: int = 2) -> tuple[NDArray[
         img: NDArray[np.uint8] = np.asarray(raw, np.uint8)
         ref = reference_die_px(it.boxes_xyxy.tolist())
         for b in it.boxes_xyxy:
-            side = float(max(b[2] - b[0], b[3] - b[1]))
             for _ in range(1 if k in held else copies):
-                c = np.array([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2]) + rng.normal(0, 0.06, size=2) * side
-                hw = np.array([b[2] - b[0], b[3] - b[1]]) / 2 * np.exp(rng.normal(0, 0.06, size=2))
-                box = (c[0] - hw[0], c[1] - hw[1], c[0] + hw[0], c[1] + hw[1])
-                crop = crop_context(img, box, ref_px=ref * float(np.exp(rng.normal(0, 0.06))))
+                crop = jittered_context_crop(img, tuple(float(v) for v in b), ref, rng)
                 (back if k in held else train).append(crop)
     empty = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
     return (np.stack(train) if train else empty), (np.stack(back) if back else empty)
