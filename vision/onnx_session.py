@@ -118,6 +118,15 @@ def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
     return specs
 
 
+def manifest_lists(*names: str, manifest_path: Path = MANIFEST_PATH) -> bool:
+    """Whether the manifest can be read and names every one of `names` (no model file is opened)."""
+    try:
+        specs = load_manifest(manifest_path)
+    except ModelError:
+        return False
+    return all(n in specs for n in names)
+
+
 def _onnxruntime_session(path: Path, threads: int, providers: tuple[str, ...]) -> InferenceBackend:
     import onnxruntime as ort
 

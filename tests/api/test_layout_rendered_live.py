@@ -33,7 +33,7 @@ from datasets.format import SceneTruth, read_scene
 from tests.api.conftest import Service, running_service
 from vision.capture import CapturedFrame
 from vision.judge.geometry import TableGeometry
-from vision.onnx_session import MANIFEST_PATH, ModelError, load_manifest
+from vision.onnx_session import manifest_lists
 from vision.reader import classify_faces
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
@@ -42,17 +42,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
 TABLE = "LR1"
 
 
-def _listed(*names: str) -> bool:
-    try:
-        specs = load_manifest(MANIFEST_PATH)
-    except ModelError:
-        return False
-    return all(n in specs for n in names)
-
-
 @pytest.fixture(scope="module")
 def reader() -> Any:
-    if not _listed("detector", "pips", "die_state"):
+    if not manifest_lists("detector", "pips", "die_state"):
         pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
     from vision.reader import Reader
 

@@ -21,7 +21,7 @@ from vision.annotate import RED, annotate
 from vision.judge.evaluate import MIN_VISIBLE, one_hot
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import DieStateClassifier
-from vision.onnx_session import MANIFEST_PATH, ModelError, load_manifest, load_model
+from vision.onnx_session import load_model, manifest_lists
 from vision.types import DieCandidate, FaceReading, Frame, Roll, Verdict
 from vision.validity import Judgement, ValidityConfig, judge
 
@@ -37,17 +37,9 @@ CASES: list[tuple[str, Verdict, str | None]] = [
 ]
 
 
-def _listed(*names: str) -> bool:
-    try:
-        specs = load_manifest(MANIFEST_PATH)
-    except ModelError:
-        return False
-    return all(n in specs for n in names)
-
-
 @pytest.fixture(scope="module")
 def die_state() -> DieStateClassifier:
-    if not _listed("die_state"):
+    if not manifest_lists("die_state"):
         pytest.skip("models/manifest.json lists no die_state model (models/train_die_state.py makes it)")
     return DieStateClassifier(load_model("die_state"))
 
@@ -164,7 +156,7 @@ WHOLE_READER_MISSES = {
     ],
 )
 def test_whole_reader_on_committed_frames(case: str, verdict: Verdict, reason: str | None) -> None:
-    if not _listed("detector", "pips", "die_state"):
+    if not manifest_lists("detector", "pips", "die_state"):
         pytest.skip("the detector and face classifier are not committed yet (models/manifest.json)")
     from vision.reader import Reader
 

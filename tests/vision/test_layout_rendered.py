@@ -40,7 +40,7 @@ from datasets.synth.generator import GeneratorConfig, simulate_scene
 from datasets.synth.truth import physical_truth
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import LayoutCheck, check_layout_move
-from vision.onnx_session import MANIFEST_PATH, ModelError, load_manifest
+from vision.onnx_session import manifest_lists
 from vision.types import DieCandidate, DieReading, Frame
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
@@ -104,14 +104,6 @@ def match_to_scene(dice: tuple[DieReading, ...], scene: SceneTruth) -> list[int 
         best = max(scene.dice, key=lambda t: _iou(d.candidate.box_xyxy, t.box_xyxy))
         out.append(best.id if _iou(d.candidate.box_xyxy, best.box_xyxy) >= 0.3 else None)
     return out
-
-
-def models_listed(*names: str) -> bool:
-    try:
-        specs = load_manifest(MANIFEST_PATH)
-    except ModelError:
-        return False
-    return all(n in specs for n in names)
 
 
 # ------------------------------------------------------------------------------------ labels and physics
@@ -245,7 +237,7 @@ def _cases(level: str) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def reader() -> Any:
-    if not models_listed("detector", "pips", "die_state"):
+    if not manifest_lists("detector", "pips", "die_state"):
         pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
     from vision.reader import Reader
 

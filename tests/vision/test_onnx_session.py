@@ -15,8 +15,18 @@ from vision.onnx_session import (
     ModelFileError,
     load_manifest,
     load_model,
+    manifest_lists,
     sha256_of,
 )
+
+
+def test_manifest_lists_names_only_what_a_readable_manifest_has(tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path)
+    assert manifest_lists("detector", "pips", manifest_path=manifest)
+    assert not manifest_lists("detector", "die_state", manifest_path=manifest)
+    assert not manifest_lists("detector", manifest_path=tmp_path / "absent.json")
+    manifest.write_text("{not json", encoding="utf-8")
+    assert not manifest_lists("detector", manifest_path=manifest)
 
 
 def test_fake_session_runs_through_the_wrapper(tmp_path: Path) -> None:
