@@ -394,6 +394,24 @@ def layout_slots(layout: ThrowBoxLayout, face: int, count: int, pitch: float) ->
     ]
 
 
+def dice_in_box(
+    rng: Rng, layout: ThrowBoxLayout, box: int, faces: dict[int, int], edge: float
+) -> dict[int, DieStart]:
+    """Flat dice in the layout box of face `box`, three to a row (`faces`: die index -> face shown)."""
+    slots = layout_slots(layout, box, len(faces), edge + 2.5)
+    return {
+        die: flat_die(
+            rng,
+            x + float(rng.uniform(-0.5, 0.5)),
+            y + float(rng.uniform(-0.5, 0.5)),
+            edge,
+            face=face,
+            yaw_sd=0.06,
+        )
+        for (die, face), (x, y) in zip(faces.items(), slots, strict=True)
+    }
+
+
 def layout_moved(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     """After the first roll the dealer moves the winning dice into their labelled layout box (675a.4(e))."""
     world = PhysicsWorld(layout)
@@ -405,18 +423,7 @@ def layout_moved(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutco
         return ScenarioOutcome("layout", world, first, n_dice, (False,) * n_dice, note="no readable die")
     win = winning_face(faces)
     movers = [i for i, t in enumerate(truths) if t.face == win and not t.cocked and not t.off_table][:9]
-    slots = layout_slots(layout, win, len(movers), edge + 2.5)
-    changes = {
-        die: flat_die(
-            rng,
-            x + float(rng.uniform(-0.5, 0.5)),
-            y + float(rng.uniform(-0.5, 0.5)),
-            edge,
-            face=win,
-            yaw_sd=0.06,
-        )
-        for die, (x, y) in zip(movers, slots, strict=True)
-    }
+    changes = dice_in_box(rng, layout, win, dict.fromkeys(movers, win), edge)
     result = resettle(world, first.poses, changes)
     record = None
     if _clean_first_roll(truths) and len(movers) == faces.count(win):
@@ -486,18 +493,7 @@ def _wrong_move(rng: Rng, layout: ThrowBoxLayout, n_dice: int, error: LayoutMove
     shown = {i: int(truths[i].face or 0) for i in moved}
     result, note, record = first, "staging failed: a moved die did not rest flat in the box", None
     for _ in range(RETRIES):
-        slots = layout_slots(layout, box, len(moved), edge + 2.5)
-        changes = {
-            die: flat_die(
-                rng,
-                x + float(rng.uniform(-0.5, 0.5)),
-                y + float(rng.uniform(-0.5, 0.5)),
-                edge,
-                face=shown[die],
-                yaw_sd=0.06,
-            )
-            for die, (x, y) in zip(moved, slots, strict=True)
-        }
+        changes = dice_in_box(rng, layout, box, {die: shown[die] for die in moved}, edge)
         trial = resettle(world, first.poses, changes)
         after = [physical_truth(p, c, layout) for p, c in zip(trial.poses, trial.contacts, strict=True)]
         if all(
@@ -542,18 +538,7 @@ def extra_roll(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome
     face = int(rng.choice(FACES))
     k = int(rng.integers(2, min(6, n_dice - 1) + 1))
     world = PhysicsWorld(layout)
-    slots = layout_slots(layout, face, k, edge + 2.5)
-    kept = tuple(
-        flat_die(
-            rng,
-            x + float(rng.uniform(-0.5, 0.5)),
-            y + float(rng.uniform(-0.5, 0.5)),
-            edge,
-            face=face,
-            yaw_sd=0.06,
-        )
-        for x, y in slots
-    )
+    kept = tuple(dice_in_box(rng, layout, face, dict.fromkeys(range(k), face), edge).values())
     thrown = throw_starts(rng, layout, n_dice - k)
     result = simulate(world, kept + thrown)
     flags = (True,) * k + (False,) * (n_dice - k)
