@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vision.types import Roll
+
 IOU_MATCH = 0.5
 
 
@@ -143,6 +145,30 @@ class Tally:
         self.rolls_exact += int(exact)
         if problems:
             self.failures.append({"image": name, "problems": problems})
+
+    def add_roll(
+        self,
+        *,
+        name: str,
+        gt_xyxy: NDArray[np.float32],
+        gt_faces: NDArray[np.int64],
+        roll: Roll,
+        box_kind: str,
+    ) -> None:
+        """Count one image from the reader's `Roll` of it (what `add_image` needs, taken from the roll)."""
+        self.add_image(
+            name=name,
+            gt_xyxy=gt_xyxy,
+            gt_faces=gt_faces,
+            pred_xyxy=np.array([d.candidate.box_xyxy for d in roll.dice], np.float32).reshape(-1, 4),
+            pred_score=np.array([d.candidate.score for d in roll.dice], np.float32),
+            pred_face=[d.face for d in roll.dice],
+            learned_face=[int(np.argmax(d.face_probs)) + 1 for d in roll.dice],
+            pip_count=[d.pip_count for d in roll.dice],
+            verdict=roll.verdict.value,
+            latency_ms=roll.timing_ms["total"],
+            box_kind=box_kind,
+        )
 
     def summary(self, *, box_kind: str) -> dict[str, Any]:
         """JSON-ready figures."""

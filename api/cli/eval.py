@@ -135,17 +135,11 @@ def register(app: typer.Typer) -> None:
             for reading, truth in zip(reader.faces(image, oracle), item.faces, strict=True):
                 oracle_right += int(reading.learned_face == int(truth))
                 oracle_total += 1
-            tally.add_image(
+            tally.add_roll(
                 name=item.path.name,
                 gt_xyxy=item.boxes_xyxy,
                 gt_faces=item.faces,
-                pred_xyxy=np.array([d.candidate.box_xyxy for d in roll.dice], np.float32).reshape(-1, 4),
-                pred_score=np.array([d.candidate.score for d in roll.dice], np.float32),
-                pred_face=[d.face for d in roll.dice],
-                learned_face=[int(np.argmax(d.face_probs)) + 1 for d in roll.dice],
-                pip_count=[d.pip_count for d in roll.dice],
-                verdict=roll.verdict.value,
-                latency_ms=roll.timing_ms["total"],
+                roll=roll,
                 box_kind=box_kind,
             )
         summary = {

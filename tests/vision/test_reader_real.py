@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from models.data import load_yolo_folder
@@ -36,17 +35,11 @@ def test_fixture_photos_are_read(reader: Reader) -> None:
     tally = Tally()
     for item in load_yolo_folder(FIXTURES, box_kind="die"):
         roll = reader.read(Frame(image=load_image(item.path)), expected_dice=len(item.faces))
-        tally.add_image(
+        tally.add_roll(
             name=item.path.name,
             gt_xyxy=item.boxes_xyxy,
             gt_faces=item.faces,
-            pred_xyxy=np.array([d.candidate.box_xyxy for d in roll.dice], np.float32).reshape(-1, 4),
-            pred_score=np.array([d.candidate.score for d in roll.dice], np.float32),
-            pred_face=[d.face for d in roll.dice],
-            learned_face=[int(np.argmax(d.face_probs)) + 1 for d in roll.dice],
-            pip_count=[d.pip_count for d in roll.dice],
-            verdict=roll.verdict.value,
-            latency_ms=roll.timing_ms["total"],
+            roll=roll,
             box_kind="die",
         )
     s = tally.summary(box_kind="die")
