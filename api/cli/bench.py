@@ -44,6 +44,52 @@ def bench_frames(n: int, *, seed: int = 0) -> list[Any]:
     return frames
 
 
+def _outputs_mode(
+    *,
+    outputs: Path | None,
+    check_against: Path | None,
+    manifest_path: Path,
+    datasets: list[Path],
+    split: str,
+    limit: int,
+) -> None:
+    """`--outputs` (write the reference) or `--check-against` (compare with it); see api.cli.bench_outputs."""
+    from api.cli.bench_outputs import (
+        OutputsError,
+        compare_outputs,
+        dataset_images,
+        default_images,
+        load_reference,
+        read_documents,
+    )
+    from vision.reader import Reader
+
+    if outputs is not None and check_against is not None:
+        raise typer.BadParameter("give --outputs or --check-against, not both")
+    reader = Reader(threads=1, manifest_path=manifest_path)
+    if outputs is not None:
+        names = default_images()
+        for dataset in datasets:
+            names += dataset_images(dataset, split=split, limit=limit)
+        outputs.parent.mkdir(parents=True, exist_ok=True)
+        with outputs.open("w", encoding="utf-8") as fh:
+            for doc in read_documents(names, reader=reader):
+                fh.write(json.dumps(doc) + "\n")
+        typer.echo(f"{len(names)} documents written to {outputs}")
+    if check_against is None:
+        return
+    if datasets:
+        raise typer.BadParameter("--check-against re-reads the reference's own images: no --dataset")
+    try:
+        result = compare_outputs(load_reference(check_against), reader=reader)
+    except OutputsError as exc:
+        typer.echo(f"throwbox bench: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(json.dumps(result.as_dict()))
+    if result.changed:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Attach the `bench` command to the CLI."""
 
@@ -57,6 +103,25 @@ def register(app: typer.Typer) -> None:
             dir_okay=False,
             help="Model manifest (default: models/manifest.json), to pin the weights across runs.",
         ),
+        outputs: Path | None = typer.Option(
+            None,
+            "--outputs",
+            dir_okay=False,
+            help="Time nothing: write the reader's documents (no timings) for the benchmark frames, the "
+            "fixture photos and each --dataset to this JSON-lines file, the reference of --check-against.",
+        ),
+        check_against: Path | None = typer.Option(
+            None,
+            "--check-against",
+            exists=True,
+            dir_okay=False,
+            help="Time nothing: re-read the images of a --outputs file and compare (exit 1 if any changed).",
+        ),
+        datasets: list[Path] = typer.Option(
+            [], "--dataset", exists=True, file_okay=False, help="With --outputs: a labelled dataset to add."
+        ),
+        split: str = typer.Option("test", help="With --dataset: the split to read."),
+        limit: int = typer.Option(0, min=0, help="With --dataset: only the first N images (0 = all)."),
     ) -> None:
         """Latency p50/p99 per 1280x960 frame with 10 dice, one thread and all threads; model load time."""
         import datetime
@@ -72,6 +137,16 @@ def register(app: typer.Typer) -> None:
         from vision.types import Frame
 
         manifest_path = manifest or MANIFEST_PATH
+        if outputs is not None or check_against is not None:
+            _outputs_mode(
+                outputs=outputs,
+                check_against=check_against,
+                manifest_path=manifest_path,
+                datasets=datasets,
+                split=split,
+                limit=limit,
+            )
+            return
 
         images = bench_frames(10)
         results: dict[str, object] = {
