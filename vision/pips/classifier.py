@@ -1,21 +1,62 @@
-"""The face stage: learned probabilities for faces 1..6 plus the classical pip count for every die."""
+"""The face stage: learned probabilities for faces 1..6 plus the classical pip count for every die.
+
+A second look: a die the classifier is unsure of (top probability below `second_look_below`) is read again
+turned by 90, 180 and 270 degrees (exact turns of the crop: no resampling), and its probabilities become the
+normalised geometric mean of the four readings. A die's face does not change when it turns, but the small
+net's errors do. The bar, 0.95, was chosen with `python -m models.second_look` on tuning images (table in
+models/pips_facenet/README.md): it had the fewest dice the reader is then sure of but wrong, with more dice
+sure than without the second look. Dice the classifier is sure of cost nothing more.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from vision.onnx_session import OnnxModel
 from vision.pips.classical import PipCountConfig, count_pips
 from vision.pips.crops import crop_die, crops_to_tensor
 from vision.types import DieCandidate, FaceReading, ImageArray
 
+SECOND_LOOK_BELOW = 0.95
+
 
 class FaceReader:
     """Read the top face of each candidate: the ONNX classifier and, independently, the pip counter."""
 
-    def __init__(self, model: OnnxModel, pip_config: PipCountConfig | None = None) -> None:
+    def __init__(
+        self,
+        model: OnnxModel,
+        pip_config: PipCountConfig | None = None,
+        *,
+        second_look_below: float | None = SECOND_LOOK_BELOW,
+    ) -> None:
         self.model = model
         self.pip_config = pip_config or PipCountConfig()
+        self.second_look_below = second_look_below
+
+    def _probs(self, batch: NDArray[np.float32]) -> NDArray[np.float32]:
+        (probs,) = self.model.run(batch)[:1]
+        if probs.shape != (len(batch), 6):
+            raise ValueError(f"face model returned {probs.shape}, expected ({len(batch)}, 6)")
+        return np.asarray(probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9), np.float32)
+
+    def probabilities(self, crops: list[ImageArray]) -> NDArray[np.float32]:
+        """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned."""
+        batch = crops_to_tensor(crops)
+        probs = self._probs(batch)
+        if self.second_look_below is None:
+            return probs
+        unsure = np.flatnonzero(probs.max(axis=1) < self.second_look_below)
+        if unsure.size == 0:
+            return probs
+        turned = np.concatenate([np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)])
+        more = self._probs(np.ascontiguousarray(turned)).reshape(3, unsure.size, 6)
+        looks = np.concatenate([probs[unsure][None], more])  # (4, n_unsure, 6)
+        mean_log = np.log(np.maximum(looks, 1e-6)).mean(axis=0)
+        merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
+        probs[unsure] = merged / merged.sum(axis=1, keepdims=True)
+        return probs
 
     def __call__(
         self, image_bgr: ImageArray, candidates: tuple[DieCandidate, ...]
@@ -24,10 +65,7 @@ class FaceReader:
         if not candidates:
             return ()
         crops = [crop_die(image_bgr, c.box_xyxy) for c in candidates]
-        (probs,) = self.model.run(crops_to_tensor(crops))[:1]
-        if probs.shape != (len(crops), 6):
-            raise ValueError(f"face model returned {probs.shape}, expected ({len(crops)}, 6)")
-        probs = probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9)
+        probs = self.probabilities(crops)
         return tuple(
             FaceReading(
                 face_probs=tuple(float(p) for p in row),

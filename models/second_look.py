@@ -1,0 +1,108 @@
+"""Measure the face stage's second look (unsure dice read again turned) on tuning images, never a test split.
+
+    .venv/bin/python -m models.second_look [--synth /work/data/synth/train-v1 --synth-from 1500]
+
+Reads the labelled die boxes of each tuning set with the registered face model (models/manifest.json), once
+without the second look and once per `--below` bar, and prints a markdown table: the classifier's accuracy,
+the share of dice the reader would be sure of (top probability >= `ValidityConfig.min_confidence` and no
+classical pip count against it, as `vision.validity.judge_die` decides), the accuracy on those sure dice, and
+how many sure dice were wrong. Tuning sets: the nellbyler **train** photos and the matteop65 train folder
+(the face model trained on both: a lower bound on its errors there) and synthetic train-v1 scenes from
+`--synth-from` on (the face model trained on the first 800 only).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+from rich.progress import track
+
+from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
+from vision.onnx_session import load_model
+from vision.pips.classical import count_pips
+from vision.pips.classifier import FaceReader
+from vision.pips.crops import crop_die
+from vision.types import ImageArray
+from vision.validity import ValidityConfig
+
+TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face only; widened to the whole die as in train_pips
+
+
+def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.int64]]:
+    """The reader's crop of every labelled die, and its true face."""
+    crops: list[ImageArray] = []
+    faces: list[int] = []
+    for it in track(items, description="crops", transient=True):
+        img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if img is None:
+            raise SystemExit(f"unreadable tuning image {it.path}")
+        for box, face in zip(it.boxes_xyxy, it.faces, strict=True):
+            b = box.astype(np.float64)
+            if it.box_kind == "top":
+                c, half = (b[:2] + b[2:]) / 2, (b[2:] - b[:2]) / 2 * TOP_TO_DIE
+                b = np.concatenate([c - half, c + half])
+            crops.append(crop_die(np.asarray(img, np.uint8), tuple(float(v) for v in b)))
+            faces.append(int(face))
+    return crops, np.asarray(faces, np.int64)
+
+
+def score(
+    probs: NDArray[np.float32], pip_counts: list[int | None], truth: NDArray[np.int64], *, bar: float
+) -> dict[str, float]:
+    """Classifier accuracy, share of sure dice, accuracy when sure (%), and sure-but-wrong dice."""
+    pred = probs.argmax(axis=1) + 1
+    counts = np.array([-1 if c is None else c for c in pip_counts])
+    sure = (probs.max(axis=1) >= bar) & ((counts < 0) | (counts == pred))
+    right = pred == truth
+    return {
+        "accuracy_pct": round(100.0 * float(right.mean()), 2),
+        "sure_pct": round(100.0 * float(sure.mean()), 1),
+        "accuracy_when_sure_pct": round(100.0 * float(right[sure].mean()), 3) if sure.any() else float("nan"),
+        "sure_wrong": int((sure & ~right).sum()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--real", type=Path, default=SHARED_REAL)
+    parser.add_argument("--synth", type=Path, default=None, help="synthetic train-v1 folder (optional)")
+    parser.add_argument("--synth-from", type=int, default=1500, help="first synthetic scene used for tuning")
+    parser.add_argument("--synth-count", type=int, default=60)
+    parser.add_argument("--below", default="0.8,0.9,0.95,1.01", help="second-look bars to try")
+    args = parser.parse_args()
+
+    sets = {
+        "nellbyler train": load_nellbyler(args.real / "d6-topdown-nellbyler", "train"),
+        "matteop65 train": load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top"),
+    }
+    if args.synth is not None:
+        sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
+            args.synth_from : args.synth_from + args.synth_count
+        ]
+    model = load_model("pips")
+    bar = ValidityConfig().min_confidence
+    bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
+    print(f"sure = top probability >= {bar} and no classical pip count against it")
+    print("| set | dice | second look below | accuracy % | sure % | accuracy when sure % | sure but wrong |")
+    print("|---|---|---|---|---|---|---|")
+    for name, items in sets.items():
+        crops, truth = die_crops(items)
+        pip_counts = [count_pips(c) for c in crops]
+        for below in bars:
+            probs = FaceReader(model, second_look_below=below).probabilities(crops)
+            s = score(probs, pip_counts, truth, bar=bar)
+            label = "off" if below is None else f"{below:g}"
+            print(
+                f"| {name} | {len(truth)} | {label} | {s['accuracy_pct']} | {s['sure_pct']} | "
+                f"{s['accuracy_when_sure_pct']} | {s['sure_wrong']} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
