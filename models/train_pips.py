@@ -102,11 +102,18 @@ def main() -> None:
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--real-repeat", type=int, default=1, help="draw each nellbyler train die this many times as often"
+    )
+    parser.add_argument(
+        "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    items = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")  # never the test split
+    # never the test split; --real-repeat weighs the real top-down photos against the many synthetic dice
+    items = load_nellbyler(args.real / "d6-topdown-nellbyler", "train") * max(1, args.real_repeat)
     items += load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
     if args.synth is not None:
         items += load_synth(args.synth, limit=args.synth_limit)
@@ -141,12 +148,17 @@ def main() -> None:
         output_names=["probs"],
         dynamic_axes={"crops": {0: "n"}, "probs": {0: "n"}},
     )
-    entry = register(
-        name="pips",
-        onnx_path=onnx_path,
-        input_size_hw=(CROP_PX, CROP_PX),
-        labels=("1", "2", "3", "4", "5", "6"),
-    )
+    if args.no_register:
+        from vision.onnx_session import sha256_of
+
+        entry: dict[str, object] = {"sha256": sha256_of(onnx_path)}
+    else:
+        entry = register(
+            name="pips",
+            onnx_path=onnx_path,
+            input_size_hw=(CROP_PX, CROP_PX),
+            labels=("1", "2", "3", "4", "5", "6"),
+        )
     minutes = (time.monotonic() - run.started_s) / 60
     print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
 
