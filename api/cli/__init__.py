@@ -36,6 +36,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.settle_bench",
     "api.cli.live_bench",
     "api.cli.dashboard_shot",
+    "api.cli.round_clips",
 )
 
 
