@@ -3,10 +3,10 @@
     .venv/bin/python -m models.tune_detector [--synth /work/data/synth/train-v1 --synth-from 1500]
 
 Runs the registered detector (models/manifest.json) once per image and decodes its output at every
-(score_threshold, size_scale) pair of the grid: detection precision and recall at IoU >= 0.5 and the median
-predicted/true box width, per tuning set. Tuning sets: every second nellbyler **train** photo (seen in
-training: its false-alarm rate there is a lower bound) and synthetic train-v1 scenes from `--synth-from`
-on (the detector trained on the first 800 only). The chosen pair goes into
+(score_threshold, size_scale, min_size_of_median) point of the grid: detection precision and recall at
+IoU >= 0.5 and the median predicted/true box width, per tuning set. Tuning sets: every second nellbyler
+**train** photo (seen in training: its false-alarm rate there is a lower bound) and synthetic train-v1 scenes
+from `--synth-from` on (the detector trained on the first 800 only). The chosen values go into
 `vision.detect.centernet.DetectorConfig` with the table this prints.
 """
 
@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--synth-count", type=int, default=60)
     parser.add_argument("--thresholds", default="0.2,0.25,0.3,0.35,0.4,0.5")
     parser.add_argument("--scales", default="1.0,1.05,1.1,1.15,1.25")
+    parser.add_argument("--min-fractions", default="0", help="DetectorConfig.min_size_of_median values")
     args = parser.parse_args()
 
     sets = {"nellbyler train (every 2nd)": load_nellbyler(args.real, "train")[::2]}
@@ -76,16 +77,21 @@ def main() -> None:
             args.synth_from : args.synth_from + args.synth_count
         ]
     heads = {name: run_heads(items) for name, items in sets.items()}
-    print("| threshold | size_scale | " + " | ".join(f"{n}: P / R / width" for n in sets) + " |")
-    print("|---|---|" + "---|" * len(sets))
+    print(
+        "| threshold | size_scale | min_size_of_median | "
+        + " | ".join(f"{n}: P / R / width" for n in sets)
+        + " |"
+    )
+    print("|---|---|---|" + "---|" * len(sets))
     for thr in (float(v) for v in args.thresholds.split(",")):
         for scale in (float(v) for v in args.scales.split(",")):
-            config = DetectorConfig(score_threshold=thr, size_scale=scale)
-            cells = []
-            for name in sets:
-                s = score(heads[name], config)
-                cells.append(f"{s['precision_pct']} / {s['recall_pct']} / {s['median_width_ratio']}")
-            print(f"| {thr} | {scale} | " + " | ".join(cells) + " |")
+            for frac in (float(v) for v in args.min_fractions.split(",")):
+                config = DetectorConfig(score_threshold=thr, size_scale=scale, min_size_of_median=frac)
+                cells = []
+                for name in sets:
+                    s = score(heads[name], config)
+                    cells.append(f"{s['precision_pct']} / {s['recall_pct']} / {s['median_width_ratio']}")
+                print(f"| {thr} | {scale} | {frac} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
