@@ -43,7 +43,9 @@ from typing import Any, Protocol
 
 import httpx
 
+from calibration.layout import LAYOUT_LABELS
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
+from vision.judge.decide import verdict_of
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, split_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
@@ -438,14 +440,29 @@ class LiveLoop:
                     kept=pending.match_count,
                     expected_dice=self.config.expected_dice,
                 )
+                # The kept dice were set down in the winner's box by the dealer, not thrown: what the judge
+                # found about them alone (two boxed dice side by side taken for one on the other, an unsure
+                # face of a kept die) says nothing of the Extra Roll (593.4(g)). A finding that concerns a
+                # rethrown die, or no die in particular, still counts.
+                box = LAYOUT_LABELS[pending.winner]
+                on_kept = [
+                    f
+                    for f in roll.findings
+                    if f.die_ids and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
+                ]
+                if on_kept:
+                    counted = [f for f in roll.findings if f not in on_kept]
+                    verdict = verdict_of(counted).value
+                    reasons = [f.detail for f in counted]
                 extra["extra_roll"] = {
                     "kept": split.kept,
                     "thrown_faces": list(split.thrown_faces),
                     "new_matches": split.new_matches,
                     "problems": [p.as_dict() for p in split.problems],
+                    "kept_dice_findings_set_aside": [f.as_dict() for f in on_kept],
                 }
                 faces = split.thrown_faces
-                if not split.ok and roll.verdict is Verdict.VALID:
+                if not split.ok and verdict == Verdict.VALID.value:
                     verdict = Verdict.NO_DECISION.value
                     reasons = [p.message for p in split.problems]
                     self._alert(
