@@ -190,7 +190,7 @@ def check_first_roll(
 
 MISSED_IN_BOX = pytest.mark.xfail(
     strict=True,
-    reason="model accuracy, measured 21:50 UTC with the committed detector (2026-11-29T21:16Z): on the frame "
+    reason="model accuracy, measured 21:45 UTC with the committed detector (2026-11-29T21:16Z): on the frame "
     "the box settles in after the hand (move_missing.mp4 frame 57) the detector finds 2 of the 3 aces in "
     "the Ace box; the left one scores at or just under its 0.35 threshold (found on 4 of the 22 frames "
     "55-76 after the hand left, score 0.35). The check still names the right problems; the count in the "
