@@ -3,13 +3,15 @@
 A round with an Extra Roll wager is open at the real service; roll one is posted (its faces are the
 committed fixture's recorded first roll: that state is not rendered, so the roll is scripted), which leaves
 the round waiting for the Extra Roll; then the box settles after the dealer's hand on the committed frame
-of the move (tests/fixtures/layout), which the loop reads with the real face and die-state models and the
-judge, with the frame's calibration placing each die in its layout box, and checks.
+of the move (tests/fixtures/layout), which the loop reads with the whole reader (`vision.reader.Reader`:
+the committed detector, face and die-state models and the judge), with the frame's calibration placing
+each die in its layout box, and checks.
 
-The detector stands aside here (the reader gets the label's die boxes): on these frames it finds none of the
-dice in the layout boxes with the committed models, which tests/vision/test_layout_rendered.py measures and
-marks. What this file shows is the loop's part: a wrong move on a rendered frame is a `dealer_error` alert
-naming the problems, with that frame stored as evidence; the right move raises none.
+Until the detector of 2026-11-29T21:16Z (trained with the layout scenes) it found too few of the boxed dice,
+and this file gave the reader the label's die boxes; with that detector the whole reader reads all four
+frames (checked 21:48 UTC), so nothing stands aside any more. What this file shows: a wrong move on a
+rendered frame is a `dealer_error` alert naming the problems, with that frame stored as evidence; the
+right move raises none. tests/api/test_round_rendered.py does the same on rendered video of the move.
 """
 
 from __future__ import annotations
@@ -77,15 +79,12 @@ def square(x: float) -> DieCandidate:
 
 
 class FirstRollThenModels:
-    """Roll one as scripted faces; every later frame through the real reader on the scene's die boxes."""
+    """Roll one as scripted faces; every later frame through the whole reader."""
 
     def __init__(self, reader: Any, scene: SceneTruth) -> None:
         assert scene.layout_move is not None
         self.reader = reader
         self.first = tuple(int(f) for f in scene.layout_move.first_faces if f is not None)
-        self.boxes = tuple(
-            DieCandidate(box_xyxy=t.box_xyxy, top_quad=t.top_quad, score=1.0) for t in scene.dice
-        )
         self.reads = 0
 
     def read(
@@ -115,12 +114,7 @@ class FirstRollThenModels:
                 models={"detector": "scripted first roll"},
                 timing_ms={"total": 0.0},
             )
-        original = self.reader.detector
-        self.reader.detector = lambda image: self.boxes
-        try:
-            roll: Roll = self.reader.read(frame, expected_dice=expected_dice, geometry=geometry)
-        finally:
-            self.reader.detector = original
+        roll: Roll = self.reader.read(frame, expected_dice=expected_dice, geometry=geometry)
         return roll
 
 
