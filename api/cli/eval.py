@@ -65,6 +65,12 @@ def register(app: typer.Typer) -> None:
         oracle_boxes: bool = typer.Option(
             False, "--oracle-boxes", help="With --verdicts: ground-truth boxes and faces, judge stage alone."
         ),
+        misses: Path | None = typer.Option(
+            None,
+            "--misses",
+            help="With --verdicts: write DIR/misses.jsonl (each labelled-valid roll not read valid: reason, "
+            "dice, measured cause), DIR/misses.png (evidence crops) and print the causes counted.",
+        ),
     ) -> None:
         """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
         if verdicts:
@@ -78,6 +84,7 @@ def register(app: typer.Typer) -> None:
                 threads=threads,
                 plot=verdict_plot,
                 as_json=as_json,
+                misses_dir=misses,
             )
             return
         import numpy as np

@@ -23,6 +23,7 @@ def run(
     threads: int,
     plot: Path,
     as_json: bool,
+    misses_dir: Path | None = None,
 ) -> None:
     """Score the verdicts on `dataset` (a `throwbox synth` folder) and report."""
     from rich.progress import track
@@ -90,6 +91,8 @@ def run(
     plot_confusion(summary, plot, title)
     plot_sweep(curves, sweep_plot, title)
     summary["plots"] = [str(plot), str(sweep_plot)]
+    if misses_dir is not None:
+        summary["misses"] = _write_misses(dataset, scenes, records, config, misses_dir)
     if as_json:
         typer.echo(json.dumps({**summary, "sweep": curves}))
         return
@@ -123,3 +126,31 @@ def run(
     )
     typer.echo(f"  reasons on valid rolls not read valid: {summary['reasons_on_valid_rolls']}")
     typer.echo(f"  plots: {plot}, {sweep_plot}")
+    if misses_dir is not None:
+        m = summary["misses"]
+        typer.echo(f"  labelled-valid rolls not read valid, by read verdict: {m['rolls_by_read_verdict']}")
+        typer.echo("  their deciding findings by measured cause:")
+        for cause, n in m["findings_by_cause"].items():
+            typer.echo(f"    {n:>5}  {cause}")
+        typer.echo(f"  misses: {m['jsonl']}, {m['sheet']}")
+
+
+def _write_misses(
+    dataset: Path, scenes: list[Any], records: list[Any], config: Any, out_dir: Path
+) -> dict[str, Any]:
+    """Write misses.jsonl and misses.png under `out_dir`; the tally, with the two paths."""
+    import cv2
+
+    from vision.judge.evaluate import load_image
+    from vision.judge.misses import contact_sheet, find_misses, tally
+
+    by_id = {s.scene_id: s for s in scenes}
+    by_image = {s.image: s for s in scenes}
+    found = find_misses(records, by_id, config)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jsonl, sheet = out_dir / "misses.jsonl", out_dir / "misses.png"
+    jsonl.write_text("".join(json.dumps(m.as_dict()) + "\n" for m in found))
+    image = contact_sheet(found, lambda path: load_image(dataset, by_image[path]))
+    if not cv2.imwrite(str(sheet), image):
+        raise OSError(f"cannot write {sheet}")
+    return {**tally(found), "jsonl": str(jsonl), "sheet": str(sheet)}

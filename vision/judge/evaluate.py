@@ -63,7 +63,8 @@ class SceneRecord:
     true_dice: tuple[TrueDie, ...]
 
 
-def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two xyxy boxes."""
     ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
     inter = ix * iy
@@ -173,7 +174,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             cocked_total += 1
             best, best_iou = None, MATCH_IOU
             for die in j.dice:
-                iou = _iou(td.box_xyxy, die.candidate.box_xyxy)
+                iou = box_iou(td.box_xyxy, die.candidate.box_xyxy)
                 if iou >= best_iou:
                     best, best_iou = die, iou
             if best is not None and best.cocked and best.face is not None:
