@@ -121,17 +121,16 @@ def states_from_output(out: NDArray[np.float32]) -> tuple[DieState, ...]:
     """The model's (N, 7) output -> one `DieState` per row (probabilities renormalised against rounding)."""
     if out.ndim != 2 or out.shape[1] != len(STATE_LABELS) + 1:
         raise ValueError(f"die-state output must be (N, {len(STATE_LABELS) + 1}), got {out.shape}")
-    states = []
-    for row in out.astype(np.float64):
-        probs = np.clip(row[: len(STATE_LABELS)], 0.0, 1.0)
-        total = float(probs.sum())
-        if not total > 0:
-            raise ValueError(f"die-state output row has no probability mass: {row}")
-        probs = probs / total
-        states.append(
-            DieState(probs=tuple(float(p) for p in probs), tilt_deg=float(np.clip(row[-1], 0.0, 90.0)))
-        )
-    return tuple(states)
+    # All rows at once (the same float64 operations, row by row, as a loop over the rows would do).
+    values = out.astype(np.float64)
+    probs = np.clip(values[:, : len(STATE_LABELS)], 0.0, 1.0)
+    totals = probs.sum(axis=1)
+    empty = np.flatnonzero(~(totals > 0))
+    if empty.size:
+        raise ValueError(f"die-state output row has no probability mass: {values[empty[0]]}")
+    rows = (probs / totals[:, None]).tolist()
+    tilts = np.clip(values[:, -1], 0.0, 90.0).tolist()
+    return tuple(DieState(probs=tuple(p), tilt_deg=t) for p, t in zip(rows, tilts, strict=True))
 
 
 class DieStateClassifier:
