@@ -5,7 +5,9 @@
 - for the demo table when `THROWBOX_DEMO` is set (`throwbox serve --demo`): table `demo` (hrd10) whose
   camera plays the synthetic throw clips shipped in `api/demo_clips/` (made by `throwbox synth`, see its
   README), with a croupier that opens a round, places the demo wagers and calls no more bets before each
-  throw that finds no round waiting for dice;
+  throw that finds no round waiting for dice; every `DEMO_ROUND_EVERY` throws it plays a whole rendered
+  round from `api/demo_rounds/` (first roll, the dealer's move, wrong or right in turn, and the Extra Roll,
+  with an Extra Roll wager), so the dealer's-move check and the Extra Roll are seen live too;
 - for every table with a `camera_source` when `THROWBOX_LIVE_TABLES` is set.
 
 Each loop posts its rolls to `THROWBOX_RULES_URL` (default: this service, `THROWBOX_SELF_URL`) with a
@@ -57,6 +59,13 @@ DEMO_WAGERS: tuple[dict[str, Any], ...] = (
 )
 DEMO_SOURCE = "<demo clips>"  # the demo table's camera: the shipped clips with the croupier (not `demo`)
 DEMO_GAP_S = 3.0  # pause between demo throws (scene time), so a person can follow them on the dashboard
+# Whole rounds (`throwbox synth-round`: first roll, the dealer's move, the Extra Roll) played now and then
+# between the throw clips, with an Extra Roll wager, so the dashboard shows the move checked and the Extra
+# Roll settled; the moves alternate between the wrong box and the right one.
+DEMO_ROUNDS = Path(__file__).resolve().parent / "demo_rounds"
+DEMO_ROUND_EVERY = 4  # throw clips between two rounds
+DEMO_ROUND_MOVES = ("wrong_box", "correct")
+DEMO_EXTRA_ROLL_WAGER: dict[str, Any] = {"seat": 1, "kind": "extra_roll", "amount": "5.00"}
 
 
 @dataclass
@@ -137,11 +146,16 @@ def clip_geometry(clip: str) -> tuple[TableGeometry | None, str | None]:
     from vision.judge.geometry import TableGeometry
 
     meta = Path(clip).parent / "video.json"
-    if not meta.is_file():
-        return None, None
-    doc = json.loads(meta.read_text(encoding="utf-8"))
-    camera = camera_from_dict(doc["final"]["camera"])
-    return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-clip:{doc['video_id']}"
+    rnd = Path(clip).parent / "round.json"
+    if meta.is_file():
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+        camera = camera_from_dict(doc["final"]["camera"])
+        return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-clip:{doc['video_id']}"
+    if rnd.is_file():  # a whole round (`throwbox synth-round`): one camera for all its clips
+        doc = json.loads(rnd.read_text(encoding="utf-8"))
+        camera = camera_from_dict(doc["first_roll"]["final"]["camera"])
+        return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-round:{doc['round_id']}"
+    return None, None
 
 
 def box_outline_px(geometry: TableGeometry | None) -> Any:
@@ -154,46 +168,128 @@ def box_outline_px(geometry: TableGeometry | None) -> Any:
     return geometry.camera.project(corners)
 
 
+def round_playlist(folder: Path, move: str) -> list[Path]:
+    """The clips of a rendered round in playing order: the first roll, the dealer's `move`, the Extra Roll."""
+    doc = json.loads((folder / "round.json").read_text(encoding="utf-8"))
+    return [
+        folder / doc["first_roll"]["clip"],
+        folder / doc["moves"][move]["clip"],
+        folder / doc["extra_roll"]["clip"],
+    ]
+
+
 class PacedDemoGrabber:
     """The demo source (`vision.capture.DemoGrabber` over throw clips) with a pause between clips.
 
-    Adds `gap_s` of scene time before every clip but the first, so a real-time playback waits there.
+    Adds `gap_s` of scene time before every clip but the first, so a real-time playback waits there. With
+    `rounds_dir` (folders of `throwbox synth-round`, each with its round.json) a whole round is played
+    after every `round_every` throw clips: its first roll, a dealer's move (the next of `moves`, in turn)
+    and the Extra Roll, one continuous recording (one `ClipStarted`, at the first roll), except that after a
+    wrong move the Extra Roll (rendered after the right one) starts with a cut.
     """
 
     live = False
 
-    def __init__(self, video_dir: Path, *, gap_s: float = DEMO_GAP_S, loops: int | None = None) -> None:
-        from vision.capture import DemoGrabber
+    def __init__(
+        self,
+        video_dir: Path,
+        *,
+        gap_s: float = DEMO_GAP_S,
+        loops: int | None = None,
+        rounds_dir: Path | None = None,
+        round_every: int = DEMO_ROUND_EVERY,
+        moves: tuple[str, ...] = DEMO_ROUND_MOVES,
+    ) -> None:
+        from vision.capture import DemoGrabber, SourceSpecError
 
+        if round_every < 1 or not moves:
+            raise ValueError("round_every must be >= 1 and moves must name at least one move")
         self.inner = DemoGrabber(video_dir=video_dir, loops=loops)
         self.description = self.inner.description
         self.gap_s = gap_s
+        self.rounds: tuple[Path, ...] = ()
+        if rounds_dir is not None:
+            self.rounds = tuple(sorted(p.parent for p in rounds_dir.glob("*/round.json")))
+            if not self.rounds:
+                raise SourceSpecError(f"{rounds_dir}: no rounds (*/round.json from `throwbox synth-round`)")
+        self.round_every = round_every
+        self.moves = moves
+        self.rounds_played = 0
         self._offset_s = 0.0
         self._clips = 0
+        self._since_round = 0
+        self._last_s = 0.0
+        self._held: Any = None
+        self._round: Any = None  # the frames of the round being played
 
     def open(self) -> None:
         """Start from the first clip."""
         self.inner.open()
-        self._offset_s = 0.0
-        self._clips = 0
+        self._offset_s = self._last_s = 0.0
+        self._clips = self._since_round = self.rounds_played = 0
+        self._held = self._round = None
+
+    def _play_round(self, start_s: float) -> Any:
+        """The frames of the next round (image, scene time, clip start), starting at `start_s`."""
+        from vision.capture import VideoCaptureGrabber
+
+        folder = self.rounds[self.rounds_played % len(self.rounds)]
+        move = self.moves[self.rounds_played % len(self.moves)]
+        self.rounds_played += 1
+        t = start_s
+        for n, path in enumerate(round_playlist(folder, move)):
+            clip = VideoCaptureGrabber(str(path), live=False)
+            clip.open()
+            cut = n == 0 or (n == 2 and move != "correct")
+            try:
+                while (grab := clip.read()) is not None:
+                    yield grab.image, t, str(path) if cut else None
+                    cut = False
+                    t += 1.0 / clip.fps
+            finally:
+                clip.close()
 
     def read(self) -> Any:
-        """The next frame, its time shifted by the pauses so far."""
+        """The next frame, its time shifted by the pauses (and rounds) so far."""
         from vision.capture import Grab
 
-        grab = self.inner.read()
-        if grab is None:
-            return None
-        if grab.clip_start is not None:
+        if self._round is not None:
+            item = next(self._round, None)
+            if item is not None:
+                self._last_s = item[1]
+                return Grab(image=item[0], media_time_s=item[1], clip_start=item[2])
+            self._round = None
+        if self._held is not None:  # the clip a round was played before
+            grab, self._held = self._held, None
             self._clips += 1
-            if self._clips > 1:
-                self._offset_s += self.gap_s
+            self._since_round += 1
+        else:
+            grab = self.inner.read()
+            if grab is None:
+                return None
+            if grab.clip_start is not None:
+                if self.rounds and self._clips > 0 and self._since_round >= self.round_every:
+                    # A round before this clip: played from here, this clip after it.
+                    self._since_round = 0
+                    self._held = grab
+                    self._round = self._play_round(self._last_s + self.gap_s)
+                    return self.read()
+                self._clips += 1
+                self._since_round += 1
+                if self._clips > 1:
+                    self._offset_s += self.gap_s
         media = None if grab.media_time_s is None else grab.media_time_s + self._offset_s
+        if media is not None and media <= self._last_s:  # after a round: move this clip past its end
+            self._offset_s += self._last_s + self.gap_s - media
+            media = self._last_s + self.gap_s
+        if media is not None:
+            self._last_s = media
         return Grab(image=grab.image, media_time_s=media, clip_start=grab.clip_start)
 
     def close(self) -> None:
         """Stop playing."""
         self.inner.close()
+        self._round = self._held = None
 
 
 @dataclass
@@ -214,8 +310,11 @@ class DemoCroupier:
         data: dict[str, Any] = response.json()
         return data
 
-    def prepare(self, _clip: str = "") -> None:
-        """Make sure a round is waiting for dice: open one, bet, no more bets (when none is)."""
+    def prepare(self, clip: str = "") -> None:
+        """Make sure a round is waiting for dice: open one, bet, no more bets (when none is).
+
+        Before a whole rendered round (a clip with a round.json beside it) seat 1 also buys the Extra Roll.
+        """
         response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
         if response.status_code == 404:
             current = self._ok(self.client.post(f"/v1/tables/{self.table_id}/rounds"))
@@ -224,9 +323,10 @@ class DemoCroupier:
             current = self._ok(response)
         if current["phase"] == "betting":
             if not current["wagers"]:
-                self._ok(
-                    self.client.post(f"/v1/rounds/{current['id']}/wagers", json={"wagers": list(self.wagers)})
-                )
+                wagers = list(self.wagers)
+                if clip and (Path(clip).parent / "round.json").is_file():
+                    wagers.append(DEMO_EXTRA_ROLL_WAGER)
+                self._ok(self.client.post(f"/v1/rounds/{current['id']}/wagers", json={"wagers": wagers}))
             self._ok(self.client.post(f"/v1/rounds/{current['id']}/no-more-bets"))
 
 
@@ -416,7 +516,9 @@ class LiveService:
             self._clients.append(dealer)
             croupier = DemoCroupier(dealer)
             capture = Capture(
-                PacedDemoGrabber(self.settings.demo_clips_dir),
+                PacedDemoGrabber(
+                    self.settings.demo_clips_dir, rounds_dir=DEMO_ROUNDS if DEMO_ROUNDS.is_dir() else None
+                ),
                 table_id=table_id,
                 source_id="demo",
                 config=CaptureConfig(realtime=True),

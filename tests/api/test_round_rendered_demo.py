@@ -1,0 +1,215 @@
+"""The demo table plays a whole rendered round now and then (api/demo_rounds): the move, the Extra Roll.
+
+As `throwbox serve --demo` sets it up (`api.live_service`: `PacedDemoGrabber` with rounds, the croupier, a
+settle detector on the whole frame, each clip's own camera as its calibration), on the real service. The
+throw clips between rounds are read as their ground truth (`video.json`: what they read as is the business
+of tests/api/test_live.py); the rounds are read by the whole reader (committed models, one thread).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from api.db.session import Database
+from api.live import LiveConfig, LiveLoop, RulesClient
+from api.live_service import (
+    DEMO_CLIPS,
+    DEMO_EXTRA_ROLL_WAGER,
+    DEMO_ROUNDS,
+    DEMO_WAGERS,
+    DatabaseRecorder,
+    DemoCroupier,
+    PacedDemoGrabber,
+    clip_geometry,
+)
+from api.metrics import Metrics
+from tests.api.conftest import Service, running_service
+from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, SourceSpecError
+from vision.judge.geometry import TableGeometry
+from vision.onnx_session import manifest_lists
+from vision.reader import classify_faces
+from vision.settle import SettleDetector
+from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
+
+TABLE = "DR1"
+ROUND = DEMO_ROUNDS / "r0840-000000"
+
+
+def played(grabber: PacedDemoGrabber) -> list[tuple[float, str | None]]:
+    """(scene time, clip start) of every frame the grabber gives."""
+    grabber.open()
+    out = []
+    while (grab := grabber.read()) is not None:
+        out.append((grab.media_time_s, grab.clip_start))
+    grabber.close()
+    return out
+
+
+def test_a_round_is_played_after_every_n_throw_clips_the_moves_in_turn() -> None:
+    grabber = PacedDemoGrabber(DEMO_CLIPS, gap_s=3.0, loops=1, rounds_dir=DEMO_ROUNDS, round_every=2)
+    frames = played(grabber)
+    starts = [Path(c).relative_to(Path(c).parents[1]).as_posix() for _, c in frames if c is not None]
+    clips = sorted(p.relative_to(DEMO_CLIPS).as_posix() for p in DEMO_CLIPS.glob("*/throw.mp4"))
+    # Two throw clips, then the round (a cut only where the picture jumps: its first roll, and the
+    # Extra Roll after the wrong move, which was rendered after the right one), then the other two.
+    assert starts == [*clips[:2], "r0840-000000/first.mp4", "r0840-000000/extra.mp4", *clips[2:]]
+    assert grabber.rounds_played == 1
+    times = [t for t, _ in frames]
+    assert all(b > a for a, b in itertools.pairwise(times))  # scene time only moves on
+    doc = json.loads((ROUND / "round.json").read_text(encoding="utf-8"))
+    round_frames = (
+        doc["first_roll"]["frames"] + doc["moves"]["wrong_box"]["frames"] + doc["extra_roll"]["frames"]
+    )
+    throw_frames = len(frames) - round_frames
+    assert throw_frames > 0
+    first = next(i for i, (_, c) in enumerate(frames) if c and c.endswith("first.mp4"))
+    assert frames[first][0] - frames[first - 1][0] == pytest.approx(3.0, abs=0.05)  # the pause before it
+    after = first + round_frames
+    assert frames[after][1] is not None and frames[after][0] - frames[after - 1][0] >= 3.0
+
+
+def test_rounds_need_round_folders() -> None:
+    with pytest.raises(SourceSpecError, match="no rounds"):
+        PacedDemoGrabber(DEMO_CLIPS, rounds_dir=DEMO_CLIPS)
+
+
+def test_a_rounds_clips_share_its_camera_as_their_calibration() -> None:
+    geometry, cal_id = clip_geometry(str(ROUND / "first.mp4"))
+    again, _ = clip_geometry(str(ROUND / "extra.mp4"))
+    assert geometry is not None and cal_id == "demo-round:r0840-000000" and again == geometry
+
+
+@pytest.fixture(scope="module")
+def reader() -> Any:
+    if not manifest_lists("detector", "pips", "die_state"):
+        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
+    from vision.reader import Reader
+
+    return Reader(threads=1)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Iterator[Service]:
+    with running_service("sqlite", tmp_path / "data") as service:
+        service.ok("POST", "/v1/tables", "admin", 201, json={"id": TABLE, "game": "hrd10"})
+        yield service
+
+
+class ThrowClipsAsTruth:
+    """The demo's throw clips read as their ground truth; a round's frames by the whole reader."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.clip: Path | None = None
+        self.round_reads = 0
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        assert self.clip is not None
+        meta = self.clip.parent / "video.json"
+        if not meta.is_file():
+            self.round_reads += 1
+            roll: Roll = self.reader.read(frame, expected_dice=expected_dice, geometry=geometry)
+            return roll
+        faces = tuple(json.loads(meta.read_text(encoding="utf-8"))["final"]["faces"])
+        dice = tuple(
+            DieReading(
+                candidate=DieCandidate(
+                    box_xyxy=(30.0 * i, 0.0, 30.0 * i + 20, 20.0),
+                    top_quad=((30.0 * i, 0.0), (30.0 * i + 20, 0.0), (30.0 * i + 20, 20.0), (30.0 * i, 20.0)),
+                    score=0.9,
+                ),
+                face=f,
+                face_probs=tuple(1.0 if f == k else 0.0 for k in range(1, 7)),
+            )
+            for i, f in enumerate(faces)
+        )
+        winner, count = classify_faces(faces)
+        return Roll(
+            dice=dice,
+            verdict=Verdict.VALID,
+            reasons=(),
+            expected_dice=expected_dice,
+            faces=faces,
+            winner=winner,
+            match_count=count,
+            frame_id=frame.frame_id,
+            table_id=frame.table_id,
+            models={"detector": "video.json"},
+            timing_ms={},
+        )
+
+
+class Clips:
+    """Follows the capture's clip starts (so the reader knows which clip a frame is from)."""
+
+    def __init__(self, items: Any, reader: ThrowClipsAsTruth) -> None:
+        self.items, self.reader = items, reader
+
+    def __iter__(self) -> Iterator[CapturedFrame | CaptureEvent]:
+        for item in self.items:
+            if isinstance(item, ClipStarted) and not item.clip.endswith("extra.mp4"):
+                self.reader.clip = Path(item.clip)
+            yield item
+
+
+def alerts(svc: Service, kind: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = svc.ok("GET", f"/v1/alerts?table_id={TABLE}", "surveillance")
+    return [a for a in found if a["kind"] == kind]
+
+
+def test_the_demo_plays_a_round_the_wrong_move_alerted_then_a_right_one_each_extra_roll_settled(
+    svc: Service, reader: Any
+) -> None:
+    grabber = PacedDemoGrabber(DEMO_CLIPS, gap_s=0.5, loops=1, rounds_dir=DEMO_ROUNDS, round_every=1)
+    truthful = ThrowClipsAsTruth(reader)
+    database = Database(svc.settings.resolved_database_url)
+    with httpx.Client(base_url=svc.base_url, headers=svc.headers("dealer"), timeout=10.0) as client:
+        croupier = DemoCroupier(client, table_id=TABLE)
+
+        def geometry_for(clip: str) -> TableGeometry | None:
+            geometry, cal_id = clip_geometry(clip)
+            loop.calibration_id = cal_id
+            return geometry
+
+        loop = LiveLoop(
+            config=LiveConfig(table_id=TABLE, expected_dice=10),
+            items=Clips(Capture(grabber, table_id=TABLE, source_id="demo"), truthful),
+            detector=SettleDetector(),
+            reader=truthful,
+            rules=RulesClient(base_url=svc.base_url, key=svc.keys["reader"], backoff_s=0.01),
+            recorder=DatabaseRecorder(database, svc.settings, Metrics(), actor="reader:demo-test"),
+            geometry_for_clip=geometry_for,
+            on_clip=croupier.prepare,
+        )
+        try:
+            loop.run()
+        finally:
+            loop.rules.close()
+            database.dispose()
+    assert grabber.rounds_played == 3  # after throw clips 1, 2 and 3: wrong box, right, wrong box
+    doc = json.loads((ROUND / "round.json").read_text(encoding="utf-8"))
+    kinds = [r.kind for r in loop.reads]
+    assert kinds == ["first_roll", "first_roll", "extra_roll"] * 3 + ["first_roll"], loop.reads
+    extra_reads = [r for r in loop.reads if r.kind == "extra_roll"]
+    for r in extra_reads:
+        assert r.verdict == "valid" and sorted(r.faces) == sorted(doc["extra_roll"]["thrown_faces"])
+        assert r.answer is not None and r.answer["settled"] is True
+        assert r.answer["round"]["extra_roll"]["final_count"] == doc["extra_roll"]["final_count"]
+    assert [c["ok"] for c in loop.layout_checks] == [False, True, False]
+    wrong = alerts(svc, "dealer_error")
+    assert len(wrong) == 2 and all(a["data"]["problems"][0]["reason"] == "wrong_box" for a in wrong)
+    # The rounds were bought with an Extra Roll wager; the throw clips' rounds were not.
+    rounds = svc.ok("GET", f"/v1/rounds?table_id={TABLE}", "surveillance")
+    extra_rolls = [r for r in rounds if DEMO_EXTRA_ROLL_WAGER["kind"] in {w["kind"] for w in r["wagers"]}]
+    assert len(rounds) == 7 and len(extra_rolls) == 3
+    assert all(len(r["wagers"]) == len(DEMO_WAGERS) + 1 for r in extra_rolls)
+    assert truthful.round_reads == 9  # first roll, the move, the Extra Roll, in each of the three rounds
