@@ -15,7 +15,8 @@ and, around it:
   in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
   move into the layout box is checked (`vision.layout_check`, 593.4(e)); anything wrong is a `dealer_error`
   alert with that frame as evidence. The Extra Roll is then read from the rethrown dice only (593.4(g),
-  (h)): the kept dice in the winner's box are not read as thrown dice.
+  (h)): the kept dice in the winner's box are not read as thrown dice, and what the judge finds about them
+  alone (e.g. two kept dice side by side taken for one on the other) does not decide the rethrow.
 
 The roll id is the at-rest frame's id (`<table>-<capture start>-<seq>`), unique across restarts: a POST
 retried after a time-out, or a rules engine that saw it already, applies it once. The loop learns the

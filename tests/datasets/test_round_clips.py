@@ -157,3 +157,15 @@ def test_the_hand_is_drawn_where_the_camera_sees_it(shaker: bool, colour: tuple[
     far = camera.project(np.array([[layout.width_mm - 20.0, layout.depth_mm - 20.0, 0.0]]))[0]
     assert not image[round(far[1]), round(far[0])].any()  # the far corner of the box stays clear
     assert not blank.any()  # drawn on a copy
+
+
+def test_synth_round_refuses_a_game_it_cannot_make(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    result = CliRunner().invoke(
+        app, ["synth-round", str(tmp_path / "out"), "--dice", "7"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 2 and "got 7" in result.output
+    assert not (tmp_path / "out").exists()
