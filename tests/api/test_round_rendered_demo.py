@@ -52,7 +52,7 @@ def played(grabber: PacedDemoGrabber) -> list[tuple[float, str | None]]:
     return out
 
 
-def test_a_round_is_played_after_every_n_throw_clips_the_moves_in_turn() -> None:
+def test_a_round_is_played_after_every_n_throw_clips_cut_only_where_the_picture_jumps() -> None:
     grabber = PacedDemoGrabber(DEMO_CLIPS, gap_s=3.0, loops=1, rounds_dir=DEMO_ROUNDS, round_every=2)
     frames = played(grabber)
     starts = [Path(c).relative_to(Path(c).parents[1]).as_posix() for _, c in frames if c is not None]
