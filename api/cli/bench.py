@@ -62,6 +62,7 @@ def _outputs_mode(
         load_reference,
         read_documents,
     )
+    from models.data import DatasetError
     from vision.reader import Reader
 
     if outputs is not None and check_against is not None:
@@ -69,8 +70,12 @@ def _outputs_mode(
     reader = Reader(threads=1, manifest_path=manifest_path)
     if outputs is not None:
         names = default_images()
-        for dataset in datasets:
-            names += dataset_images(dataset, split=split, limit=limit)
+        try:
+            for dataset in datasets:
+                names += dataset_images(dataset, split=split, limit=limit)
+        except DatasetError as exc:
+            typer.echo(f"throwbox bench: {exc}", err=True)
+            raise typer.Exit(2) from exc
         outputs.parent.mkdir(parents=True, exist_ok=True)
         with outputs.open("w", encoding="utf-8") as fh:
             for doc in read_documents(names, reader=reader):
@@ -88,6 +93,43 @@ def _outputs_mode(
     typer.echo(json.dumps(result.as_dict()))
     if result.changed:
         raise typer.Exit(1)
+
+
+def _sizes_mode(
+    detector_sizes: str, *, datasets: list[Path], split: str, limit: int, frames: int, manifest_path: Path
+) -> None:
+    """`--detector-sizes`: latency and tuning-set accuracy per detector input size (api.cli.bench_sizes)."""
+    from api.cli.bench_sizes import size_study
+    from models.data import DatasetError
+    from vision.detect.centernet import SIZE_MULTIPLE
+
+    try:
+        sizes = [int(v) for v in detector_sizes.split(",") if v.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"--detector-sizes wants integers like 512,640: {exc}") from exc
+    if not sizes or any(v < SIZE_MULTIPLE or v % SIZE_MULTIPLE for v in sizes):
+        raise typer.BadParameter(
+            f"--detector-sizes: each size must be a positive multiple of {SIZE_MULTIPLE}"
+        )
+    if len(datasets) != 1:
+        raise typer.BadParameter("--detector-sizes scores on exactly one --dataset (a tuning split)")
+    if split == "test":
+        raise typer.BadParameter(
+            "--detector-sizes chooses a setting: score on a tuning split, not --split test"
+        )
+    try:
+        rows = size_study(
+            sizes=sizes,
+            dataset=datasets[0],
+            split=split,
+            limit=limit,
+            frames=frames,
+            manifest_path=manifest_path,
+        )
+    except DatasetError as exc:
+        typer.echo(f"throwbox bench: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(json.dumps({"dataset": str(datasets[0]), "split": split, "sizes": rows}))
 
 
 def register(app: typer.Typer) -> None:
@@ -122,6 +164,12 @@ def register(app: typer.Typer) -> None:
         ),
         split: str = typer.Option("test", help="With --dataset: the split to read."),
         limit: int = typer.Option(0, min=0, help="With --dataset: only the first N images (0 = all)."),
+        detector_sizes: str | None = typer.Option(
+            None,
+            "--detector-sizes",
+            help="Comma-separated detector input sizes (long side, px, multiples of 32): time the reader "
+            "with each on one thread and score it on the one --dataset (a tuning split, never test).",
+        ),
     ) -> None:
         """Latency p50/p99 per 1280x960 frame with 10 dice, one thread and all threads; model load time."""
         import datetime
@@ -129,6 +177,7 @@ def register(app: typer.Typer) -> None:
         import statistics
         import time
 
+        import cv2
         import numpy as np
         from rich.progress import track
 
@@ -137,6 +186,16 @@ def register(app: typer.Typer) -> None:
         from vision.types import Frame
 
         manifest_path = manifest or MANIFEST_PATH
+        if detector_sizes is not None:
+            _sizes_mode(
+                detector_sizes,
+                datasets=datasets,
+                split=split,
+                limit=limit,
+                frames=frames,
+                manifest_path=manifest_path,
+            )
+            return
         if outputs is not None or check_against is not None:
             _outputs_mode(
                 outputs=outputs,
@@ -162,15 +221,20 @@ def register(app: typer.Typer) -> None:
             Reader(threads=1, manifest_path=manifest_path)
             loads.append((time.perf_counter() - t) * 1000)
         results["model_load_ms_median"] = round(statistics.median(loads), 1)
+        opencv_default_threads = cv2.getNumThreads()
         for label, threads in (("one_thread", 1), ("all_threads", 0)):
+            # One thread means OpenCV's too: left at its default it spreads the crops' filters over a
+            # second thread that must be woken between model calls (and is busy on a shared machine).
+            cv2.setNumThreads(1 if threads == 1 else opencv_default_threads)
             reader = Reader(threads=threads, manifest_path=manifest_path)
             found = [len(reader.read(Frame(image=img)).dice) for img in images]  # also warms up
-            lat = []
+            lat, cpu = [], []
             stages: dict[str, list[float]] = {}
             for i in track(range(frames), description=f"bench {label}", transient=True, disable=as_json):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.thread_time()
                 roll = reader.read(Frame(image=images[i % len(images)]))
                 lat.append((time.perf_counter() - t) * 1000)
+                cpu.append((time.thread_time() - c) * 1000)
                 for stage, ms in roll.timing_ms.items():
                     stages.setdefault(stage, []).append(ms)
             arr = np.asarray(lat)
@@ -178,9 +242,15 @@ def register(app: typer.Typer) -> None:
                 "p50_ms": round(float(np.percentile(arr, 50)), 2),
                 "p99_ms": round(float(np.percentile(arr, 99)), 2),
                 "mean_ms": round(float(arr.mean()), 2),
+                # The calling thread's CPU time per read: on one thread, what a read costs without the
+                # time it waited for a core that other jobs held (a noisy machine); on all threads, only
+                # the calling thread's share.
+                "thread_cpu_p50_ms": round(float(np.percentile(cpu, 50)), 2),
                 "dice_found_per_frame": found,
                 "stage_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
+                "opencv_threads": cv2.getNumThreads(),
             }
+        cv2.setNumThreads(opencv_default_threads)
         if as_json:
             typer.echo(json.dumps(results))
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
@@ -40,3 +41,61 @@ def test_bench_refuses_a_missing_manifest(tmp_path: Path) -> None:
     result = runner.invoke(app, ["bench", "--manifest", str(tmp_path / "nope.json")])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_detector_sizes_time_and_score_each_size_on_a_tuning_set() -> None:
+    # The committed fixture photos stand in for a tuning set here (a YOLO folder with labels).
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "--detector-sizes",
+            "320,640",
+            "--dataset",
+            str(FIXTURES),
+            "--split",
+            "train",
+            "--frames",
+            "10",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [r["input_long_px"] for r in doc["sizes"]] == [320, 640]
+    for row in doc["sizes"]:
+        assert 0 < row["detect_p50_ms"] <= row["one_thread_p50_ms"] <= row["one_thread_p99_ms"]
+        assert row["images"] == 3 and 0 <= row["detection"]["recall_pct"] <= 100
+    # The reader at its own input size finds the fixture dice (a real score, not an empty table).
+    assert doc["sizes"][1]["detection"]["recall_pct"] >= 90
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--detector-sizes", "500", "--split", "train"], "multiple of 32"),  # not a multiple of 32
+        (["--detector-sizes", "a,b", "--split", "train"], "integers"),  # not numbers
+        (["--detector-sizes", "512"], "not --split test"),  # a setting is never chosen on a test split
+        (
+            [
+                "--detector-sizes",
+                "512",
+                "--split",
+                "train",
+                "--dataset",
+                str(FIXTURES),
+                "--dataset",
+                str(FIXTURES),
+            ],
+            "exactly one",
+        ),
+    ],
+)
+def test_detector_sizes_refuses_bad_requests(args: list[str], message: str) -> None:
+    if "--dataset" not in args:
+        args = [*args, "--dataset", str(FIXTURES)]
+    result = runner.invoke(app, ["bench", *args])
+    assert result.exit_code == 2
+    assert message in result.output
