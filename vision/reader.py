@@ -101,7 +101,9 @@ class Reader:
         `geometry` (a table calibration's camera and throw box) lets the judge place dice on the table.
         """
         t0 = time.perf_counter()
-        candidates = self.detector(frame.image)
+        # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
+        weak_score = min(self.config.validity.judge.weak_peak_score, self.detector.config.score_threshold)
+        candidates, weak_peaks = self.detector.detect_with_weak(frame.image, weak_score=weak_score)
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates)
         t2 = time.perf_counter()
@@ -113,6 +115,7 @@ class Reader:
             config=self.config.validity,
             states=states,
             geometry=geometry,
+            weak_peaks=weak_peaks,
         )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
         winner, match_count = (None, None)

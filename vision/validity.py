@@ -84,14 +84,24 @@ def judge(
     config: ValidityConfig,
     states: Sequence[DieState] | None = None,
     geometry: TableGeometry | None = None,
+    weak_peaks: Sequence[DieCandidate] = (),
 ) -> Judgement:
-    """Judge a whole frame (candidates, readings and die states in the same order)."""
+    """Judge a whole frame (candidates, readings and die states in the same order).
+
+    `weak_peaks`: the detector's peaks under its score threshold (`DieDetector.detect_with_weak`); a short
+    count with one of them on no found die is `no_decision`, not a die off the table (vision/judge/count).
+    """
     if len(candidates) != len(readings):
         raise ValueError(f"{len(candidates)} candidates but {len(readings)} face readings")
     if expected_dice is not None and expected_dice < 1:
         raise ValueError(f"expected_dice must be >= 1, got {expected_dice}")
     dice = tuple(judge_die(c, r, config=config) for c, r in zip(candidates, readings, strict=True))
     dice, verdict, findings = judge_roll(
-        dice, states, expected_dice=expected_dice, geometry=geometry, config=config.judge
+        dice,
+        states,
+        expected_dice=expected_dice,
+        geometry=geometry,
+        config=config.judge,
+        weak_peaks=weak_peaks,
     )
     return Judgement(dice=dice, verdict=verdict, reasons=tuple(f.detail for f in findings), findings=findings)

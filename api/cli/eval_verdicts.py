@@ -31,6 +31,8 @@ def run(
     from vision.judge.evaluate import (
         READ_VERDICTS,
         TRUTH_VERDICTS,
+        WEAK_FLOOR,
+        DetectWithWeak,
         load_image,
         load_scenes,
         plot_confusion,
@@ -53,17 +55,21 @@ def run(
     try:
         if oracle_boxes:
             state = DieStateClassifier(load_model("die_state", threads=threads))
-            detect, read_faces, models = (
-                None,
-                None,
-                {"die_state": state.model.spec.tag, "boxes": "ground truth"},
-            )
+            detect: DetectWithWeak | None = None
+            read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
         else:
             reader = Reader(threads=threads)
             if reader.die_state is None:
                 raise ModelError("models/manifest.json lists no die_state model")
             state = reader.die_state
-            detect, read_faces, models = reader.detector, reader.faces, dict(reader.models)
+            detector = reader.detector
+            weak_floor = min(WEAK_FLOOR, detector.config.score_threshold)
+
+            def detect_with_weak(image: Any) -> Any:
+                return detector.detect_with_weak(image, weak_score=weak_floor)
+
+            detect = detect_with_weak
+            read_faces, models = reader.faces, dict(reader.models)
     except ModelError as exc:
         typer.echo(f"throwbox eval --verdicts: cannot load the models: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vision.detect.centernet import DetectorConfig, candidates_from, decode, preprocess
 from vision.onnx_session import OnnxModel
 from vision.types import DieCandidate, ImageArray
@@ -21,3 +23,31 @@ class DieDetector:
         h, w = image_bgr.shape[:2]
         boxes, scores = decode(head, letterbox=letterbox, image_wh=(w, h), config=self.config)
         return candidates_from(image_bgr, boxes, scores)
+
+    def detect_with_weak(
+        self, image_bgr: ImageArray, *, weak_score: float
+    ) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]:
+        """The candidates as `__call__` gives them, and the peaks scoring in [weak_score, score_threshold).
+
+        The weak peaks (one net run for both) let the judge tell a die that left the table from one the
+        detector was unsure of (vision/judge/count.py). Their `top_quad` is the box's corners.
+        """
+        if not 0.0 < weak_score <= self.config.score_threshold:
+            raise ValueError(f"weak_score must be in (0, {self.config.score_threshold}], got {weak_score}")
+        tensor, letterbox = preprocess(image_bgr, input_long_px=self.config.input_long_px)
+        (head,) = self.model.run(tensor)[:1]
+        h, w = image_bgr.shape[:2]
+        boxes, scores = decode(head, letterbox=letterbox, image_wh=(w, h), config=self.config)
+        low = replace(self.config, score_threshold=weak_score)
+        weak_boxes, weak_scores = decode(head, letterbox=letterbox, image_wh=(w, h), config=low)
+        weak = tuple(
+            DieCandidate(
+                box_xyxy=(float(b[0]), float(b[1]), float(b[2]), float(b[3])),
+                top_quad=((float(b[0]), float(b[1])), (float(b[2]), float(b[1])),
+                          (float(b[2]), float(b[3])), (float(b[0]), float(b[3]))),
+                score=float(s),
+            )
+            for b, s in zip(weak_boxes, weak_scores, strict=True)
+            if s < self.config.score_threshold
+        )  # fmt: skip
+        return candidates_from(image_bgr, boxes, scores), weak

@@ -12,11 +12,12 @@ from dataclasses import replace
 
 from vision.judge.cocked import CockedCall, cocked_dice
 from vision.judge.config import JudgeConfig
-from vision.judge.count import count_findings, outside_dice
+from vision.judge.count import count_findings, outside_dice, unexplained_peaks
 from vision.judge.geometry import TableGeometry
+from vision.judge.size import object_unclear
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
-from vision.types import DieReading, Finding, Verdict
+from vision.types import DieCandidate, DieReading, Finding, Verdict
 
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
 
@@ -36,8 +37,12 @@ def judge_roll(
     expected_dice: int | None,
     geometry: TableGeometry | None,
     config: JudgeConfig,
+    weak_peaks: Sequence[DieCandidate] = (),
 ) -> tuple[tuple[DieReading, ...], Verdict, tuple[Finding, ...]]:
-    """Judge a roll whose dice have their faces read: updated dice, the verdict and its findings."""
+    """Judge a roll whose dice have their faces read: updated dice, the verdict and its findings.
+
+    `weak_peaks`: the detector's peaks under its threshold (`DieDetector.detect_with_weak`), if known.
+    """
     if states is not None and len(states) != len(dice):
         raise ValueError(f"{len(dice)} dice but {len(states)} die states")
     findings: list[Finding] = []
@@ -64,15 +69,25 @@ def judge_roll(
                         f"at only p={st.kind_confidence():.2f} < {config.min_state_confidence:.2f}",
                     )
                 )
-    off_findings, off = outside_dice(dice, states, geometry=geometry, config=config)
-    stack_findings, on_top = stacked_dice(dice, states, config=config)
+    off_findings, off = outside_dice(
+        dice, states, geometry=geometry, config=config, expected_dice=expected_dice
+    )
+    stack_findings, on_top = stacked_dice(
+        dice,
+        states,
+        config=config,
+        count_short=expected_dice is not None and len(dice) < expected_dice,
+        count_over=expected_dice is not None and len(dice) > expected_dice,
+        geometry=geometry,
+    )
     findings = (
         count_findings(
             len(dice),
             expected_dice=expected_dice,
             states_known=states is not None,
-            stacked_found=bool(stack_findings),
+            stacked_found=any(f.reason == "die_on_die" for f in stack_findings),
             geometry=geometry,
+            unsure=unexplained_peaks(weak_peaks, dice, geometry=geometry, config=config),
         )
         + off_findings
         + stack_findings
@@ -82,6 +97,7 @@ def judge_roll(
     if states is not None:
         cocked_findings, calls = cocked_dice(dice, states, config=config)
         findings += cocked_findings
+    findings = object_unclear(findings, dice, config=config)
     by_die = {c.index: c for c in calls}
     out = []
     for i, die in enumerate(dice):

@@ -37,6 +37,8 @@ TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
 READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")
 MIN_VISIBLE = 0.25  # oracle boxes: dice hidden more than this are left out, as a detector would miss them
 MATCH_IOU = 0.3  # a read die and a true die are the same die (boxes of tilted dice differ more than flat)
+WEAK_FLOOR = 0.1  # the lowest detector peak kept for the judge's sweep of `weak_peak_score`
+DetectWithWeak = Callable[[np.ndarray[Any, Any]], tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class SceneRecord:
     states: tuple[DieState, ...]
     geometry: TableGeometry
     true_dice: tuple[TrueDie, ...]
+    # The detector's peaks from `WEAK_FLOOR` up to its threshold (none with oracle boxes), so that
+    # `JudgeConfig.weak_peak_score` can be swept without running the detector again.
+    weak_peaks: tuple[DieCandidate, ...] = ()
 
 
 def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
@@ -93,12 +98,16 @@ def record_scene(
     scene: SceneTruth,
     image: np.ndarray[Any, Any],
     *,
-    detect: Callable[[np.ndarray[Any, Any]], tuple[DieCandidate, ...]] | None,
+    detect: DetectWithWeak | None,
     read_faces: Callable[[np.ndarray[Any, Any], tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None,
     die_state: DieStateClassifier,
 ) -> SceneRecord:
-    """Run the models on one scene (the detector and face reader, or the oracle when they are None)."""
+    """Run the models on one scene (the detector and face reader, or the oracle when they are None).
+
+    `detect` gives the candidates and the weak peaks (`DieDetector.detect_with_weak`, at `WEAK_FLOOR`).
+    """
     truth = true_dice_of(scene)
+    weak: tuple[DieCandidate, ...] = ()
     if detect is None or read_faces is None:
         order = sorted(range(len(truth)), key=lambda i: truth[i].box_xyxy[0] + truth[i].box_xyxy[2])
         seen = [d for d in scene.dice if d.in_image and d.visible_fraction >= MIN_VISIBLE]
@@ -110,7 +119,7 @@ def record_scene(
             for i in order
         )
     else:
-        candidates = detect(image)
+        candidates, weak = detect(image)
         readings = read_faces(image, candidates)
     return SceneRecord(
         scene_id=scene.scene_id,
@@ -122,6 +131,7 @@ def record_scene(
         states=die_state(image, candidates),
         geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
         true_dice=truth,
+        weak_peaks=weak,
     )
 
 
@@ -147,6 +157,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             config=config,
             states=rec.states,
             geometry=rec.geometry,
+            weak_peaks=rec.weak_peaks,
         )
         read = j.verdict.value
         confusion[rec.truth_verdict][read] += 1
@@ -206,6 +217,11 @@ SWEEPS: dict[str, tuple[float, ...]] = {
     "overlap_stacked": (0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 1.0),
     "cocked_wedged_margin": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8),
     "max_readable_tilt_deg": (30.0, 35.0, 38.0, 40.0, 42.0, 44.0, 46.0, 50.0, 90.0),
+    "stacked_max_centre_mm": (0.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 20.0),
+    "stack_partner_overlap": (0.0, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8),
+    "max_die_size_ratio": (1.2, 1.3, 1.4, 1.5, 1.7, 2.0, 3.0),
+    # 0.35 is the detector's own threshold: no weak peak, the short count alone decides (the old rule).
+    "weak_peak_score": (0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
 }
 
 

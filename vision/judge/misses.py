@@ -162,6 +162,7 @@ def find_misses(
             config=config,
             states=rec.states,
             geometry=rec.geometry,
+            weak_peaks=rec.weak_peaks,
         )
         if j.verdict is Verdict.VALID:
             continue

@@ -1,9 +1,19 @@
 """A die resting on another die makes the roll invalid (675a.4(b)).
 
-Two kinds of evidence, either suffices: the die-state classifier sees a die on a die (or a die with one on
-it: the occluded die beneath, larger apparent size of the top die, a top face off the felt plane in its
-context crop), or two detected boxes overlap far more than flat dice side by side can
-(`JudgeConfig.overlap_stacked`).
+Two kinds of evidence, and the judge asks each to be backed before it sends the dice back:
+
+- the die-state classifier sees a die on a die (or a die with one on it: the occluded die beneath, larger
+  apparent size of the top die, a top face off the felt plane in its context crop). A die on a die has a
+  die beneath it, which from above is either seen (its box overlaps the top die's) or wholly hidden (the
+  count is short); a call with neither, every die of the game found and no box overlapping this one by
+  `JudgeConfig.stack_partner_overlap`, is ruled out (finding `stacked_ruled_out`, valid);
+- two detected boxes overlap far more than flat dice side by side can (`JudgeConfig.overlap_stacked`).
+  Touching dice in a cluster, seen obliquely or boxed loosely by the detector, overlap that much too, so
+  overlap alone is `no_decision` (`stacked_unclear`, a person looks) unless it is backed: the classifier
+  gives either die at least `min_state_confidence` of a die on a die, or, with a table calibration, the two
+  dice's felt positions lie closer than `stacked_max_centre_mm` (flat dice side by side are an edge apart).
+  With more dice found than the game has, two overlapping boxes may be one die found twice: also
+  `stacked_unclear`, and so is a classifier call of a die on a die then (its partner may be itself).
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vision.judge.config import JudgeConfig
+from vision.judge.geometry import TableGeometry
 from vision.judge.state import STACKED, UNDER, DieState
 from vision.judge.weak import weak_rethrow_call
 from vision.types import DieReading, Finding, Verdict
@@ -26,27 +37,64 @@ def overlap_of_smaller(a: Sequence[float], b: Sequence[float]) -> float:
     return float(ix * iy / smaller) if smaller > 0 else 0.0
 
 
+def _felt_distance_mm(geometry: TableGeometry, a: DieReading, b: DieReading) -> float:
+    xa, ya = geometry.centre_mm(a.candidate.box_xyxy)
+    xb, yb = geometry.centre_mm(b.candidate.box_xyxy)
+    return float(np.hypot(xa - xb, ya - yb))
+
+
 def stacked_dice(
-    dice: Sequence[DieReading], states: Sequence[DieState] | None, *, config: JudgeConfig
+    dice: Sequence[DieReading],
+    states: Sequence[DieState] | None,
+    *,
+    config: JudgeConfig,
+    count_short: bool = False,
+    count_over: bool = False,
+    geometry: TableGeometry | None = None,
 ) -> tuple[list[Finding], set[int]]:
-    """Findings of dice on dice, and the 0-based indices of the dice on top."""
+    """Findings of dice on dice, and the 0-based indices of the dice on top.
+
+    `count_short`: fewer dice were found than the game has (a die beneath may be wholly hidden);
+    `count_over`: more (two overlapping boxes may be one die found twice).
+    """
     findings: list[Finding] = []
     on_top: set[int] = set()
-    centres = np.array(
-        [
-            [
-                (d.candidate.box_xyxy[0] + d.candidate.box_xyxy[2]) / 2,
-                (d.candidate.box_xyxy[1] + d.candidate.box_xyxy[3]) / 2,
-            ]
-            for d in dice
-        ]
-    ).reshape(-1, 2)
+    boxes = [d.candidate.box_xyxy for d in dice]
+    overlaps = np.array([[overlap_of_smaller(a, b) for b in boxes] for a in boxes]).reshape(len(dice), -1)
+    np.fill_diagonal(overlaps, 0.0)
+    centres = np.array([[(b[0] + b[2]) / 2, (b[1] + b[3]) / 2] for b in boxes]).reshape(-1, 2)
+    stacked_p = [0.0] * len(dice) if states is None else [st.kind_confidence("stacked") for st in states]
     if states is not None:
         for i, st in enumerate(states):
             if st.kind != "stacked" or st.kind_confidence() < config.min_state_confidence:
                 continue
+            partner_seen = bool(len(dice) > 1 and overlaps[i].max() >= config.stack_partner_overlap)
+            if not partner_seen and not count_short:
+                findings.append(
+                    Finding(
+                        verdict=Verdict.VALID,
+                        reason="stacked_ruled_out",
+                        die_ids=(i + 1,),
+                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
+                        "no die lies under or over it: no box overlaps it and every die of the game is "
+                        "found",
+                    )
+                )
+                continue
             if st.kind_confidence() < config.min_rethrow_confidence:
                 findings.append(weak_rethrow_call(i, "rests on a die or has one on it", st, config))
+                continue
+            if count_over:
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason="stacked_unclear",
+                        die_ids=(i + 1,),
+                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
+                        "more dice are found than the game has: the die under or over it may be itself "
+                        "found twice, a person must look",
+                    )
+                )
                 continue
             # The partner: the nearest other die, if it is within two box sizes.
             dist = np.hypot(*(centres - centres[i]).T)
@@ -67,17 +115,48 @@ def stacked_dice(
             findings.append(Finding(verdict=Verdict.INVALID, reason="die_on_die", die_ids=ids, detail=detail))
     for i in range(len(dice)):
         for j in range(i + 1, len(dice)):
-            ov = overlap_of_smaller(dice[i].candidate.box_xyxy, dice[j].candidate.box_xyxy)
-            if ov >= config.overlap_stacked:
-                top = i if dice[i].candidate.edge_px >= dice[j].candidate.edge_px else j
-                on_top.add(top)
+            ov = float(overlaps[i, j])
+            if ov < config.overlap_stacked:
+                continue
+            boxes_text = f"the boxes of dice {i + 1} and {j + 1} overlap by {ov:.0%} of the smaller"
+            backing = []
+            p = max(stacked_p[i], stacked_p[j])
+            if p >= config.min_state_confidence:
+                backing.append(f"the die-state classifier sees a die on a die (p={p:.2f})")
+            gap_mm = None if geometry is None else _felt_distance_mm(geometry, dice[i], dice[j])
+            if gap_mm is not None and gap_mm < config.stacked_max_centre_mm:
+                backing.append(f"their felt positions are {gap_mm:.0f} mm apart")
+            if count_over:
                 findings.append(
                     Finding(
-                        verdict=Verdict.INVALID,
-                        reason="die_on_die",
+                        verdict=Verdict.NO_DECISION,
+                        reason="stacked_unclear",
                         die_ids=(i + 1, j + 1),
-                        detail=f"the boxes of dice {i + 1} and {j + 1} overlap by {ov:.0%} of the smaller: "
-                        "one lies on the other",
+                        detail=f"{boxes_text}, but more dice are found than the game has: one die found "
+                        "twice or a die on a die, a person must look",
                     )
                 )
+                continue
+            if not backing:
+                apart = "" if gap_mm is None else f", their felt positions {gap_mm:.0f} mm apart"
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason="stacked_unclear",
+                        die_ids=(i + 1, j + 1),
+                        detail=f"{boxes_text}, but nothing else says one lies on the other (die-state "
+                        f"p={p:.2f}{apart}): touching dice or a die on a die, a person must look",
+                    )
+                )
+                continue
+            top = i if dice[i].candidate.edge_px >= dice[j].candidate.edge_px else j
+            on_top.add(top)
+            findings.append(
+                Finding(
+                    verdict=Verdict.INVALID,
+                    reason="die_on_die",
+                    die_ids=(i + 1, j + 1),
+                    detail=f"{boxes_text} and {' and '.join(backing)}: one lies on the other",
+                )
+            )
     return findings, on_top

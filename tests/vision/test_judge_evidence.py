@@ -1,0 +1,190 @@
+"""The evidence a rethrow needs (vision/judge, issue 5's false alarms): each rule that keeps a good roll
+from being sent back on weak evidence, and that it still sends back a roll the evidence backs.
+
+Clause ids follow 58 Pa. Code 675a.4 (same text in 593.4): (b) a die off the table or on another die
+makes the roll invalid; (c) a die cocked on more than one side voids it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
+from tests.vision.test_judge_rules import FLAT, _box_at, _cand, _overhead_geometry, _state
+from vision.judge.config import JudgeConfig
+from vision.judge.count import unexplained_peaks
+from vision.judge.geometry import TableGeometry
+from vision.judge.size import size_ratios
+from vision.judge.state import DieState
+from vision.reader import Reader
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, Verdict
+from vision.validity import ValidityConfig, judge
+
+CFG = ValidityConfig()
+Box = tuple[float, float, float, float]
+
+
+def _run(
+    cands: list[DieCandidate],
+    states: list[DieState],
+    *,
+    expected: int | None,
+    geometry: TableGeometry | None = None,
+    weak: tuple[DieCandidate, ...] = (),
+) -> tuple[Verdict, list[tuple[str, tuple[int, ...]]], tuple[Finding, ...]]:
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(3)), pip_count=None) for _ in cands)
+    out = judge(
+        tuple(cands),
+        reads,
+        expected_dice=expected,
+        config=CFG,
+        states=states,
+        geometry=geometry,
+        weak_peaks=weak,
+    )
+    return out.verdict, [(f.reason, f.die_ids) for f in out.findings], out.findings
+
+
+def _peak(x: float, score: float, y: float = 100.0, edge: float = 20.0) -> DieCandidate:
+    return DieCandidate(
+        box_xyxy=(x, y, x + edge, y + edge),
+        top_quad=((x, y), (x + edge, y), (x + edge, y + edge), (x, y + edge)),
+        score=score,
+    )
+
+
+@pytest.mark.parametrize(
+    ("weak", "verdict", "reason"),
+    [
+        # 675a.4(b): nothing where a die could be: the missing die left the table
+        ((), Verdict.INVALID, "die_off_table"),
+        # the detector saw something die-like (0.30, under its 0.35) where no die was found: a person looks
+        ((_peak(200.0, 0.30),), Verdict.NO_DECISION, "count_mismatch"),
+        # too faint to count (under weak_peak_score 0.25): the short count stands
+        ((_peak(200.0, 0.20),), Verdict.INVALID, "die_off_table"),
+        # a weak peak on a die already found is that die seen again, not the missing one
+        ((_peak(42.0, 0.30),), Verdict.INVALID, "die_off_table"),
+    ],
+)
+def test_675a_4_b_a_short_count_needs_no_die_the_detector_was_unsure_of(
+    weak: tuple[DieCandidate, ...], verdict: Verdict, reason: str
+) -> None:
+    got, findings, details = _run([_cand(0.0), _cand(40.0)], [FLAT, FLAT], expected=3, weak=weak)
+    assert got is verdict
+    assert findings == [(reason, ())]
+    if reason == "count_mismatch":
+        assert "(210, 110) score 0.30" in details[0].detail
+
+
+def test_675a_4_b_a_weak_peak_beyond_the_walls_does_not_explain_a_short_count() -> None:
+    geo = _overhead_geometry()
+    inside = [_box_at(geo, 200.0, 200.0), _box_at(geo, 300.0, 200.0)]
+    cands = [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in inside]
+    beyond = DieCandidate(box_xyxy=_box_at(geo, 300.0, -45.0), top_quad=((0, 0),) * 4, score=0.3)
+    within = DieCandidate(box_xyxy=_box_at(geo, 400.0, 200.0), top_quad=((0, 0),) * 4, score=0.3)
+    dice = [DieReading(candidate=c, face=3, face_probs=tuple(one_hot(3))) for c in cands]
+    assert unexplained_peaks([beyond, within], dice, geometry=geo, config=JudgeConfig()) == [within]
+    got, findings, _ = _run(cands, [FLAT, FLAT], expected=3, geometry=geo, weak=(beyond,))
+    assert (got, findings) == (Verdict.INVALID, [("die_off_table", ())])
+
+
+@pytest.mark.parametrize(
+    ("expected", "verdict", "reason"),
+    [
+        # 675a.4(b): one of the game's dice is off the table
+        (3, Verdict.INVALID, "die_off_table"),
+        # the two on the table are already the game's: the thing beyond the wall is an object (or a die
+        # found twice), not a die that left; a person looks
+        (2, Verdict.NO_DECISION, "extra_dice"),
+    ],
+)
+def test_675a_4_b_a_die_off_the_table_must_be_one_of_the_games(
+    expected: int, verdict: Verdict, reason: str
+) -> None:
+    got, findings, _ = _run(
+        [_cand(0.0), _cand(40.0), _cand(80.0)], [FLAT, FLAT, _state("outside")], expected=expected
+    )
+    assert got is verdict
+    assert (reason, (3,)) in findings
+
+
+@pytest.mark.parametrize(
+    ("edge", "verdict", "reason"),
+    [
+        # 675a.4(c): a die-sized die wedged on more than one side: void
+        (20.0, Verdict.VOID, "cocked_multi_side"),
+        # twice the size of the frame's dice: a chip stack taken for a die, maybe; a person looks
+        (40.0, Verdict.NO_DECISION, "object_unclear"),
+    ],
+)
+def test_675a_4_c_a_void_needs_a_die_sized_die(edge: float, verdict: Verdict, reason: str) -> None:
+    cands = [_cand(0.0), _cand(40.0), _cand(80.0), _cand(120.0, edge=edge)]
+    got, findings, details = _run(cands, [FLAT, FLAT, FLAT, _state("wedged", tilt=40.0)], expected=4)
+    assert got is verdict
+    assert (reason, (4,)) in findings
+    if reason == "object_unclear":
+        assert "die 4 is 2.0 times" in details[0].detail
+    assert size_ratios([]) == [] and size_ratios(  # fewer than 3 dice: no typical die to compare with
+        [DieReading(candidate=_cand(0.0, edge=e), face=3, face_probs=tuple(one_hot(3))) for e in (10, 40)]
+    ) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("shift_px", "verdict", "reason"),
+    [
+        # 675a.4(b): boxes overlapping, felt positions 6 mm apart: one die lies on the other
+        (8.0, Verdict.INVALID, "die_on_die"),
+        # overlapping as much, but 13 mm apart on the felt: touching dice boxed loosely, a person looks
+        (16.0, Verdict.NO_DECISION, "stacked_unclear"),
+    ],
+)
+def test_675a_4_b_overlap_backed_by_felt_positions(shift_px: float, verdict: Verdict, reason: str) -> None:
+    geo = _overhead_geometry()
+    x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    big = [(cx - 20.0 + dx, cy - 20.0, cx + 20.0 + dx, cy + 20.0) for dx in (0.0, shift_px)]
+    far = [_box_at(geo, 100.0, 100.0), _box_at(geo, 500.0, 300.0)]
+    cands = [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (*far, *big)]
+    got, findings, details = _run(cands, [FLAT] * 4, expected=4, geometry=geo)
+    assert got is verdict
+    assert findings == [(reason, (3, 4))]
+    assert "mm apart" in details[0].detail
+
+
+class _TwoLevelSession(FakeDetectorSession):
+    """A detector head with strong peaks (0.9) at `boxes` and weak ones (0.3) at `weak`."""
+
+    def __init__(self, boxes: list[Box], weak: list[Box]) -> None:
+        super().__init__(boxes)
+        self.weak = FakeDetectorSession(weak, score=0.3)
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        (head,) = super().run(None, input_feed)
+        (low,) = self.weak.run(None, input_feed)
+        where = low[0, 0] > head[0, 0]
+        head[:, :, where] = low[:, :, where]
+        return [head]
+
+
+def test_the_detector_reports_its_weak_peaks_beside_its_candidates(tmp_path: Path) -> None:
+    """The optional output of `DieDetector.detect_with_weak`: same candidates, plus the peaks below."""
+    strong: list[Box] = [(100.0, 100.0, 160.0, 160.0), (300.0, 100.0, 360.0, 160.0)]
+    weak: list[Box] = [(500.0, 300.0, 560.0, 360.0)]
+    reader = Reader(
+        manifest_path=write_manifest(tmp_path),
+        session_factory=factory(_TwoLevelSession(strong, weak), FakeFaceSession([one_hot(3)] * 2)),
+    )
+    image = np.full((480, 640, 3), 90, np.uint8)
+    cands, peaks = reader.detector.detect_with_weak(image, weak_score=0.25)
+    assert cands == reader.detector(image)
+    assert np.allclose([c.box_xyxy for c in cands], strong, atol=0.5)
+    assert len(peaks) == 1 and peaks[0].score == pytest.approx(0.3)
+    assert np.allclose(peaks[0].box_xyxy, weak[0], atol=0.5)
+    assert reader.detector.detect_with_weak(image, weak_score=0.31)[1] == ()
+    with pytest.raises(ValueError, match="weak_score"):
+        reader.detector.detect_with_weak(image, weak_score=0.5)
