@@ -60,8 +60,11 @@ def stacked_dice(
     findings: list[Finding] = []
     on_top: set[int] = set()
     boxes = [d.candidate.box_xyxy for d in dice]
-    overlaps = np.array([[overlap_of_smaller(a, b) for b in boxes] for a in boxes]).reshape(len(dice), -1)
-    np.fill_diagonal(overlaps, 0.0)
+    overlaps = np.zeros((len(dice), len(dice)))
+    for i, a in enumerate(boxes):
+        for j, b in enumerate(boxes):
+            if i != j:
+                overlaps[i, j] = overlap_of_smaller(a, b)
     centres = np.array([[(b[0] + b[2]) / 2, (b[1] + b[3]) / 2] for b in boxes]).reshape(-1, 2)
     stacked_p = [0.0] * len(dice) if states is None else [st.kind_confidence("stacked") for st in states]
     if states is not None:
