@@ -160,7 +160,11 @@ def register(app: typer.Typer) -> None:
             help="Time nothing: re-read the images of a --outputs file and compare (exit 1 if any changed).",
         ),
         datasets: list[Path] = typer.Option(
-            [], "--dataset", exists=True, file_okay=False, help="With --outputs: a labelled dataset to add."
+            [],
+            "--dataset",
+            exists=True,
+            file_okay=False,
+            help="With --outputs: a labelled dataset to add; with --detector-sizes: the tuning set.",
         ),
         split: str = typer.Option("test", help="With --dataset: the split to read."),
         limit: int = typer.Option(0, min=0, help="With --dataset: only the first N images (0 = all)."),
@@ -260,5 +264,6 @@ def register(app: typer.Typer) -> None:
             assert isinstance(r, dict)
             typer.echo(
                 f"{label:12s} p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  mean {r['mean_ms']} ms  "
+                f"thread CPU p50 {r['thread_cpu_p50_ms']} ms  "
                 f"(dice found per frame: {r['dice_found_per_frame']}; stage p50 {r['stage_p50_ms']})"
             )
