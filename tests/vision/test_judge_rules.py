@@ -85,6 +85,8 @@ def _judge(
         ([_state("under"), FLAT, FLAT], 3, [0.0, 8.0, 200.0], Verdict.INVALID, "die_on_die", (2, 1)),
         # 675a.4(b): a die on a die needs a die beneath it: none overlaps it and every die is found
         ([FLAT, _state("stacked"), FLAT], 3, [0.0, 40.0, 80.0], Verdict.VALID, "stacked_ruled_out", (2,)),
+        # a box beside it overlaps it a little (30 %): touching dice or a die perched on an edge, a person
+        ([FLAT, _state("stacked"), FLAT], 3, [0.0, 14.0, 80.0], Verdict.NO_DECISION, "stacked_unclear", (2,)),
         # a die on a die hides the one beneath: the count is short but die_on_die is the finding
         ([FLAT, _state("stacked")], 3, [0.0, 30.0], Verdict.INVALID, "die_on_die", (2, 1)),
         # 675a.4(c): more than one side resting: void

@@ -6,7 +6,9 @@ Two kinds of evidence, and the judge asks each to be backed before it sends the 
   apparent size of the top die, a top face off the felt plane in its context crop). A die on a die has a
   die beneath it, which from above is either seen (its box overlaps the top die's) or wholly hidden (the
   count is short); a call with neither, every die of the game found and no box overlapping this one by
-  `JudgeConfig.stack_partner_overlap`, is ruled out (finding `stacked_ruled_out`, valid);
+  `JudgeConfig.stack_partner_overlap`, is ruled out (finding `stacked_ruled_out`, valid); one whose
+  nearest box overlaps it by less than `overlap_stacked` is `stacked_unclear` (touching dice or a die
+  perched on another's edge: a person looks);
 - two detected boxes overlap far more than flat dice side by side can (`JudgeConfig.overlap_stacked`).
   Touching dice in a cluster, seen obliquely or boxed loosely by the detector, overlap that much too, so
   overlap alone is `no_decision` (`stacked_unclear`, a person looks) unless it is backed: the classifier
@@ -71,8 +73,8 @@ def stacked_dice(
         for i, st in enumerate(states):
             if st.kind != "stacked" or st.kind_confidence() < config.min_state_confidence:
                 continue
-            partner_seen = bool(len(dice) > 1 and overlaps[i].max() >= config.stack_partner_overlap)
-            if not partner_seen and not count_short:
+            most = float(overlaps[i].max()) if len(dice) > 1 else 0.0
+            if most < config.stack_partner_overlap and not count_short:
                 findings.append(
                     Finding(
                         verdict=Verdict.VALID,
@@ -86,6 +88,18 @@ def stacked_dice(
                 continue
             if st.kind_confidence() < config.min_rethrow_confidence:
                 findings.append(weak_rethrow_call(i, "rests on a die or has one on it", st, config))
+                continue
+            if most < config.overlap_stacked and not count_short:
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason="stacked_unclear",
+                        die_ids=(i + 1,),
+                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
+                        f"the box nearest over it covers only {most:.0%} of the smaller and every die of the "
+                        "game is found: a die beneath or touching dice, a person must look",
+                    )
+                )
                 continue
             if count_over:
                 findings.append(
