@@ -22,10 +22,10 @@ from numpy.typing import NDArray
 from rich.progress import track
 
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from vision.onnx_session import load_model
+from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
 from vision.pips.classical import count_pips
 from vision.pips.classifier import FaceReader
-from vision.pips.crops import crop_die
+from vision.pips.crops import CROP_PX, crop_die
 from vision.types import ImageArray
 from vision.validity import ValidityConfig
 
@@ -48,6 +48,19 @@ def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.
             crops.append(crop_die(np.asarray(img, np.uint8), tuple(float(v) for v in b)))
             faces.append(int(face))
     return crops, np.asarray(faces, np.int64)
+
+
+def unregistered(path: Path) -> OnnxModel:
+    """A face model file checked against its own SHA-256 (a candidate, before `models.export.register`)."""
+    spec = ModelSpec(
+        name="pips",
+        file=path.name,
+        sha256=sha256_of(path),
+        version="candidate",
+        input_size_hw=(CROP_PX, CROP_PX),
+        labels=("1", "2", "3", "4", "5", "6"),
+    )
+    return OnnxModel(spec, models_dir=path.parent)
 
 
 def score(
@@ -75,6 +88,9 @@ def main() -> None:
     parser.add_argument("--synth-from", type=int, default=1500, help="first synthetic scene used for tuning")
     parser.add_argument("--synth-count", type=int, default=60)
     parser.add_argument("--below", default="0.8,0.9,0.95,1.01", help="second-look bars to try")
+    parser.add_argument(
+        "--onnx", type=Path, default=None, help="a face model not yet registered (default: the manifest's)"
+    )
     args = parser.parse_args()
 
     sets = {
@@ -85,7 +101,7 @@ def main() -> None:
         sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
             args.synth_from : args.synth_from + args.synth_count
         ]
-    model = load_model("pips")
+    model = load_model("pips") if args.onnx is None else unregistered(args.onnx)
     bar = ValidityConfig().min_confidence
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
     print(f"sure = top probability >= {bar} and no classical pip count against it")
