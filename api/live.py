@@ -471,6 +471,10 @@ class LiveLoop:
                         "the Extra Roll: " + "; ".join(p.message for p in split.problems),
                         {"frame_id": frame.frame_id, "problems": extra["extra_roll"]["problems"]},
                     )
+                # What the Extra Roll counts as (posted to the rules engine), beside the read's own verdict,
+                # which still judges every die in the frame: the evidence and the dashboard show both.
+                extra["extra_roll"]["verdict"] = verdict
+                extra["extra_roll"]["reasons"] = reasons[:MAX_REASONS]
         if verdict != Verdict.VALID.value and len(faces) > self.config.expected_dice:
             faces = ()  # more dice than in play: the faces mean nothing; the reasons say what was seen
         stored = self.recorder.store_read(table_id=self.config.table_id, frame=frame, roll=roll, extra=extra)

@@ -49,8 +49,14 @@ function describeRead(data) {
   const parts = [data.verdict.toUpperCase()];
   if (data.faces && data.faces.length) parts.push("faces " + data.faces.join(" "));
   if (data.winner != null) parts.push("winner " + data.winner + " x" + data.match_count);
-  if (data.extra_roll) parts.push("Extra Roll: " + data.extra_roll.new_matches + " new matches, "
-    + data.extra_roll.kept + " kept");
+  if (data.extra_roll) {
+    parts.push("Extra Roll: " + data.extra_roll.new_matches + " new matches, " + data.extra_roll.kept + " kept");
+    if (data.extra_roll.verdict && data.extra_roll.verdict !== data.verdict) {
+      // The read judges every die in the frame; the Extra Roll counts only the rethrown ones (593.4(g)).
+      parts.push("the Extra Roll counts as " + data.extra_roll.verdict.toUpperCase()
+        + " (what the judge found about the kept dice alone is set aside)");
+    }
+  }
   if (data.layout) parts.push("layout box " + (data.layout.ok ? "OK" : "WRONG"));
   if (data.reasons && data.reasons.length) parts.push(data.reasons.slice(0, 2).join("; "));
   return parts.join(" | ");
@@ -72,7 +78,7 @@ function onRead(event) {
   latestRead = data;
   const caption = $("read");
   caption.textContent = "";
-  caption.appendChild(text("span", describeRead(data), data.verdict));
+  caption.appendChild(text("span", describeRead(data), (data.extra_roll && data.extra_roll.verdict) || data.verdict));
   caption.appendChild(text("span", "  " + timeOf(event.created_at) + " " + (data.frame_id || ""), "time"));
   caption.dataset.verdict = data.verdict;
   if (data.evidence_sha256) {

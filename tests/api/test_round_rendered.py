@@ -255,6 +255,7 @@ def test_593_4_g_h_a_whole_round_with_the_extra_roll_on_rendered_video(
     )
     stored = svc.ok("GET", f"/v1/reads/{rethrow.read_id}", "surveillance")
     assert stored["extra_roll"]["new_matches"] == extra["new_matches"]
+    assert stored["extra_roll"]["verdict"] == "valid"
 
 
 # ------------------------------------------------------------------------------ no models needed below
@@ -369,6 +370,7 @@ def test_593_4_g_what_the_judge_finds_about_the_kept_dice_alone_does_not_void_th
     stored = svc.ok("GET", f"/v1/reads/{rethrow.read_id}", "surveillance")
     set_aside = [f["reason"] for f in stored["extra_roll"]["kept_dice_findings_set_aside"]]
     assert set_aside == (["die_on_die"] if ON_KEPT in findings else [])
+    assert stored["extra_roll"]["verdict"] == verdict  # what was posted, beside the read's own verdict
     if verdict == "valid":
         assert rethrow.answer is not None and rethrow.answer["settled"] is True
         assert rethrow.answer["round"]["extra_roll"]["new_matches"] == 2
