@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -58,3 +59,16 @@ def http() -> Iterator[httpx.Client]:
     """A plain HTTP client with a short timeout."""
     with httpx.Client(timeout=10.0) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def committed_reader() -> Any:
+    """The whole reader with the committed models on one thread, shared by every test that reads frames;
+    skips where models/manifest.json lists no detector, face and die-state models (models/train_*.py)."""
+    from vision.onnx_session import manifest_lists
+
+    if not manifest_lists("detector", "pips", "die_state"):
+        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
+    from vision.reader import Reader
+
+    return Reader(threads=1)

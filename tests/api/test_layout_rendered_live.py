@@ -35,7 +35,6 @@ from datasets.format import SceneTruth, read_scene
 from tests.api.conftest import Service, running_service
 from vision.capture import CapturedFrame
 from vision.judge.geometry import TableGeometry
-from vision.onnx_session import manifest_lists
 from vision.reader import classify_faces
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
@@ -44,13 +43,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
 TABLE = "LR1"
 
 
-@pytest.fixture(scope="module")
-def reader() -> Any:
-    if not manifest_lists("detector", "pips", "die_state"):
-        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
-    from vision.reader import Reader
-
-    return Reader(threads=1)
+@pytest.fixture
+def reader(committed_reader: Any) -> Any:
+    return committed_reader
 
 
 @pytest.fixture

@@ -38,7 +38,6 @@ from datasets.format import camera_from_dict
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, Grab, VideoCaptureGrabber
 from vision.judge.geometry import TableGeometry
-from vision.onnx_session import manifest_lists
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, SettleEvent
 from vision.types import DieCandidate, DieReading, Finding, Frame, Roll, Verdict
 
@@ -59,13 +58,9 @@ def truth() -> dict[str, Any]:
     return doc
 
 
-@pytest.fixture(scope="module")
-def reader() -> Any:
-    if not manifest_lists("detector", "pips", "die_state"):
-        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
-    from vision.reader import Reader
-
-    return Reader(threads=1)
+@pytest.fixture
+def reader(committed_reader: Any) -> Any:
+    return committed_reader
 
 
 @pytest.fixture

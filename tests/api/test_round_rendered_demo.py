@@ -33,7 +33,6 @@ from api.metrics import Metrics
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, SourceSpecError
 from vision.judge.geometry import TableGeometry
-from vision.onnx_session import manifest_lists
 from vision.reader import classify_faces
 from vision.settle import SettleDetector
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
@@ -86,13 +85,9 @@ def test_a_rounds_clips_share_its_camera_as_their_calibration() -> None:
     assert geometry is not None and cal_id == "demo-round:r0840-000000" and again == geometry
 
 
-@pytest.fixture(scope="module")
-def reader() -> Any:
-    if not manifest_lists("detector", "pips", "die_state"):
-        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
-    from vision.reader import Reader
-
-    return Reader(threads=1)
+@pytest.fixture
+def reader(committed_reader: Any) -> Any:
+    return committed_reader
 
 
 @pytest.fixture

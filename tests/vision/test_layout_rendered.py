@@ -40,7 +40,6 @@ from datasets.synth.generator import GeneratorConfig, simulate_scene
 from datasets.synth.truth import physical_truth
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import LayoutCheck, check_layout_move
-from vision.onnx_session import manifest_lists
 from vision.types import DieCandidate, DieReading, Frame
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
@@ -229,13 +228,9 @@ def _cases(level: str) -> list[Any]:
     ]
 
 
-@pytest.fixture(scope="module")
-def reader() -> Any:
-    if not manifest_lists("detector", "pips", "die_state"):
-        pytest.skip("models/manifest.json lists no detector, face and die-state models (models/train_*.py)")
-    from vision.reader import Reader
-
-    return Reader(threads=1)
+@pytest.fixture
+def reader(committed_reader: Any) -> Any:
+    return committed_reader
 
 
 @pytest.mark.parametrize("case", _cases("true_boxes"))
