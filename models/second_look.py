@@ -22,14 +22,13 @@ from numpy.typing import NDArray
 from rich.progress import track
 
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
+from models.train_pips import TOP_TO_DIE  # matteop65 boxes hold the top face only: widened as in training
 from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
 from vision.pips.classical import count_pips
 from vision.pips.classifier import FaceReader
 from vision.pips.crops import CROP_PX, crop_die
 from vision.types import ImageArray
 from vision.validity import ValidityConfig
-
-TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face only; widened to the whole die as in train_pips
 
 
 def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.int64]]:
