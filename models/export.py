@@ -24,8 +24,9 @@ def register(
     input_size_hw: tuple[int, int],
     labels: tuple[str, ...],
     manifest_path: Path = MANIFEST_PATH,
+    extra: dict[str, object] | None = None,
 ) -> dict[str, object]:
-    """Write (or replace) the manifest entry for `name`; return it."""
+    """Write (or replace) the manifest entry for `name`; return it. `extra` adds keys (`quantized_from`)."""
     manifest: dict[str, dict[str, object]] = {"models": {}}
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -35,6 +36,7 @@ def register(
         "version": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "input_size_hw": list(input_size_hw),
         "labels": list(labels),
+        **(extra or {}),
     }
     manifest["models"][name] = entry
     manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")

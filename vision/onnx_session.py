@@ -127,7 +127,7 @@ def manifest_lists(*names: str, manifest_path: Path = MANIFEST_PATH) -> bool:
     return all(n in specs for n in names)
 
 
-def _onnxruntime_session(path: Path, threads: int, providers: tuple[str, ...]) -> InferenceBackend:
+def onnxruntime_session(path: Path, threads: int, providers: tuple[str, ...]) -> InferenceBackend:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -163,7 +163,7 @@ class OnnxModel:
         actual = sha256_of(path)
         if actual != spec.sha256:
             raise ChecksumMismatchError(path=path, expected=spec.sha256, actual=actual)
-        factory = session_factory or _onnxruntime_session
+        factory = session_factory or onnxruntime_session
         try:
             self._session = factory(path, threads, providers)
         except ModelError:
