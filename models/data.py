@@ -27,7 +27,7 @@ class LabelledImage:
 
     path: Path
     boxes_xyxy: NDArray[np.float32]
-    faces: NDArray[np.int64]  # (n,) 1..6
+    faces: NDArray[np.int64]  # (n,) 1..6 (0: no face, only from `load_synth(all_dice=True)`)
     box_kind: str = "die"  # "die": the whole die as seen; "top": the top face only (matteop65)
 
     def __post_init__(self) -> None:
@@ -100,10 +100,12 @@ def load_yolo_folder(folder: Path, *, box_kind: str) -> list[LabelledImage]:
     return items
 
 
-def load_synth(root: Path, *, limit: int = 0) -> list[LabelledImage]:
+def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[LabelledImage]:
     """Synthetic scenes written by `throwbox synth`, through `datasets.loaders` (the generator's loader).
 
-    Dice with no face by the rules (void, off the table) and dice less than 30 % visible are left out.
+    Dice less than 30 % visible are left out, and so are dice with no face by the rules (void, off the
+    table) unless `all_dice` (detection training: a wedged die or a die off the felt is still a die in the
+    picture); their face is then the one on top as the camera sees it, or 0 where there is none.
     """
     from datasets import loaders
 
@@ -113,12 +115,12 @@ def load_synth(root: Path, *, limit: int = 0) -> list[LabelledImage]:
         raise DatasetError(str(exc)) from exc
     items = []
     for scene in scenes[: limit or None]:
-        dice = [d for d in scene.dice if d.face is not None]
+        dice = [d for d in scene.dice if all_dice or d.face is not None]
         items.append(
             LabelledImage(
                 path=scene.image_path,
                 boxes_xyxy=np.asarray([d.box_xyxy for d in dice], np.float32).reshape(-1, 4),
-                faces=np.asarray([d.face for d in dice], np.int64),
+                faces=np.asarray([d.face or d.face_visible or 0 for d in dice], np.int64),
                 box_kind="die",
             )
         )

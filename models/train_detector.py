@@ -219,15 +219,23 @@ def main() -> None:
         default=0.0,
         help="share of samples cut around the registered detector's false alarms on the training images",
     )
+    parser.add_argument(
+        "--synth-all-dice",
+        action="store_true",
+        help="label every visible synthetic die, also those with no face by the rules (wedged, off the felt)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     items = load_nellbyler(args.real, "train")  # never the test split
     for folder in args.synth:
-        items += load_synth(folder, limit=args.synth_limit)
+        items += load_synth(folder, limit=args.synth_limit, all_dice=args.synth_all_dice)
     if args.matteop65 is not None:  # never valid/
         for it in load_yolo_folder(args.matteop65, box_kind="top"):
             c, half = (
@@ -296,8 +304,11 @@ def main() -> None:
         output_names=["head"],
         dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
     )
-    entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
     minutes = (time.monotonic() - run.started_s) / 60
+    if args.no_register:
+        print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} (not registered)")
+        return
+    entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
     print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
 
 

@@ -56,6 +56,13 @@ def register(app: typer.Typer) -> None:
         ),
         threads: int = typer.Option(1, min=0, help="onnxruntime threads (0 = all cores)."),
         limit: int = typer.Option(0, min=0, help="Score only the first N images (0 = all)."),
+        skip: int = typer.Option(
+            0, min=0, help="Leave out the first N images (e.g. the training part of a synthetic set)."
+        ),
+        manifest: Path | None = typer.Option(
+            None,
+            help="Model manifest (default: models/manifest.json), to score a model before registering it.",
+        ),
         verdicts: bool = typer.Option(
             False,
             "--verdicts",
@@ -85,6 +92,8 @@ def register(app: typer.Typer) -> None:
                 plot=verdict_plot,
                 as_json=as_json,
                 misses_dir=misses,
+                skip=skip,
+                manifest_path=manifest,
             )
             return
         import numpy as np
@@ -93,7 +102,7 @@ def register(app: typer.Typer) -> None:
         from models.data import DatasetError, load_dataset
         from models.evaluate import Tally
         from vision.image import UnreadableImageError, load_image
-        from vision.onnx_session import ModelError
+        from vision.onnx_session import MANIFEST_PATH, ModelError
         from vision.reader import Reader
         from vision.types import DieCandidate, Frame
 
@@ -102,13 +111,14 @@ def register(app: typer.Typer) -> None:
         except DatasetError as exc:
             typer.echo(f"throwbox eval: {exc}", err=True)
             raise typer.Exit(2) from exc
+        items = items[skip:]
         if limit:
             items = items[:limit]
         if not items:
             typer.echo(f"throwbox eval: no labelled images in {dataset} ({split})", err=True)
             raise typer.Exit(2)
         try:
-            reader = Reader(threads=threads)
+            reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH)
         except ModelError as exc:
             typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc

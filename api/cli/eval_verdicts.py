@@ -24,6 +24,8 @@ def run(
     plot: Path,
     as_json: bool,
     misses_dir: Path | None = None,
+    manifest_path: Path | None = None,
+    skip: int = 0,
 ) -> None:
     """Score the verdicts on `dataset` (a `throwbox synth` folder) and report."""
     from rich.progress import track
@@ -42,23 +44,25 @@ def run(
         sweep,
     )
     from vision.judge.state import DieStateClassifier
-    from vision.onnx_session import ModelError, load_model
+    from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
     from vision.reader import Reader, ReaderConfig
+
+    manifest_path = manifest_path or MANIFEST_PATH
 
     if not (dataset / "labels").is_dir():
         typer.echo(f"throwbox eval --verdicts: {dataset} is not a synthetic data set (no labels/)", err=True)
         raise typer.Exit(2)
-    scenes = load_scenes(dataset, limit=limit)
+    scenes = load_scenes(dataset, limit=limit, skip=skip)
     if not scenes:
         typer.echo(f"throwbox eval --verdicts: no labelled scenes in {dataset}", err=True)
         raise typer.Exit(2)
     try:
         if oracle_boxes:
-            state = DieStateClassifier(load_model("die_state", threads=threads))
+            state = DieStateClassifier(load_model("die_state", threads=threads, manifest_path=manifest_path))
             detect: DetectWithWeak | None = None
             read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
         else:
-            reader = Reader(threads=threads)
+            reader = Reader(threads=threads, manifest_path=manifest_path)
             if reader.die_state is None:
                 raise ModelError("models/manifest.json lists no die_state model")
             state = reader.die_state

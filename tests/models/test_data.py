@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from models.data import DatasetError, load_dataset, load_yolo_folder
+from models.data import DatasetError, load_dataset, load_synth, load_yolo_folder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "vision" / "fixtures"
 
@@ -39,3 +40,18 @@ def test_bad_label_line_names_file_and_line(tmp_path: Path) -> None:
 def test_unknown_dataset_is_a_clear_error(tmp_path: Path, make: object, message: str) -> None:
     with pytest.raises(DatasetError, match=message):
         load_dataset(make(tmp_path))  # type: ignore[operator]
+
+
+def test_synthetic_dice_with_no_face_are_kept_for_detection_only_when_asked(tmp_path: Path) -> None:
+    # The off-table fixture scene (tests/vision/fixtures/judge, rendered by `throwbox synth`): one die
+    # in the picture has no face by the rules (it is off the felt), nine have one.
+    judge = Path(__file__).resolve().parent.parent / "vision" / "fixtures" / "judge"
+    (tmp_path / "labels").mkdir()
+    shutil.copy(judge / "off_table.json", tmp_path / "labels" / "off_table.json")
+    shutil.copy(judge / "off_table.jpg", tmp_path / "off_table.jpg")
+    (faced,) = load_synth(tmp_path)
+    (every,) = load_synth(tmp_path, all_dice=True)
+    assert len(faced.faces) == 9 and set(faced.faces.tolist()) <= set(range(1, 7))
+    assert len(every.faces) == 10
+    extra = [b for b in every.boxes_xyxy.tolist() if b not in faced.boxes_xyxy.tolist()]
+    assert len(extra) == 1  # the off-table die, as a box the detector must learn to find

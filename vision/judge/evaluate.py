@@ -308,9 +308,9 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
     plt.close(fig)
 
 
-def load_scenes(root: Path, *, limit: int = 0) -> list[SceneTruth]:
-    """The labelled scenes of a synthetic data set, sorted by id (the first `limit` if given)."""
-    paths = sorted((root / "labels").glob("*.json"))
+def load_scenes(root: Path, *, limit: int = 0, skip: int = 0) -> list[SceneTruth]:
+    """The labelled scenes of a synthetic set, sorted by id: after the first `skip`, the first `limit`."""
+    paths = sorted((root / "labels").glob("*.json"))[skip:]
     if limit:
         paths = paths[:limit]
     return [read_scene(p) for p in paths]

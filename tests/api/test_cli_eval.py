@@ -1,0 +1,56 @@
+"""`throwbox eval`: --skip and --limit pick the images, --manifest the weights; a bad manifest is an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from vision.onnx_session import MANIFEST_PATH, manifest_lists
+
+FIXTURES = Path(__file__).resolve().parent.parent / "vision" / "fixtures"  # three real photos, YOLO labels
+runner = CliRunner()
+
+pytestmark = pytest.mark.skipif(
+    not manifest_lists("detector", "pips", "die_state"),
+    reason="models/manifest.json lists no detector, face and die-state models (models/train_*.py)",
+)
+
+
+def _eval(tmp_path: Path, *extra: str) -> dict[str, object]:
+    result = runner.invoke(app, ["eval", str(FIXTURES), "--json", "--plot", str(tmp_path / "e.png"), *extra])
+    assert result.exit_code == 0, result.output
+    summary: dict[str, object] = json.loads(result.output)
+    return summary
+
+
+def test_skip_and_limit_choose_which_images_are_scored(tmp_path: Path) -> None:
+    every = _eval(tmp_path)
+    assert every["images"] == 3
+    last_two = _eval(tmp_path, "--skip", "1")
+    second = _eval(tmp_path, "--skip", "1", "--limit", "1")
+    first = _eval(tmp_path, "--limit", "1")
+    assert last_two["images"] == 2 and second["images"] == 1 and first["images"] == 1
+    assert first["gt_dice"] + last_two["gt_dice"] == every["gt_dice"]  # type: ignore[operator]
+    result = runner.invoke(app, ["eval", str(FIXTURES), "--skip", "3", "--plot", str(tmp_path / "e.png")])
+    assert result.exit_code == 2 and "no labelled images" in result.output
+
+
+def test_a_manifest_given_is_the_one_read_and_a_wrong_checksum_is_refused(tmp_path: Path) -> None:
+    raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    for entry in raw["models"].values():  # the same weights, named by absolute path from elsewhere
+        entry["file"] = (MANIFEST_PATH.parent / entry["file"]).as_posix()
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    assert _eval(tmp_path, "--manifest", str(manifest))["detection"] == _eval(tmp_path)["detection"]
+
+    raw["models"]["detector"]["sha256"] = "0" * 64
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    result = runner.invoke(
+        app, ["eval", str(FIXTURES), "--manifest", str(manifest), "--plot", str(tmp_path / "e.png")]
+    )
+    assert result.exit_code == 2
+    assert "cannot load the models" in result.output and "SHA-256" in result.output
