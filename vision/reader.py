@@ -99,11 +99,16 @@ class Reader:
         """Read one frame into a `Roll` with its verdict, reasons and per-stage timings.
 
         `geometry` (a table calibration's camera and throw box) lets the judge place dice on the table.
+        Either of `expected_dice` and `geometry` says the frame is a table's, with table-sized dice: the
+        detector's coarse looks for a die filling the frame run only on a photo read without both.
         """
         t0 = time.perf_counter()
         # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
         weak_score = min(self.config.validity.judge.weak_peak_score, self.detector.config.score_threshold)
-        candidates, weak_peaks = self.detector.detect_with_weak(frame.image, weak_score=weak_score)
+        coarse = expected_dice is None and geometry is None
+        candidates, weak_peaks = self.detector.detect_with_weak(
+            frame.image, weak_score=weak_score, coarse=coarse
+        )
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates)
         t2 = time.perf_counter()

@@ -23,15 +23,17 @@ class FakeInput:
 
 
 class FakeDetectorSession:
-    """Returns a CenterNet head with one peak per given box (boxes in net-input pixels).
+    """Returns a CenterNet head with one peak per given box (boxes in net-input pixels of its first input).
 
-    Sizes are written divided by the default `size_scale`, so the decoded boxes are the given ones.
+    Sizes are written divided by the default `size_scale`, so the decoded boxes are the given ones. A later
+    input of another size (the detector's coarse looks) sees the same boxes scaled, as a real net would.
     """
 
     def __init__(self, boxes_xyxy: Sequence[tuple[float, float, float, float]], score: float = 0.9) -> None:
         self.boxes = list(boxes_xyxy)
         self.score = score
         self.calls = 0
+        self.first_width: int | None = None
 
     def get_inputs(self) -> list[Any]:
         return [FakeInput("image")]
@@ -40,11 +42,15 @@ class FakeDetectorSession:
         self.calls += 1
         (x,) = input_feed.values()
         _, _, h, w = x.shape
+        self.first_width = self.first_width or w
+        k = w / self.first_width
         head = np.zeros((1, 5, h // STRIDE, w // STRIDE), np.float32)
         head[0, 0] = 0.01
-        for x0, y0, x1, y1 in self.boxes:
+        for x0, y0, x1, y1 in ((k * a, k * b, k * c, k * d) for a, b, c, d in self.boxes):
             cx, cy = (x0 + x1) / 2 / STRIDE, (y0 + y1) / 2 / STRIDE
             ix, iy = int(cx), int(cy)
+            if not (0 <= iy < head.shape[2] and 0 <= ix < head.shape[3]):
+                continue
             head[0, 0, iy, ix] = self.score
             head[0, 1, iy, ix] = np.log((x1 - x0) / STRIDE / DetectorConfig().size_scale)
             head[0, 2, iy, ix] = np.log((y1 - y0) / STRIDE / DetectorConfig().size_scale)

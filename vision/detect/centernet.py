@@ -42,6 +42,19 @@ class DetectorConfig:
     # on the tuning sets was 0.61 of its frame's median there (0.71 in the labels of 500 synthetic scenes):
     # those two counts came from a throwaway script on 2026-11-29, the precision/recall grid from the command.
     min_size_of_median: float = 0.5
+    # A die much bigger than the net learned (about 6-60 px at `input_long_px`, a few up to 150) is missed
+    # and its pips come out as "dice" (a hand-held close-up). Where the reader has no table context (no
+    # expected count, no calibration: `throwbox read` on a photo), the detector also looks at the whole frame
+    # scaled to each `coarse_long_px`: a coarse box at least `coarse_min_fraction` of the frame's short side
+    # replaces the fine boxes centred inside it when there are some and all are pip-sized (under
+    # `coarse_pip_ratio` of its side), and is ignored otherwise. Measured by `python -m models.big_dice`.
+    coarse_long_px: tuple[int, ...] = (160, 96)
+    coarse_min_fraction: float = 0.15
+    coarse_pip_ratio: float = 0.4
+    # ...and when the frame has other fine boxes, the ones inside must also be smaller than this share of
+    # their median: on 200 synthetic table frames read without an expected count, 4 clusters of ordinary
+    # dice (as big as the frame's other dice) were taken for one big die without this rule.
+    coarse_like_others: float = 0.6
 
     def __post_init__(self) -> None:
         if self.input_long_px < SIZE_MULTIPLE or self.input_long_px % SIZE_MULTIPLE:
@@ -50,6 +63,11 @@ class DetectorConfig:
             raise ValueError("score_threshold must be in (0, 1)")
         if not 0.0 <= self.min_size_of_median < 1.0:
             raise ValueError("min_size_of_median must be in [0, 1)")
+        for px in self.coarse_long_px:
+            if px < SIZE_MULTIPLE or px % SIZE_MULTIPLE:
+                raise ValueError(f"coarse_long_px must be positive multiples of {SIZE_MULTIPLE}")
+        if not 0.0 < self.coarse_min_fraction <= 1.0 or not 0.0 < self.coarse_pip_ratio < 1.0:
+            raise ValueError("coarse_min_fraction must be in (0, 1] and coarse_pip_ratio in (0, 1)")
 
 
 @dataclass(frozen=True)
@@ -126,6 +144,76 @@ def drop_specks(
     at_edge = (boxes[:, 0] <= 1) | (boxes[:, 1] <= 1) | (boxes[:, 2] >= w - 1) | (boxes[:, 3] >= h - 1)
     keep = (side >= config.min_size_of_median * float(np.median(side))) | at_edge
     return boxes[keep], scores[keep]
+
+
+def merge_coarse(
+    boxes: NDArray[np.float32],
+    scores: NDArray[np.float32],
+    coarse_boxes: NDArray[np.float32],
+    coarse_scores: NDArray[np.float32],
+    *,
+    image_wh: tuple[int, int],
+    config: DetectorConfig,
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Add the coarse looks' big dice (`DetectorConfig.coarse_long_px`) to the fine boxes.
+
+    Coarse boxes are taken best first, one per place (not centred in one taken, IoU < `nms_iou`). One counts
+    when its long side is at least `coarse_min_fraction` of the frame's short side; it replaces the fine boxes
+    centred inside it if there is at least one and every one of them is pip-sized (long side under
+    `coarse_pip_ratio` of its own: the fine look takes a big die's pips for dice) and, where the frame has
+    two or more other fine boxes, smaller than `coarse_like_others` of their median. Otherwise (no fine box
+    inside, a die-sized one, which also keeps a fine box matching it, or dice like the others) it is dropped.
+    """
+    if len(coarse_boxes) == 0:
+        return boxes, scores
+    keep = np.ones(len(boxes), bool)
+    taken: list[int] = []
+    centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+    for i in np.argsort(-coarse_scores):
+        c = coarse_boxes[i]
+        side = max(float(c[2] - c[0]), float(c[3] - c[1]))
+        if side < config.coarse_min_fraction * min(image_wh):
+            continue
+        cx, cy = (c[0] + c[2]) / 2, (c[1] + c[3]) / 2
+        if any(
+            box_iou(c, t) >= config.nms_iou or (t[0] <= cx <= t[2] and t[1] <= cy <= t[3])
+            for t in coarse_boxes[taken]
+        ):
+            continue  # the same big die seen at another scale, or a part of it
+        inside = np.flatnonzero(
+            keep
+            & (centres[:, 0] >= c[0])
+            & (centres[:, 0] <= c[2])
+            & (centres[:, 1] >= c[1])
+            & (centres[:, 1] <= c[3])
+        )
+        sides = np.maximum(boxes[inside, 2] - boxes[inside, 0], boxes[inside, 3] - boxes[inside, 1])
+        if len(inside) == 0 or np.any(sides >= config.coarse_pip_ratio * side):
+            # No pip seen inside (an empty layout box, a chip stack, a shadow), or the fine look found this
+            # die itself, or real dice lie inside: not one big die.
+            continue
+        outside = np.setdiff1d(np.flatnonzero(keep), inside)
+        if len(outside) >= 2:
+            others = np.maximum(boxes[outside, 2] - boxes[outside, 0], boxes[outside, 3] - boxes[outside, 1])
+            if np.any(sides >= config.coarse_like_others * float(np.median(others))):
+                continue  # boxes inside as big as the frame's other dice: a cluster of dice, not pips
+        keep[inside] = False
+        taken.append(int(i))
+    if not taken:
+        return boxes, scores
+    return (
+        np.concatenate([boxes[keep], coarse_boxes[taken]]).astype(np.float32),
+        np.concatenate([scores[keep], coarse_scores[taken]]).astype(np.float32),
+    )
+
+
+def box_iou(a: NDArray[np.float32], b: NDArray[np.float32]) -> float:
+    """Intersection over union of two xyxy boxes."""
+    ix = max(0.0, float(min(a[2], b[2]) - max(a[0], b[0])))
+    iy = max(0.0, float(min(a[3], b[3]) - max(a[1], b[1])))
+    inter = ix * iy
+    union = float((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1])) - inter
+    return inter / union if union > 0 else 0.0
 
 
 def top_quad_of(image_bgr: ImageArray, box_xyxy: NDArray[np.float32]) -> tuple[tuple[float, float], ...]:
