@@ -54,9 +54,24 @@ def test_real_dice_inside_a_coarse_box_keep_it_out() -> None:
     assert merged(boxes(BIG), scores(0.7), boxes((310, 205, 805, 705)), scores(0.9)) == [list(BIG)]
 
 
-def test_a_coarse_box_with_no_pip_seen_inside_or_too_small_is_ignored() -> None:
-    small_die = boxes((10, 10, 40, 40))
-    assert merged(small_die, scores(0.8), boxes(BIG), scores(0.9)) == [[10, 10, 40, 40]]  # empty inside
+def test_an_empty_big_box_counts_only_where_the_frame_has_no_ordinary_dice() -> None:
+    table = boxes(
+        *[
+            (900.0 + 60 * (k % 3), 100.0 + 60 * (k // 3), 940.0 + 60 * (k % 3), 140.0 + 60 * (k // 3))
+            for k in range(6)
+        ]
+    )
+    # Among six ordinary dice, an empty big box is a layout box or a chip stack, not a die.
+    assert len(merged(table, scores(*[0.8] * 6), boxes(BIG), scores(0.9))) == 6
+    # A die filling the frame whose pips the fine look did not see at all: the coarse box is the die.
+    assert merged(boxes(), scores(), boxes(BIG), scores(0.9)) == [list(BIG)]
+    assert merged(boxes((10, 10, 40, 40)), scores(0.8), boxes(BIG), scores(0.9)) == [
+        [10, 10, 40, 40],
+        list(BIG),
+    ]
+
+
+def test_a_coarse_box_too_small_to_be_a_big_die_is_ignored() -> None:
     assert merged(PIPS, scores(0.6, 0.7, 0.5), boxes((380, 280, 520, 420)), scores(0.9)) == [
         [400, 300, 460, 360],
         [520, 420, 580, 480],
@@ -123,3 +138,13 @@ def test_a_cluster_of_dice_as_big_as_the_frames_others_is_not_one_big_die() -> N
     assert len(merged(fine, scores(*[0.8] * 7), coarse, scores(0.9))) == 7
     # Alone in the frame, the same two boxes are taken for the pips of one big die.
     assert merged(cluster, scores(0.8, 0.8), coarse, scores(0.9)) == [[400, 400, 600, 600]]
+
+
+def test_two_big_dice_side_by_side_are_both_read_from_their_pips() -> None:
+    # A close-up of two dice: every fine box is a pip of one of them, none is a small die of the frame.
+    left, right = (100.0, 200.0, 600.0, 700.0), (680.0, 200.0, 1180.0, 700.0)
+    pips = boxes((200, 300, 260, 360), (440, 540, 500, 600), (900, 420, 960, 480))
+    assert merged(pips, scores(0.7, 0.7, 0.7), boxes(left, right), scores(0.6, 0.5)) == [
+        list(left),
+        list(right),
+    ]

@@ -46,15 +46,16 @@ class DetectorConfig:
     # and its pips come out as "dice" (a hand-held close-up). Where the reader has no table context (no
     # expected count, no calibration: `throwbox read` on a photo), the detector also looks at the whole frame
     # scaled to each `coarse_long_px`: a coarse box at least `coarse_min_fraction` of the frame's short side
-    # replaces the fine boxes centred inside it when there are some and all are pip-sized (under
-    # `coarse_pip_ratio` of its side), and is ignored otherwise. Measured by `python -m models.big_dice`.
+    # replaces the fine boxes centred inside it when all are pip-sized (under `coarse_pip_ratio` of its
+    # side), and is ignored otherwise (`merge_coarse`). Measured by `python -m models.big_dice`.
     coarse_long_px: tuple[int, ...] = (160, 96)
     coarse_min_fraction: float = 0.15
     coarse_pip_ratio: float = 0.4
-    # ...and when the frame has other fine boxes, the ones inside must also be smaller than this share of
-    # their median: on 200 synthetic table frames read without an expected count, 4 clusters of ordinary
-    # dice (as big as the frame's other dice) were taken for one big die without this rule.
+    # ...and when the frame has `coarse_others_min` other fine boxes, the ones inside must also be smaller
+    # than this share of their median: on 200 synthetic table frames read without an expected count, 4
+    # clusters of ordinary dice (as big as the frame's other dice) were taken for one big die without it.
     coarse_like_others: float = 0.6
+    coarse_others_min: int = 4  # fine boxes outside every big box needed to call them "the frame's dice"
 
     def __post_init__(self) -> None:
         if self.input_long_px < SIZE_MULTIPLE or self.input_long_px % SIZE_MULTIPLE:
@@ -157,48 +158,63 @@ def merge_coarse(
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """Add the coarse looks' big dice (`DetectorConfig.coarse_long_px`) to the fine boxes.
 
-    Coarse boxes are taken best first, one per place (not centred in one taken, IoU < `nms_iou`). One counts
-    when its long side is at least `coarse_min_fraction` of the frame's short side; it replaces the fine boxes
-    centred inside it if there is at least one and every one of them is pip-sized (long side under
-    `coarse_pip_ratio` of its own: the fine look takes a big die's pips for dice) and, where the frame has
-    two or more other fine boxes, smaller than `coarse_like_others` of their median. Otherwise (no fine box
-    inside, a die-sized one, which also keeps a fine box matching it, or dice like the others) it is dropped.
+    Candidates: coarse boxes whose long side is at least `coarse_min_fraction` of the frame's short side,
+    best first, one per place (not centred in one taken before, IoU < `nms_iou`). A candidate replaces the
+    fine boxes centred inside it when all of them are pip-sized, under `coarse_pip_ratio` of its long side
+    (the fine look takes a big die's pips for dice, or sees nothing in a die filling the frame). Where
+    `coarse_others_min` or more fine boxes lie outside every candidate (the frame's ordinary dice), it must
+    also hold some, each under `coarse_like_others` of their median: an empty big box there is a layout box
+    or a chip stack, and boxes as big as the others are a cluster of dice. Otherwise it is dropped.
     """
     if len(coarse_boxes) == 0:
         return boxes, scores
-    keep = np.ones(len(boxes), bool)
-    taken: list[int] = []
-    centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+    min_side = config.coarse_min_fraction * min(image_wh)
+    candidates: list[int] = []
     for i in np.argsort(-coarse_scores):
         c = coarse_boxes[i]
-        side = max(float(c[2] - c[0]), float(c[3] - c[1]))
-        if side < config.coarse_min_fraction * min(image_wh):
+        if max(float(c[2] - c[0]), float(c[3] - c[1])) < min_side:
             continue
         cx, cy = (c[0] + c[2]) / 2, (c[1] + c[3]) / 2
         if any(
             box_iou(c, t) >= config.nms_iou or (t[0] <= cx <= t[2] and t[1] <= cy <= t[3])
-            for t in coarse_boxes[taken]
+            for t in coarse_boxes[candidates]
         ):
             continue  # the same big die seen at another scale, or a part of it
-        inside = np.flatnonzero(
-            keep
-            & (centres[:, 0] >= c[0])
+        candidates.append(int(i))
+    if not candidates:
+        return boxes, scores
+    centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+    sides = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
+
+    def centred_in(c: NDArray[np.float32]) -> NDArray[np.bool_]:
+        return np.asarray(
+            (centres[:, 0] >= c[0])
             & (centres[:, 0] <= c[2])
             & (centres[:, 1] >= c[1])
-            & (centres[:, 1] <= c[3])
+            & (centres[:, 1] <= c[3]),
+            bool,
         )
-        sides = np.maximum(boxes[inside, 2] - boxes[inside, 0], boxes[inside, 3] - boxes[inside, 1])
-        if len(inside) == 0 or np.any(sides >= config.coarse_pip_ratio * side):
-            # No pip seen inside (an empty layout box, a chip stack, a shadow), or the fine look found this
-            # die itself, or real dice lie inside: not one big die.
+
+    free = np.ones(len(boxes), bool)
+    for i in candidates:
+        free &= ~centred_in(coarse_boxes[i])
+    others_median = float(np.median(sides[free])) if int(free.sum()) >= config.coarse_others_min else None
+    keep = np.ones(len(boxes), bool)
+    taken: list[int] = []
+    for i in candidates:
+        c = coarse_boxes[i]
+        inside = keep & centred_in(c)
+        side = max(float(c[2] - c[0]), float(c[3] - c[1]))
+        if np.any(sides[inside] >= config.coarse_pip_ratio * side):
+            continue  # the fine look found this die itself, or real dice lie inside
+        if others_median is not None and (
+            not inside.any() or np.any(sides[inside] >= config.coarse_like_others * others_median)
+        ):
+            # Among the frame's ordinary dice: an empty big box (a layout box, a chip stack, a shadow), or
+            # boxes inside as big as the other dice (a cluster of dice, not pips), is not one big die.
             continue
-        outside = np.setdiff1d(np.flatnonzero(keep), inside)
-        if len(outside) >= 2:
-            others = np.maximum(boxes[outside, 2] - boxes[outside, 0], boxes[outside, 3] - boxes[outside, 1])
-            if np.any(sides >= config.coarse_like_others * float(np.median(others))):
-                continue  # boxes inside as big as the frame's other dice: a cluster of dice, not pips
-        keep[inside] = False
-        taken.append(int(i))
+        keep &= ~inside
+        taken.append(i)
     if not taken:
         return boxes, scores
     return (
