@@ -224,6 +224,9 @@ def main() -> None:
         action="store_true",
         help="label every visible synthetic die, also those with no face by the rules (wedged, off the felt)",
     )
+    parser.add_argument(
+        "--real-repeat", type=int, default=1, help="draw each nellbyler train photo this many times as often"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     parser.add_argument(
@@ -233,7 +236,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    items = load_nellbyler(args.real, "train")  # never the test split
+    items = load_nellbyler(args.real, "train") * max(1, args.real_repeat)  # never the test split
     for folder in args.synth:
         items += load_synth(folder, limit=args.synth_limit, all_dice=args.synth_all_dice)
     if args.matteop65 is not None:  # never valid/
