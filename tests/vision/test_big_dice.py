@@ -126,6 +126,12 @@ def test_the_reader_reads_a_die_filling_half_the_frame(committed_reader: Any) ->
     # At a table (an expected count) the coarse looks are left out: the fine look alone takes pips for dice.
     at_table = committed_reader.read(Frame(image=frame, frame_id="big"), expected_dice=1)
     assert all(d.candidate.box_xyxy[2] - d.candidate.box_xyxy[0] < 0.35 * FRAME_WH[1] for d in at_table.dice)
+    # The detector called directly (the judge's evaluation, table frames) leaves them out by default.
+    assert all(c.box_xyxy[2] - c.box_xyxy[0] < 0.35 * FRAME_WH[1] for c in committed_reader.detector(frame))
+    assert any(
+        c.box_xyxy[2] - c.box_xyxy[0] > 0.35 * FRAME_WH[1]
+        for c in committed_reader.detector(frame, coarse=True)
+    )
 
 
 def test_a_cluster_of_dice_as_big_as_the_frames_others_is_not_one_big_die() -> None:

@@ -19,11 +19,12 @@ class DieDetector:
         self.model = model
         self.config = config or DetectorConfig()
 
-    def __call__(self, image_bgr: ImageArray, *, coarse: bool = True) -> tuple[DieCandidate, ...]:
+    def __call__(self, image_bgr: ImageArray, *, coarse: bool = False) -> tuple[DieCandidate, ...]:
         """Candidates sorted left to right; an empty tuple when there is no die.
 
-        `coarse` adds the coarse looks for dice filling much of the frame (`DetectorConfig.coarse_long_px`);
-        a table's reader, which knows its dice are table-sized, leaves them out.
+        `coarse` adds the coarse looks for dice filling much of the frame (`DetectorConfig.coarse_long_px`):
+        the reader asks for them on a photo read without a table (`Reader.read`); a table's dice are
+        table-sized, so by default they are left out.
         """
         tensor, letterbox = preprocess(image_bgr, input_long_px=self.config.input_long_px)
         (head,) = self.model.run(tensor)[:1]
@@ -53,7 +54,7 @@ class DieDetector:
         return merge_coarse(boxes, scores, big, big_scores, image_wh=(w, h), config=self.config)
 
     def detect_with_weak(
-        self, image_bgr: ImageArray, *, weak_score: float, coarse: bool = True
+        self, image_bgr: ImageArray, *, weak_score: float, coarse: bool = False
     ) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]:
         """The candidates as `__call__` gives them, and the peaks scoring in [weak_score, score_threshold).
 
