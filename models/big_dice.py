@@ -100,7 +100,8 @@ def rendered_closeups(
             rng = scene_rng(cfg.seed, index, 1)
             draw = draw_look(cfg, outcome, rng)
             poses = outcome.result.poses
-            flat = [i for i, p in enumerate(poses) if abs(float(p.rotation[2, :].max()) - 1.0) < 0.02]
+            # Flat: one of the die's axes points straight up or down (any face on top).
+            flat = [i for i, p in enumerate(poses) if abs(float(np.abs(p.rotation[2, :]).max()) - 1.0) < 0.02]
             if not flat:
                 continue
             die = flat[0]
