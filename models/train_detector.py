@@ -236,7 +236,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    items = load_nellbyler(args.real, "train") * max(1, args.real_repeat)  # never the test split
+    items = load_nellbyler(args.real, "train")  # never the test split
+    n_real = len(items)
     for folder in args.synth:
         items += load_synth(folder, limit=args.synth_limit, all_dice=args.synth_all_dice)
     if args.matteop65 is not None:  # never valid/
@@ -249,6 +250,13 @@ def main() -> None:
             items.append(LabelledImage(path=it.path, boxes_xyxy=wide, faces=it.faces, box_kind="die"))
     scenes = _load(items)
     false_alarms = mine_false_alarms(scenes) if args.hard_negatives > 0 else None
+    # --real-repeat: the real photos appear that many times in the lists the sampler draws from (loaded and
+    # mined once; the copies are the same arrays).
+    repeat = max(1, args.real_repeat)
+    items = items[:n_real] * repeat + items[n_real:]
+    scenes = scenes[:n_real] * repeat + scenes[n_real:]
+    if false_alarms is not None:
+        false_alarms = false_alarms[:n_real] * repeat + false_alarms[n_real:]
     if false_alarms is not None:
         print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
     sampler = Sampler(scenes, args.seed, false_alarms=false_alarms, hard_share=args.hard_negatives)
