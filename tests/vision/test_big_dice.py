@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import pytest
 
+from models.big_dice import die_with_margin, place
 from models.data import load_yolo_folder
 from vision.detect.centernet import DetectorConfig, merge_coarse
 from vision.types import Frame
@@ -90,21 +90,11 @@ def test_coarse_sizes_must_be_multiples_of_32() -> None:
 
 
 def _big_die_frame(fraction: float) -> tuple[np.ndarray[Any, Any], int]:
-    """A fixture die (the first labelled die of the first photo) scaled to `fraction` of a 1280x960 frame."""
-    item = load_yolo_folder(FIXTURES, box_kind="die")[0]
-    image = cv2.imread(str(item.path), cv2.IMREAD_COLOR)
-    x0, y0, x1, y1 = (round(float(v)) for v in item.boxes_xyxy[0])
-    pad = (x1 - x0) // 3
-    crop = image[max(0, y0 - pad) : y1 + pad, max(0, x0 - pad) : x1 + pad]
-    side = round(fraction * FRAME_WH[1] * crop.shape[0] / (y1 - y0))
-    big = cv2.resize(crop, (side, side), interpolation=cv2.INTER_CUBIC)
-    frame = np.full((FRAME_WH[1], FRAME_WH[0], 3), np.median(crop.reshape(-1, 3), axis=0), np.uint8)
-    top, left = (FRAME_WH[1] - side) // 2, (FRAME_WH[0] - side) // 2
-    frame[max(0, top) : top + side, max(0, left) : left + side] = big[
-        max(0, -top) : max(0, -top) + min(side, FRAME_WH[1]),
-        max(0, -left) : max(0, -left) + min(side, FRAME_WH[0]),
-    ]
-    return frame, int(item.faces[0])
+    """A fixture die (the first labelled die of the first photo) scaled to `fraction` of a 1280x960 frame,
+    cut and pasted as `python -m models.big_dice` does."""
+    crop, face, side = die_with_margin(load_yolo_folder(FIXTURES, box_kind="die")[0], 0)
+    frame, _ = place(crop, side, fraction, np.random.default_rng(0))
+    return frame, face
 
 
 def test_the_reader_reads_a_die_filling_half_the_frame(committed_reader: Any) -> None:
