@@ -133,7 +133,9 @@ def record_frames(frames: Iterable[Frame], *, manifest_path: Path) -> dict[str, 
 
     with tempfile.TemporaryDirectory() as tmp:
         reader = Reader(
-            threads=0, manifest_path=_float_manifest(manifest_path, Path(tmp)), session_factory=factory
+            threads=0,
+            manifest_path=_variant_manifest(manifest_path, Path(tmp), int8=()),
+            session_factory=factory,
         )
     for frame in frames:
         reader.read(frame)
@@ -250,11 +252,6 @@ def calibration_images(real: Path, synth: Path | None, *, n_real: int, n_synth: 
     if synth is not None and n_synth:
         paths += [it.path for it in load_synth(synth, limit=n_synth)]
     return paths
-
-
-def _float_manifest(manifest_path: Path, folder: Path) -> Path:
-    """A manifest naming the float model of every entry (absolute paths), written into `folder`."""
-    return _variant_manifest(manifest_path, folder, int8=())
 
 
 def _variant_manifest(manifest_path: Path, folder: Path, *, int8: Sequence[str]) -> Path:
