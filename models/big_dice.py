@@ -15,7 +15,8 @@ Two kinds of frames, 1280x960, one die in the middle spanning the given fraction
   degradations; the true box from the generator's ground truth).
 
 Columns: the whole reader (found: a box with IoU >= 0.5 against the true one and no other box centred on
-the die; face right: that box's face, or the learned classifier's when the reader left it unsure), and the
+the die; face right: that box's face, or the learned classifier's when the reader left it unsure), the same
+reader without the coarse looks (`DetectorConfig.coarse_long_px=()`: as it read before them), and the
 detector alone with the frame scaled to each `--inputs` long side (a box with IoU >= 0.5: where a scale
 pyramid would find the die).
 """
@@ -36,7 +37,8 @@ from models.augment import random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_yolo_folder
 from models.evaluate import iou_matrix
 from models.train_pips import TOP_TO_DIE
-from vision.reader import Reader
+from vision.detect.centernet import DetectorConfig
+from vision.reader import Reader, ReaderConfig
 from vision.types import Frame, ImageArray, Roll
 
 FRAME_HW = (960, 1280)
@@ -204,18 +206,23 @@ def main() -> None:
         for fraction, frame, face, box in rendered_closeups(args.rendered, fractions):
             frames.append(("synthetic close-ups, sharp", fraction, frame, face, box))
     reader = Reader(threads=1)
+    # The same reader without the coarse looks: how it read these frames before they existed.
+    fine_only = Reader(
+        threads=1, config=ReaderConfig(detector=dataclasses.replace(DetectorConfig(), coarse_long_px=()))
+    )
     print(
         "| frames | die side / frame short side | dice | reader: found | reader: face right | "
+        "without the coarse looks: found / face right | "
         + " | ".join(f"detector alone at {n} px: found" for n in inputs)
         + " | reader p50 ms |"
     )
-    print("|---|---|---|---|---|" + "---|" * len(inputs) + "---|")
+    print("|---|---|---|---|---|---|" + "---|" * len(inputs) + "---|")
     for name in dict.fromkeys(f[0] for f in frames):
         for fraction in fractions:
             mine = [f for f in frames if f[0] == name and f[1] == fraction]
             if not mine:
                 continue
-            found = right = 0
+            found = right = found_before = right_before = 0
             alone = dict.fromkeys(inputs, 0)
             times = []
             for _, _, frame, face, box in track(mine, description=f"{name} {fraction:g}", transient=True):
@@ -225,11 +232,17 @@ def main() -> None:
                 f, r = judged(roll, box, face)
                 found += f
                 right += r
+                f, r = judged(fine_only.read(Frame(image=frame, frame_id="big")), box, face)
+                found_before += f
+                right_before += r
                 for n in inputs:
                     alone[n] += detector_finds(reader, frame, box, n)
             cells = " | ".join(str(alone[n]) for n in inputs)
             p50 = float(np.median(times))
-            print(f"| {name} | {fraction:g} | {len(mine)} | {found} | {right} | {cells} | {p50:.1f} |")
+            row = (
+                f"| {name} | {fraction:g} | {len(mine)} | {found} | {right} | {found_before} / {right_before}"
+            )
+            print(f"{row} | {cells} | {p50:.1f} |")
 
 
 if __name__ == "__main__":
