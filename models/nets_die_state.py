@@ -13,9 +13,9 @@ def _block(cin: int, cout: int) -> nn.Sequential:
 
 
 class DieStateNet(nn.Module):
-    """(N, 3, 64, 64) RGB in [0, 1] -> (N, 7): six state logits and a tilt logit (tilt = sigmoid * 90 deg)."""
+    """(N, 3, 64, 64) RGB in [0, 1] -> (N, states + 1): state logits and a tilt logit (sigmoid * 90 deg)."""
 
-    def __init__(self, width: int = 16) -> None:
+    def __init__(self, width: int = 16, states: int = 7) -> None:
         super().__init__()
         w = width
         self.features = nn.Sequential(
@@ -29,7 +29,8 @@ class DieStateNet(nn.Module):
             nn.MaxPool2d(2),  # 4
             _block(6 * w, 6 * w),
         )
-        self.head = nn.Linear(6 * w, 7)
+        self.states = states
+        self.head = nn.Linear(6 * w, states + 1)
 
     def forward(self, x: Tensor) -> Tensor:
         f = self.features(x).mean(dim=(2, 3))
@@ -38,7 +39,7 @@ class DieStateNet(nn.Module):
 
 
 class ExportWrapper(nn.Module):
-    """What the ONNX file computes: softmax over the six states, then the tilt in degrees."""
+    """What the ONNX file computes: softmax over the states, then the tilt in degrees."""
 
     def __init__(self, net: DieStateNet) -> None:
         super().__init__()
@@ -46,4 +47,24 @@ class ExportWrapper(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         out = self.net(x)
-        return torch.cat([torch.softmax(out[:, :6], dim=1), torch.sigmoid(out[:, 6:7]) * 90.0], dim=1)
+        k = self.net.states
+        return torch.cat([torch.softmax(out[:, :k], dim=1), torch.sigmoid(out[:, k : k + 1]) * 90.0], dim=1)
+
+
+def load_widened(net: DieStateNet, state: dict[str, Tensor]) -> None:
+    """Load weights of a net with fewer states into `net`: shared rows copied, the tilt row moved last.
+
+    The states added (e.g. `no_die` after the six die states) start from the new head's random rows.
+    """
+    w, b = state["head.weight"], state["head.bias"]
+    old = w.shape[0] - 1
+    if old == net.states:
+        net.load_state_dict(state)
+        return
+    if old > net.states:
+        raise ValueError(f"weights have {old} states, the net only {net.states}")
+    with torch.no_grad():
+        head_w, head_b = net.head.weight.clone(), net.head.bias.clone()
+        head_w[:old], head_b[:old] = w[:old], b[:old]
+        head_w[-1], head_b[-1] = w[-1], b[-1]
+    net.load_state_dict({**state, "head.weight": head_w, "head.bias": head_b})

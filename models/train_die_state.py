@@ -1,4 +1,4 @@
-"""Train the die-state classifier (flat, cocked, wedged, on a die, under a die, off the table) to ONNX.
+"""Train the die-state classifier (flat, cocked, wedged, on a die, under, off the table, no die) to ONNX.
 
     .venv/bin/python -m models.train_die_state --synth /work/data/judge/train-s600 --minutes 12
 
@@ -8,6 +8,11 @@ wedged=0.15,stacked=0.2,off_table=0.15`). Every die that is not flat gives two c
 one, each cut with `vision.judge.state.crop_context` around a box jittered like the detector's, the
 reference size jittered too; quarter turns, flips and colour changes on the fly. A tenth of the scenes is
 held back and scored at the end (per-class recall printed and written to the model card's metrics file).
+
+`--not-dice` adds the seventh state, `no_die`: the shipped detector is run over the same scenes (and the
+real photos of `--real-flat`) and every detection, or heatmap peak the judge looks at, that lies on no die
+of the truth becomes a `no_die` crop (chip stacks, chip edges, marks): the judge can then leave such a
+detection out instead of leaving the roll to a person.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
@@ -24,7 +30,7 @@ from numpy.typing import NDArray
 from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
 from models.loop import train_for
-from vision.judge.state import STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
+from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
 
@@ -32,6 +38,8 @@ MODEL_DIR = Path(__file__).resolve().parent / "judge_diestate"
 MIN_VISIBLE = 0.25  # dice hidden more than this are not asked of the classifier (the detector misses them)
 SPLIT_SEED = 0  # which scenes and photos are held back: fixed, see main()
 FLAT_PER_SCENE = 10  # every flat die: flat dice must be called flat with confidence (10 a roll)
+NOT_DIE_COPIES = 2  # jittered crops per detection on no die
+NOT_DIE_MAX_IOU = 0.2  # a detection overlapping a true die by this much (or centred in it) may be that die
 
 
 def jittered_context_crop(
@@ -91,8 +99,63 @@ def load_crops(
     )
 
 
-def real_flat_crops(root: Path, seed: int, *, copies: int = 2) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
-    """Context crops of the real nellbyler train-split dice, all labelled flat: (train, held back).
+def on_no_die(box: tuple[float, ...], truth_boxes: Sequence[tuple[float, ...]]) -> bool:
+    """True when a detected box lies on no true die: IoU under `NOT_DIE_MAX_IOU` and its centre in none."""
+    from vision.detect.centernet import box_iou
+
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    a = np.asarray(box, np.float32)
+    for t in truth_boxes:
+        if t[0] <= cx <= t[2] and t[1] <= cy <= t[3]:
+            return False
+        if box_iou(a, np.asarray(t, np.float32)) >= NOT_DIE_MAX_IOU:
+            return False
+    return True
+
+
+class NotDiceMiner:
+    """The shipped detector's detections (and weak peaks the judge looks at) that lie on no true die."""
+
+    def __init__(self) -> None:
+        from vision.detect.detector import DieDetector
+        from vision.judge.config import JudgeConfig
+        from vision.onnx_session import load_model
+
+        self.detector = DieDetector(load_model("detector", threads=1))
+        self.weak = min(JudgeConfig().weak_peak_score, self.detector.config.score_threshold)
+
+    def boxes(
+        self, img: NDArray[np.uint8], truth_boxes: Sequence[tuple[float, ...]]
+    ) -> list[tuple[float, ...]]:
+        """Detections and weak peaks of `img` on no die of `truth_boxes` (all dice in the image)."""
+        found, weak = self.detector.detect_with_weak(img, weak_score=self.weak)
+        return [c.box_xyxy for c in (*found, *weak) if on_no_die(c.box_xyxy, truth_boxes)]
+
+
+def not_die_crops(root: Path, scenes: list[SceneTruth], miner: NotDiceMiner, seed: int) -> NDArray[np.uint8]:
+    """`NOT_DIE_COPIES` jittered context crops of each detection on no die in the scenes."""
+    rng = np.random.default_rng(seed)
+    out: list[NDArray[np.uint8]] = []
+    for scene in scenes:
+        raw = cv2.imread(str(root / scene.image), cv2.IMREAD_COLOR)
+        if raw is None:
+            raise SystemExit(f"unreadable training image {root / scene.image}")
+        img: NDArray[np.uint8] = np.asarray(raw, np.uint8)
+        truth = [d.box_xyxy for d in scene.dice if d.in_image]
+        seen = [d.box_xyxy for d in scene.dice if d.in_image and d.visible_fraction >= MIN_VISIBLE]
+        if not seen:
+            continue
+        ref = reference_die_px(seen)
+        for box in miner.boxes(img, truth):
+            out += [jittered_context_crop(img, box, ref, rng) for _ in range(NOT_DIE_COPIES)]
+    return np.stack(out) if out else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+
+
+def real_flat_crops(
+    root: Path, seed: int, *, copies: int = 2, miner: NotDiceMiner | None = None
+) -> tuple[NDArray[np.uint8], NDArray[np.uint8], NDArray[np.uint8], NDArray[np.uint8]]:
+    """Context crops of the real nellbyler train-split dice, all labelled flat: (train, held back), and
+    with a `miner`, crops of the detections on no die in the same photos: (train, held back).
 
     The photos are top-down shots of dice at rest on a tray, and the set's labels read every die's top
     face, so every labelled die is taken as lying flat. A tenth of the photos is held back (by `seed`) to
@@ -106,18 +169,71 @@ def real_flat_crops(root: Path, seed: int, *, copies: int = 2) -> tuple[NDArray[
     held = set(split[: max(1, len(items) // 10)].tolist())
     train: list[NDArray[np.uint8]] = []
     back: list[NDArray[np.uint8]] = []
+    none_train: list[NDArray[np.uint8]] = []
+    none_back: list[NDArray[np.uint8]] = []
     for k, it in enumerate(items):
         raw = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
         if raw is None or len(it.boxes_xyxy) == 0:
             continue
         img: NDArray[np.uint8] = np.asarray(raw, np.uint8)
         ref = reference_die_px(it.boxes_xyxy.tolist())
-        for b in it.boxes_xyxy:
+        truth = [tuple(float(v) for v in b) for b in it.boxes_xyxy]
+        for b in truth:
             for _ in range(1 if k in held else copies):
-                crop = jittered_context_crop(img, tuple(float(v) for v in b), ref, rng)
+                crop = jittered_context_crop(img, b, ref, rng)
                 (back if k in held else train).append(crop)
-    empty = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
-    return (np.stack(train) if train else empty), (np.stack(back) if back else empty)
+        for b in miner.boxes(img, truth) if miner is not None else []:
+            for _ in range(1 if k in held else NOT_DIE_COPIES):
+                crop = jittered_context_crop(img, b, ref, rng)
+                (none_back if k in held else none_train).append(crop)
+
+    def stack(xs: list[NDArray[np.uint8]]) -> NDArray[np.uint8]:
+        return np.stack(xs) if xs else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+
+    return stack(train), stack(back), stack(none_train), stack(none_back)
+
+
+REAL_TOP_HELD_BACK = 1 / 3  # of a top-face set's photos (matteop65 train): kept for tuning, never trained on
+
+
+def real_top_crops(
+    folder: Path, seed: int, miner: NotDiceMiner
+) -> tuple[NDArray[np.uint8], NDArray[np.uint8], NDArray[np.uint8], NDArray[np.uint8], list[str]]:
+    """Real photos labelled on the top face only (matteop65 train/): the detector's boxes as the reader sees
+    them, those holding a labelled face's centre as flat dice and the rest as no die.
+
+    Returns (flat train, no-die train, flat held back, no-die held back, held-back photo names): a fixed
+    third of the photos (`REAL_TOP_HELD_BACK`, whatever `seed`) is held back to tune the judge on.
+    """
+    from models.data import load_yolo_folder
+
+    rng = np.random.default_rng(seed)
+    items = load_yolo_folder(folder, box_kind="top")
+    split = np.random.default_rng(SPLIT_SEED).permutation(len(items))
+    held = set(split[: round(len(items) * REAL_TOP_HELD_BACK)].tolist())
+    parts: list[list[NDArray[np.uint8]]] = [[], [], [], []]
+    for k, it in enumerate(items):
+        raw = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if raw is None:
+            continue
+        img: NDArray[np.uint8] = np.asarray(raw, np.uint8)
+        found, _ = miner.detector.detect_with_weak(img, weak_score=miner.weak)
+        if not found:
+            continue
+        ref = reference_die_px([c.box_xyxy for c in found])
+        centres = [((b[0] + b[2]) / 2, (b[1] + b[3]) / 2) for b in it.boxes_xyxy.tolist()]
+        for c in found:
+            x0, y0, x1, y1 = c.box_xyxy
+            on_die = any(x0 <= cx <= x1 and y0 <= cy <= y1 for cx, cy in centres)
+            slot = (0 if on_die else 1) + (2 if k in held else 0)
+            for _ in range(1 if k in held else 2):
+                parts[slot].append(jittered_context_crop(img, c.box_xyxy, ref, rng))
+    names = sorted(items[k].path.name for k in held)
+
+    def stack(xs: list[NDArray[np.uint8]]) -> NDArray[np.uint8]:
+        return np.stack(xs) if xs else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+
+    return stack(parts[0]), stack(parts[1]), stack(parts[2]), stack(parts[3]), names
 
 
 def augment(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uint8]:
@@ -136,13 +252,19 @@ def main() -> None:
     import torch.nn.functional as F  # noqa: N812
 
     from models.export import dated_name, register
-    from models.nets_die_state import DieStateNet, ExportWrapper
+    from models.nets_die_state import DieStateNet, ExportWrapper, load_widened
     from vision.judge.state import crops_to_tensor
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--synth", type=Path, required=True, help="Synthetic scenes to train on.")
+    parser.add_argument(
+        "--synth",
+        type=Path,
+        action="append",
+        required=True,
+        help="Synthetic scenes to train on (repeat for more folders; each holds back its own tenth).",
+    )
     parser.add_argument("--minutes", type=float, default=12.0)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=3e-3)
@@ -160,6 +282,18 @@ def main() -> None:
         help="nellbyler folder: its train-split dice join the training data as flat (real photos)",
     )
     parser.add_argument(
+        "--real-top",
+        type=Path,
+        default=None,
+        help="a folder of real photos labelled on the top face (matteop65 train/): the detector's boxes on "
+        "them join as flat dice, the rest as no die (needs --not-dice); a fixed third is held back",
+    )
+    parser.add_argument(
+        "--not-dice",
+        action="store_true",
+        help="add the no_die state: the shipped detector's detections on no die (scenes and real photos)",
+    )
+    parser.add_argument(
         "--balance",
         type=float,
         default=1.0,
@@ -170,26 +304,68 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    paths = sorted((args.synth / "labels").glob("*.json"))
-    if not paths:
-        raise SystemExit(f"{args.synth}: no labels/*.json")
-    scenes = [read_scene(p) for p in paths]
-    # The held-back tenth does not depend on --seed, so a run continuing another (--init) never trains on
-    # the scenes the earlier run held back. (Runs before 2026-11-29 20:20 split by --seed.)
-    order = np.random.default_rng(SPLIT_SEED).permutation(len(scenes))
-    n_val = max(1, len(scenes) // 10)
-    val_scenes = [scenes[i] for i in order[:n_val]]
-    train_scenes = [scenes[i] for i in order[n_val:]]
+    # The held-back tenth of each folder does not depend on --seed, so a run continuing another (--init)
+    # never trains on the scenes the earlier run held back. (Runs before 2026-11-29 20:20 split by --seed.)
+    splits: list[tuple[Path, list[SceneTruth], list[SceneTruth]]] = []
+    for root in args.synth:
+        paths = sorted((root / "labels").glob("*.json"))
+        if not paths:
+            raise SystemExit(f"{root}: no labels/*.json")
+        scenes = [read_scene(p) for p in paths]
+        order = np.random.default_rng(SPLIT_SEED).permutation(len(scenes))
+        n_val = max(1, len(scenes) // 10)
+        splits.append((root, [scenes[i] for i in order[n_val:]], [scenes[i] for i in order[:n_val]]))
+    train_scenes = [s for _, tr, _ in splits for s in tr]
+    val_scenes = [s for _, _, va in splits for s in va]
     t0 = time.monotonic()
-    x_tr, y_tr, t_tr = load_crops(args.synth, train_scenes, args.seed)
-    x_va, y_va, _ = load_crops(args.synth, val_scenes, args.seed + 1)
-    x_real_va = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+    parts = [load_crops(root, tr, args.seed) for root, tr, _ in splits]
+    x_tr = np.concatenate([x for x, _, _ in parts])
+    y_tr = np.concatenate([y for _, y, _ in parts])
+    t_tr = np.concatenate([t for _, _, t in parts])
+    parts = [load_crops(root, va, args.seed + 1) for root, _, va in splits]
+    x_va = np.concatenate([x for x, _, _ in parts])
+    y_va = np.concatenate([y for _, y, _ in parts])
+    empty = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+    x_real_va, x_real_none_va = empty, empty
+    miner = NotDiceMiner() if args.not_dice else None
+
+    def add(x: NDArray[np.uint8], label: int, to_train: bool = True) -> None:
+        nonlocal x_tr, y_tr, t_tr, x_va, y_va
+        if to_train:
+            x_tr = np.concatenate([x_tr, x])
+            y_tr = np.concatenate([y_tr, np.full(len(x), label, np.int64)])
+            t_tr = np.concatenate([t_tr, np.zeros(len(x), np.float32)])
+        else:
+            x_va = np.concatenate([x_va, x])
+            y_va = np.concatenate([y_va, np.full(len(x), label, np.int64)])
+
+    if miner is not None:
+        for root, tr, va in splits:
+            add(not_die_crops(root, tr, miner, args.seed + 2), NO_DIE)
+            add(not_die_crops(root, va, miner, args.seed + 3), NO_DIE, to_train=False)
+        n_tr, n_va = int((y_tr == NO_DIE).sum()), int((y_va == NO_DIE).sum())
+        print(f"{n_tr} crops of detections on no die, {n_va} held back")
+    x_top_va, x_top_none_va = empty, empty
+    top_held: list[str] = []
+    if args.real_top is not None:
+        if miner is None:
+            raise SystemExit("--real-top needs --not-dice (the detector's boxes on the photos)")
+        x_top, x_top_none, x_top_va, x_top_none_va, top_held = real_top_crops(args.real_top, args.seed, miner)
+        add(x_top, FLAT)
+        add(x_top_none, NO_DIE)
+        print(
+            f"{args.real_top}: {len(x_top)} flat and {len(x_top_none)} no-die crops added; held back "
+            f"{len(top_held)} photos ({len(x_top_va)} dice, {len(x_top_none_va)} detections on no die)"
+        )
     if args.real_flat is not None:
-        x_real, x_real_va = real_flat_crops(args.real_flat, args.seed)
-        x_tr = np.concatenate([x_tr, x_real])
-        y_tr = np.concatenate([y_tr, np.zeros(len(x_real), np.int64)])
-        t_tr = np.concatenate([t_tr, np.zeros(len(x_real), np.float32)])
-        print(f"{len(x_real)} real flat crops added, {len(x_real_va)} held back")
+        real_crops = real_flat_crops(args.real_flat, args.seed, miner=miner)
+        x_real, x_real_va, x_real_none, x_real_none_va = real_crops
+        add(x_real, FLAT)
+        add(x_real_none, NO_DIE)
+        print(
+            f"{len(x_real)} real flat crops added, {len(x_real_va)} held back; real detections on no die "
+            f"{len(x_real_none)}, {len(x_real_none_va)} held back"
+        )
     counts = np.bincount(y_tr, minlength=len(STATE_LABELS))
     print(
         f"{len(x_tr)} training crops from {len(train_scenes)} scenes, {len(x_va)} held back "
@@ -203,9 +379,9 @@ def main() -> None:
     if args.balance < 1.0:
         weight = torch.ones(len(STATE_LABELS))  # the sampling already lifts the rare states
 
-    model = DieStateNet()
+    model = DieStateNet(states=len(STATE_LABELS))
     if args.init is not None:
-        model.load_state_dict(torch.load(args.init, weights_only=True))
+        load_widened(model, torch.load(args.init, weights_only=True))
         print(f"starting from {args.init}")
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -216,8 +392,9 @@ def main() -> None:
         y = torch.from_numpy(y_tr[idx])
         tilt = torch.from_numpy(t_tr[idx] / 90.0)
         out = model(x)
-        loss = F.cross_entropy(out[:, :6], y, weight=weight)
-        return loss + 2.0 * F.l1_loss(torch.sigmoid(out[:, 6]), tilt), ""
+        k = len(STATE_LABELS)
+        loss = F.cross_entropy(out[:, :k], y, weight=weight)
+        return loss + 2.0 * F.l1_loss(torch.sigmoid(out[:, k]), tilt), ""
 
     run = train_for(
         model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="die state", step_loss=step_loss
@@ -232,19 +409,41 @@ def main() -> None:
                 for i in range(0, len(x_va), 256)
             ]
         )
-    pred = probs[:, :6].argmax(axis=1)
+    pred = probs[:, : len(STATE_LABELS)].argmax(axis=1)
     recall = {
         STATE_LABELS[k]: round(100.0 * float((pred[y_va == k] == k).mean()), 2) if (y_va == k).any() else None
         for k in range(len(STATE_LABELS))
     }
-    support = dict(zip(STATE_LABELS, np.bincount(y_va, minlength=6).tolist(), strict=True))
+    support = dict(zip(STATE_LABELS, np.bincount(y_va, minlength=len(STATE_LABELS)).tolist(), strict=True))
     print(f"held-back crops: recall per class {recall}, support {support}")
-    real_flat_recall = None
-    if len(x_real_va):
+    real: dict[str, object] = {"crops": len(x_real_va), "called_flat_pct": None}
+    top: dict[str, object] = {"folder": None if args.real_top is None else str(args.real_top)}
+    for name, xs in (
+        ("dice", x_real_va),
+        ("on_no_die", x_real_none_va),
+        ("top_dice", x_top_va),
+        ("top_on_no_die", x_top_none_va),
+    ):
+        if not len(xs):
+            continue
         with torch.no_grad():
-            real_probs = wrapper(torch.from_numpy(crops_to_tensor(list(x_real_va)))).numpy()
-        real_flat_recall = round(100.0 * float((real_probs[:, :6].argmax(axis=1) == 0).mean()), 2)
-        print(f"held-back real flat dice called flat: {real_flat_recall} % of {len(x_real_va)}")
+            real_probs = wrapper(torch.from_numpy(crops_to_tensor(list(xs)))).numpy()
+        called = real_probs[:, : len(STATE_LABELS)].argmax(axis=1)
+        if name == "dice":
+            real["called_flat_pct"] = round(100.0 * float((called == FLAT).mean()), 2)
+            real["called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+            real["p_no_die_max"] = round(float(real_probs[:, NO_DIE].max()), 4)
+        elif name == "on_no_die":
+            real["on_no_die_crops"] = len(xs)
+            real["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+        elif name == "top_dice":
+            top["dice"] = len(xs)
+            top["dice_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+            top["dice_p_no_die_at_least_0.7"] = int((real_probs[:, NO_DIE] >= 0.7).sum())
+        else:
+            top["on_no_die"] = len(xs)
+            top["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+    print(f"held-back real photos: {real}; top-face set: {top}")
     onnx_path = args.out / dated_name("judge", "diestate")
     torch.onnx.export(
         wrapper,
@@ -265,13 +464,15 @@ def main() -> None:
     )
     minutes = (time.monotonic() - run.started_s) / 60
     metrics = {
-        "data": str(args.synth),
+        "data": [str(root) for root in args.synth],
         "train_scenes": len(train_scenes),
         "train_crops": len(x_tr),
         "held_back_scenes": len(val_scenes),
         "held_back_recall_pct": recall,
         "held_back_support": support,
-        "real_flat_held_back": {"crops": len(x_real_va), "called_flat_pct": real_flat_recall},
+        "real_flat_held_back": real,
+        "real_top_held_back": top | {"photos": top_held},
+        "not_dice": bool(args.not_dice),
         "balance": args.balance,
         "steps": run.steps,
         "batch": args.batch,

@@ -145,4 +145,5 @@ class Reader:
                 "total": (t3 - t0) * 1000,
             },
             findings=verdict.findings,
+            set_aside=verdict.set_aside,
         )

@@ -184,6 +184,25 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class SetAside:
+    """A detection the judge left out because the die-state classifier sees no die there (a chip stack,
+    a chip's edge, a mark on the felt): kept in the result and drawn on the evidence frame, so a person can
+    check that nothing that was a die was left out."""
+
+    box_xyxy: tuple[float, float, float, float]
+    score: float  # the detector's
+    p_no_die: float  # the die-state classifier's probability of "no die"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "box_xyxy": [round(v, 1) for v in self.box_xyxy],
+            "score": round(self.score, 3),
+            "p_no_die": round(self.p_no_die, 3),
+        }
+
+
+@dataclass(frozen=True)
 class Roll:
     """The result of reading one frame, with everything needed to audit it."""
 
@@ -199,6 +218,7 @@ class Roll:
     models: dict[str, str]
     timing_ms: dict[str, float]
     findings: tuple[Finding, ...] = ()  # the judgement's reasons with the dice they concern
+    set_aside: tuple[SetAside, ...] = ()  # detections left out as no die (vision.validity)
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON contract of `throwbox read --json` and `POST /v1/reads`."""
@@ -215,4 +235,5 @@ class Roll:
             "timing_ms": {k: round(v, 2) for k, v in self.timing_ms.items()},
             "models": dict(self.models),
             "findings": [f.as_dict() for f in self.findings],
+            "set_aside": [a.as_dict() for a in self.set_aside],
         }

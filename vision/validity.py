@@ -7,6 +7,10 @@
   game needs: a die left the table, `invalid`; more: `no_decision`), dice off the table, dice on dice,
   cocked dice read by 675a.4(c) or voided, each finding with the dice it concerns.
 
+- no die: with more detections than the game's dice, those the die-state classifier calls `no_die` with at
+  least `JudgeConfig.min_no_die` are left out of the roll before anything else, the surest first and never
+  more than the surplus (`Judgement.set_aside`): chip stacks taken for dice.
+
 Without die states (no die-state model loaded) the judge cannot rule out a die hidden under another or
 check for cocked dice: a count below the game's is then `no_decision`, not `invalid`.
 """
@@ -20,7 +24,7 @@ from vision.judge.config import JudgeConfig
 from vision.judge.decide import judge_roll
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import DieState
-from vision.types import DieCandidate, DieReading, FaceReading, Finding, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, SetAside, Verdict
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Judgement:
     verdict: Verdict
     reasons: tuple[str, ...]
     findings: tuple[Finding, ...] = ()
+    set_aside: tuple[SetAside, ...] = ()
 
 
 def judge_die(candidate: DieCandidate, reading: FaceReading, *, config: ValidityConfig) -> DieReading:
@@ -95,6 +100,24 @@ def judge(
         raise ValueError(f"{len(candidates)} candidates but {len(readings)} face readings")
     if expected_dice is not None and expected_dice < 1:
         raise ValueError(f"expected_dice must be >= 1, got {expected_dice}")
+    if states is not None and len(states) != len(candidates):
+        raise ValueError(f"{len(candidates)} candidates but {len(states)} die states")
+    set_aside: tuple[SetAside, ...] = ()
+    if states is not None and expected_dice is not None and len(candidates) > expected_dice:
+        # More detections than the game's dice: those the die-state classifier is surest are no die (chip
+        # stacks, chip edges) are set aside, never more than the surplus, so the count is never made short.
+        p_no_die = [st.p("no_die") for st in states]
+        ranked = sorted(range(len(candidates)), key=lambda i: -p_no_die[i])
+        surplus = ranked[: len(candidates) - expected_dice]
+        out = {i for i in surplus if p_no_die[i] >= config.judge.min_no_die}
+        set_aside = tuple(
+            SetAside(box_xyxy=c.box_xyxy, score=c.score, p_no_die=p_no_die[i])
+            for i, c in enumerate(candidates)
+            if i in out
+        )
+        candidates = tuple(c for i, c in enumerate(candidates) if i not in out)
+        readings = tuple(r for i, r in enumerate(readings) if i not in out)
+        states = [st for i, st in enumerate(states) if i not in out]
     dice = tuple(judge_die(c, r, config=config) for c, r in zip(candidates, readings, strict=True))
     dice, verdict, findings = judge_roll(
         dice,
@@ -104,4 +127,10 @@ def judge(
         config=config.judge,
         weak_peaks=weak_peaks,
     )
-    return Judgement(dice=dice, verdict=verdict, reasons=tuple(f.detail for f in findings), findings=findings)
+    return Judgement(
+        dice=dice,
+        verdict=verdict,
+        reasons=tuple(f.detail for f in findings),
+        findings=findings,
+        set_aside=set_aside,
+    )

@@ -304,9 +304,19 @@ def test_state_output_is_checked() -> None:
     with pytest.raises(ValueError, match="no probability mass"):
         states_from_output(np.zeros((1, 7), np.float32))
     with pytest.raises(ValueError, match="summing to 1"):
-        DieState(probs=(0.5,) * 6, tilt_deg=0.0)
-    with pytest.raises(ValueError, match="must have 6"):
+        DieState(probs=(0.5,) * 7, tilt_deg=0.0)
+    with pytest.raises(ValueError, match="must have 7"):
         DieState(probs=(1.0,), tilt_deg=0.0)
+
+
+def test_state_output_of_a_six_state_model_reads_no_die_as_zero() -> None:
+    """A model from before no_die (six states + tilt) and one with it (seven + tilt) are both read."""
+    six = np.array([[0.1, 0.7, 0.1, 0.05, 0.05, 0.0, 30.0]], np.float32)
+    (old,) = states_from_output(six)
+    assert old.label == "cocked" and old.p("no_die") == 0.0 and old.tilt_deg == pytest.approx(30.0)
+    seven = np.array([[0.05, 0.05, 0.0, 0.0, 0.0, 0.0, 0.9, 5.0]], np.float32)
+    (new,) = states_from_output(seven)
+    assert new.label == "no_die" and new.p("no_die") == pytest.approx(0.9) and new.tilt_deg == 5.0
 
 
 def test_context_crop_keeps_relative_size_and_blacks_out_beyond_the_frame() -> None:

@@ -59,7 +59,22 @@ def judge_roll(
             )
     if states is not None:
         for i, st in enumerate(states):
-            if st.kind_confidence() < config.min_state_confidence:
+            if st.kind == "no_die" or st.p("no_die") >= config.min_no_die:
+                # Kept (the count needs it, vision.validity, or not sure enough to set aside) though the
+                # classifier sees most likely no die there: a chip stack read as a die would settle a wrong
+                # roll, and a real die may be missing under it.
+                x0, y0, x1, y1 = dice[i].candidate.box_xyxy
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason="object_unclear",
+                        die_ids=(i + 1,),
+                        detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) looks like no die "
+                        f"to the die-state classifier (p={st.p('no_die'):.2f}): a chip stack or another "
+                        "object, or a die it does not know; a person must look",
+                    )
+                )
+            elif st.kind_confidence() < config.min_state_confidence:
                 findings.append(
                     Finding(
                         verdict=Verdict.NO_DECISION,

@@ -222,6 +222,8 @@ SWEEPS: dict[str, tuple[float, ...]] = {
     "max_die_size_ratio": (1.2, 1.3, 1.4, 1.5, 1.7, 2.0, 3.0),
     # 0.35 is the detector's own threshold: no weak peak, the short count alone decides (the old rule).
     "weak_peak_score": (0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
+    # 1.0: nothing is set aside (a six-state model never says no_die).
+    "min_no_die": (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
 }
 
 
@@ -231,7 +233,8 @@ def sweep(records: Sequence[SceneRecord], base: ValidityConfig) -> dict[str, lis
     for name, values in SWEEPS.items():
         rows = []
         for v in values:
-            cfg = replace(base, judge=replace(base.judge, **{name: v}))
+            change: dict[str, Any] = {name: v}
+            cfg = replace(base, judge=replace(base.judge, **change))
             s = score(records, cfg)
             rows.append(
                 {

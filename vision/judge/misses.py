@@ -33,7 +33,7 @@ from datasets.format import SceneTruth
 from vision.judge.evaluate import MATCH_IOU, MIN_VISIBLE, SceneRecord, box_iou
 from vision.judge.state import STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
-from vision.types import Verdict
+from vision.types import DieReading, Verdict
 from vision.validity import ValidityConfig, judge
 
 NEAR_WALL_MM = 19.0  # a die whose centre is within one die edge of an inner wall lies against it
@@ -117,12 +117,15 @@ def _named_cause(reason: str, boxes: Sequence[Sequence[float]], scene: SceneTrut
     return text
 
 
-def _count_cause(rec: SceneRecord, scene: SceneTruth, *, extra: bool) -> str:
-    """The cause of a count finding: hidden, missed, out of the picture, or found twice / not a die."""
+def _count_cause(dice: Sequence[DieReading], scene: SceneTruth, *, extra: bool) -> str:
+    """The cause of a count finding: hidden, missed, out of the picture, or found twice / not a die.
+
+    `dice`: the judged roll's dice (detections set aside as no die are not among them).
+    """
     matched: Counter[int] = Counter()
     unmatched = 0
-    for c in rec.candidates:
-        k = _best_match(c.box_xyxy, scene)
+    for d in dice:
+        k = _best_match(d.candidate.box_xyxy, scene)
         if k is None:
             unmatched += 1
         else:
@@ -174,9 +177,9 @@ def find_misses(
             if f.die_ids:
                 cause = _named_cause(f.reason, boxes, scene)
             elif f.reason in ("die_off_table", "count_mismatch"):
-                cause = _count_cause(rec, scene, extra=False)
+                cause = _count_cause(j.dice, scene, extra=False)
             elif f.reason == "extra_dice":
-                cause = _count_cause(rec, scene, extra=True)
+                cause = _count_cause(j.dice, scene, extra=True)
             else:
                 cause = ""
             out.append(

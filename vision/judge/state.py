@@ -7,7 +7,8 @@ chips a die leans on, the die it lies on, or the wall between it and the felt. T
 with this same function (models/train_die_state.py).
 
 Model contract (ONNX, manifest name `die_state`): input (N, 3, 64, 64) float32 RGB in [0, 1]; output
-(N, 7): probabilities of the six `STATE_LABELS` (summing to 1) and the estimated tilt in degrees.
+(N, 8): probabilities of the seven `STATE_LABELS` (summing to 1) and the estimated tilt in degrees; the
+models before 2026-11-30 give (N, 7), the six die states without `no_die`, and are still read.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ from numpy.typing import NDArray
 from vision.onnx_session import OnnxModel
 from vision.types import DieCandidate, ImageArray
 
-STATE_LABELS: tuple[str, ...] = ("flat", "cocked", "wedged", "stacked", "under", "outside")
-FLAT, COCKED, WEDGED, STACKED, UNDER, OUTSIDE = range(6)
+STATE_LABELS: tuple[str, ...] = ("flat", "cocked", "wedged", "stacked", "under", "outside", "no_die")
+FLAT, COCKED, WEDGED, STACKED, UNDER, OUTSIDE, NO_DIE = range(7)
+# The die states proper; `no_die` (a detection that is not a die at all: a chip stack, a chip's edge, a
+# mark on the felt) came with the 2026-11-30 model. A model with the six states only (its output 6 + 1
+# wide) is read as giving `no_die` probability 0.
+DIE_STATES = STATE_LABELS[:NO_DIE]
 # Kinds of state: the judge first asks which kind (is the die flat, cocked, on a die, off the table?),
 # then, within cocked and stacked, which side of it (one side resting or more; on top or underneath).
 KINDS: dict[str, tuple[int, ...]] = {
@@ -31,6 +36,7 @@ KINDS: dict[str, tuple[int, ...]] = {
     "cocked": (COCKED, WEDGED),
     "stacked": (STACKED, UNDER),
     "outside": (OUTSIDE,),
+    "no_die": (NO_DIE,),
 }
 STATE_CROP_PX = 64
 CONTEXT = 3.0  # crop side in reference die sizes
@@ -118,11 +124,17 @@ def crops_to_tensor(crops: Sequence[ImageArray]) -> NDArray[np.float32]:
 
 
 def states_from_output(out: NDArray[np.float32]) -> tuple[DieState, ...]:
-    """The model's (N, 7) output -> one `DieState` per row (probabilities renormalised against rounding)."""
-    if out.ndim != 2 or out.shape[1] != len(STATE_LABELS) + 1:
-        raise ValueError(f"die-state output must be (N, {len(STATE_LABELS) + 1}), got {out.shape}")
+    """The model's (N, 8) output -> one `DieState` per row (probabilities renormalised against rounding).
+
+    An (N, 7) output (a six-state model, before `no_die`) gets `no_die` probability 0.
+    """
+    widths = (len(STATE_LABELS) + 1, len(DIE_STATES) + 1)
+    if out.ndim != 2 or out.shape[1] not in widths:
+        raise ValueError(f"die-state output must be (N, {widths[0]}) or (N, {widths[1]}), got {out.shape}")
     # All rows at once (the same float64 operations, row by row, as a loop over the rows would do).
     values = out.astype(np.float64)
+    if out.shape[1] == widths[1]:
+        values = np.concatenate([values[:, :-1], np.zeros((len(values), 1)), values[:, -1:]], axis=1)
     probs = np.clip(values[:, : len(STATE_LABELS)], 0.0, 1.0)
     totals = probs.sum(axis=1)
     empty = np.flatnonzero(~(totals > 0))
