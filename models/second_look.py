@@ -4,11 +4,11 @@
 
 Reads the labelled die boxes of each tuning set with the registered face model (models/manifest.json), once
 without the second look and once per `--below` bar, and prints a markdown table: the classifier's accuracy,
-the share of dice the reader would be sure of (top probability >= `ValidityConfig.min_confidence` and no
-classical pip count against it, as `vision.validity.judge_die` decides), the accuracy on those sure dice, and
-how many sure dice were wrong. Tuning sets: the nellbyler **train** photos and the matteop65 train folder
-(the face model trained on both: a lower bound on its errors there) and synthetic train-v1 scenes from
-`--synth-from` on (the face model trained on the first 800 only).
+the share of dice the reader would be sure of (top probability >= `ValidityConfig.min_confidence`, or each
+`--sure` bar, and no classical pip count against it, as `vision.validity.judge_die` decides), the accuracy
+on those sure dice, and how many sure dice were wrong. Tuning sets: the nellbyler **train** photos and the
+matteop65 train folder (the face model trained on both: a lower bound on its errors there) and synthetic
+train-v1 scenes from `--synth-from` on (the face model trained on the first 800 only).
 """
 
 from __future__ import annotations
@@ -88,6 +88,11 @@ def main() -> None:
     parser.add_argument("--synth-count", type=int, default=60)
     parser.add_argument("--below", default="0.8,0.9,0.95,1.01", help="second-look bars to try")
     parser.add_argument(
+        "--sure",
+        default=None,
+        help="sure bars to try (top probability; default: ValidityConfig.min_confidence, the reader's)",
+    )
+    parser.add_argument(
         "--onnx", type=Path, default=None, help="a face model not yet registered (default: the manifest's)"
     )
     args = parser.parse_args()
@@ -101,22 +106,28 @@ def main() -> None:
             args.synth_from : args.synth_from + args.synth_count
         ]
     model = load_model("pips") if args.onnx is None else unregistered(args.onnx)
-    bar = ValidityConfig().min_confidence
+    sure_bars = (
+        [ValidityConfig().min_confidence] if args.sure is None else [float(v) for v in args.sure.split(",")]
+    )
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
-    print(f"sure = top probability >= {bar} and no classical pip count against it")
-    print("| set | dice | second look below | accuracy % | sure % | accuracy when sure % | sure but wrong |")
-    print("|---|---|---|---|---|---|---|")
+    print("sure = top probability >= the sure bar and no classical pip count against it")
+    print(
+        "| set | dice | second look below | sure bar | accuracy % | sure % | accuracy when sure % "
+        "| sure but wrong |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for name, items in sets.items():
         crops, truth = die_crops(items)
         pip_counts = [count_pips(c) for c in crops]
         for below in bars:
             probs = FaceReader(model, second_look_below=below).probabilities(crops)
-            s = score(probs, pip_counts, truth, bar=bar)
             label = "off" if below is None else f"{below:g}"
-            print(
-                f"| {name} | {len(truth)} | {label} | {s['accuracy_pct']} | {s['sure_pct']} | "
-                f"{s['accuracy_when_sure_pct']} | {s['sure_wrong']} |"
-            )
+            for bar in sure_bars:
+                s = score(probs, pip_counts, truth, bar=bar)
+                print(
+                    f"| {name} | {len(truth)} | {label} | {bar:g} | {s['accuracy_pct']} | {s['sure_pct']} | "
+                    f"{s['accuracy_when_sure_pct']} | {s['sure_wrong']} |"
+                )
 
 
 if __name__ == "__main__":

@@ -136,6 +136,27 @@ def test_675a_4_c_cocked_die_read_by_the_face_opposite_the_resting_side() -> Non
     assert "read 5" in findings[0].detail and findings[0].die_ids == (2,)
 
 
+@pytest.mark.parametrize(
+    ("face_p", "verdict", "reason"),
+    [
+        (0.99, Verdict.VALID, "cocked_read_by_rule"),
+        (0.93, Verdict.NO_DECISION, "cocked_unclear"),  # sure enough for a flat die, not for a cocked one
+    ],
+)
+def test_675a_4_c_a_cocked_die_is_read_by_rule_only_with_a_sure_face(
+    face_p: float, verdict: Verdict, reason: str
+) -> None:
+    cands = (_cand(0.0), _cand(40.0))
+    reads = (
+        FaceReading(face_probs=tuple(one_hot(2)), pip_count=2),
+        FaceReading(face_probs=tuple(one_hot(5, face_p)), pip_count=None),
+    )
+    out = judge(cands, reads, expected_dice=2, config=CFG, states=[FLAT, _state("cocked", tilt=31.0)])
+    assert CFG.judge.min_cocked_face_confidence > CFG.min_confidence
+    assert out.verdict is verdict and [f.reason for f in out.findings] == [reason]
+    assert out.findings[0].die_ids == (2,) and out.dice[1].cocked
+
+
 def test_675a_4_c_more_than_one_side_resting_is_void_and_has_no_reading() -> None:
     verdict, _, dice = _judge([_state("wedged", tilt=44.0)], faces=[4], expected=1)
     assert verdict is Verdict.VOID

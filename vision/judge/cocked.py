@@ -5,7 +5,8 @@ has the face opposite the resting side uppermost: the top face the classifier re
 rule, so the die keeps its read face and is marked cocked with its tilt. With more than one side resting
 (wedged between stacks), the roll is void (rethrow). When the classifier cannot tell one side from two
 (`cocked_wedged_margin`) or the tilt is so near 45 degrees that two faces look up equally
-(`max_readable_tilt_deg`), the roll is `no_decision` for a person, never a guess.
+(`max_readable_tilt_deg`), or its face is read less surely than `min_cocked_face_confidence`, the roll is
+`no_decision` for a person, never a guess.
 """
 
 from __future__ import annotations
@@ -72,6 +73,20 @@ def cocked_dice(
                     die_ids=(i + 1,),
                     detail=f"die {i + 1} is tilted {st.tilt_deg:.0f} deg: too close to 45 to say which face "
                     "is uppermost",
+                )
+            )
+            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
+        elif dice[i].face is not None and max(dice[i].face_probs) < config.min_cocked_face_confidence:
+            # The face classifier reads tilted dice less surely than flat ones, and a wrong face read by
+            # rule settles a wrong roll: below this bar a person reads it.
+            findings.append(
+                Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason="cocked_unclear",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side and reads "
+                    f"{dice[i].face} at only p={max(dice[i].face_probs):.2f} < "
+                    f"{config.min_cocked_face_confidence:.2f} (the bar for a cocked die): a person reads it",
                 )
             )
             calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))

@@ -38,6 +38,14 @@ class JudgeConfig:
     # A cocked die whose estimated tilt is above this is too close to 45 degrees to say which face is
     # uppermost (two faces look up equally at 45): `no_decision` with the evidence frame.
     max_readable_tilt_deg: float = 44.0
+    # A cocked die read by rule needs its face read at least this surely (the reader's bar for any die is
+    # `ValidityConfig.min_confidence`, 0.90): tilted dice are read less surely, and a wrong face read by rule
+    # settles a wrong roll. Below it: `cocked_unclear` (no_decision). 0.9 = no extra bar. 0.97 on the tuning
+    # scenes (whole reader, models of 2026-11-30): cocked dice read by rule with the right value 55 of 59 at
+    # 0.9, 37 of 39 at 0.95, 20 of 20 at 0.97 (tune-s900); 39 of 45, 27 of 29, 16 of 16 (tune-s500): the
+    # lowest bar with no wrong value. It costs: valid rolls `no_decision` 31.99 -> 37.74 % on tune-s900,
+    # cocked dice read by rule 55 -> 19 % (a person reads the rest).
+    min_cocked_face_confidence: float = 0.97
     # Two dice whose boxes overlap by at least this fraction of the smaller box: one lies on the other
     # (flat dice touching side by side overlap far less, even rotated 45 degrees: at most ~0.17).
     overlap_stacked: float = 0.45
@@ -90,6 +98,7 @@ class JudgeConfig:
             "stack_partner_overlap",
             "weak_peak_score",
             "min_no_die",
+            "min_cocked_face_confidence",
         )
         for name in probabilities:
             value = getattr(self, name)

@@ -178,17 +178,21 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             valid_nd += int(j.verdict is Verdict.NO_DECISION)
             if j.verdict is not Verdict.VALID:
                 reasons_on_valid.update({f.reason for f in j.findings if f.verdict is j.verdict})
-        # Cocked dice read by the rule (one side resting), matched to the read dice by their boxes.
+        # Cocked dice read by the rule (one side resting), matched to the read dice by their boxes: the die
+        # must be the subject of a `cocked_read_by_rule` finding (a cocked call too close to call, which
+        # keeps its face but sends the roll to a person, is not a reading; before 2026-11-30 04:20 UTC it
+        # was counted).
+        by_rule = {k - 1 for f in j.findings if f.reason == "cocked_read_by_rule" for k in f.die_ids}
         for td in rec.true_dice:
             if td.state != COCKED:
                 continue
             cocked_total += 1
-            best, best_iou = None, MATCH_IOU
-            for die in j.dice:
+            best, best_iou, best_k = None, MATCH_IOU, -1
+            for k, die in enumerate(j.dice):
                 iou = box_iou(td.box_xyxy, die.candidate.box_xyxy)
                 if iou >= best_iou:
-                    best, best_iou = die, iou
-            if best is not None and best.cocked and best.face is not None:
+                    best, best_iou, best_k = die, iou, k
+            if best is not None and best.cocked and best.face is not None and best_k in by_rule:
                 cocked_found += 1
                 cocked_value_right += int(best.face == td.face)
     total = sum(sum(row.values()) for row in confusion.values())
