@@ -19,6 +19,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 from numpy.typing import NDArray
+from rich.console import Console
 from rich.progress import track
 
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
@@ -35,7 +36,8 @@ def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.
     """The reader's crop of every labelled die, and its true face."""
     crops: list[ImageArray] = []
     faces: list[int] = []
-    for it in track(items, description="crops", transient=True):
+    # The progress bar goes to stderr, so the table on stdout can be redirected as clean markdown.
+    for it in track(items, description="crops", transient=True, console=Console(stderr=True)):
         img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
         if img is None:
             raise SystemExit(f"unreadable tuning image {it.path}")
