@@ -444,12 +444,15 @@ class LiveLoop:
                 # The kept dice were set down in the winner's box by the dealer, not thrown: what the judge
                 # found about them alone (two boxed dice side by side taken for one on the other, an unsure
                 # face of a kept die) says nothing of the Extra Roll (593.4(g)). A finding that concerns a
-                # rethrown die, or no die in particular, still counts.
+                # rethrown die, or no die in particular, still counts; so does `object_unclear` (a detection
+                # that may be no die at all, e.g. a chip in the box counted as a kept die).
                 box = LAYOUT_LABELS[pending.winner]
                 on_kept = [
                     f
                     for f in roll.findings
-                    if f.die_ids and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
+                    if f.die_ids
+                    and f.reason != "object_unclear"
+                    and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
                 ]
                 if on_kept:
                     counted = [f for f in roll.findings if f not in on_kept]

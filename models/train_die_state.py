@@ -9,9 +9,10 @@ one, each cut with `vision.judge.state.crop_context` around a box jittered like 
 reference size jittered too; quarter turns, flips and colour changes on the fly. A tenth of the scenes is
 held back and scored at the end (per-class recall printed and written to the model card's metrics file).
 
-`--not-dice` adds the seventh state, `no_die`: the shipped detector is run over the same scenes (and the
-real photos of `--real-flat`) and every detection, or heatmap peak the judge looks at, that lies on no die
-of the truth becomes a `no_die` crop (chip stacks, chip edges, marks): the judge can then leave such a
+`--not-dice` trains the seventh state, `no_die` (the net always has it; without the flag it sees no
+example of it): the shipped detector is run over the same scenes (and the real photos of `--real-flat`)
+and every detection, or heatmap peak the judge looks at, that lies on no die of the truth becomes a
+`no_die` crop (chip stacks, chip edges, marks): the judge can then leave such a
 detection out instead of leaving the roll to a person.
 """
 

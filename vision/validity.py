@@ -103,7 +103,8 @@ def judge(
     if states is not None and len(states) != len(candidates):
         raise ValueError(f"{len(candidates)} candidates but {len(states)} die states")
     set_aside: tuple[SetAside, ...] = ()
-    if states is not None and expected_dice is not None and len(candidates) > expected_dice:
+    set_aside_on = config.judge.min_no_die < 1.0  # 1.0 sets nothing aside (a softmax may round to 1.0)
+    if set_aside_on and states is not None and expected_dice is not None and len(candidates) > expected_dice:
         # More detections than the game's dice: those the die-state classifier is surest are no die (chip
         # stacks, chip edges) are set aside, never more than the surplus, so the count is never made short.
         p_no_die = [st.p("no_die") for st in states]

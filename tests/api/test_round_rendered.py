@@ -316,6 +316,12 @@ ON_KEPT = Finding(
 ON_THROWN = Finding(
     Verdict.INVALID, "die_on_die", (3, 6), "the boxes of dice 3 and 6 overlap: one lies on the other"
 )
+NOT_A_DIE_ON_KEPT = Finding(
+    Verdict.NO_DECISION,
+    "object_unclear",
+    (2,),
+    "die 2 looks like no die to the die-state classifier (p=1.00)",
+)
 
 
 @pytest.mark.parametrize(
@@ -327,8 +333,10 @@ ON_THROWN = Finding(
         ),  # two kept dice side by side in the box taken for one on the other: not the throw's
         ((ON_KEPT, ON_THROWN), "invalid"),  # a rethrown die on a kept one: the Extra Roll is invalid
         ((), "valid"),
+        # a "kept die" that may be no die at all (a chip in the box): never set aside, a person looks
+        ((NOT_A_DIE_ON_KEPT,), "no_decision"),
     ],
-    ids=["kept-dice-only", "a-rethrown-die-too", "none"],
+    ids=["kept-dice-only", "a-rethrown-die-too", "none", "maybe-no-die-among-the-kept"],
 )
 def test_593_4_g_what_the_judge_finds_about_the_kept_dice_alone_does_not_void_the_extra_roll(
     findings: tuple[Finding, ...], verdict: str, svc: Service, truth: dict[str, Any]

@@ -117,3 +117,20 @@ def test_set_aside_is_in_the_json_and_drawn_grey() -> None:
     drawn = annotate(np.zeros((300, 300, 3), np.uint8), roll)
     edge = drawn[100:121, 120]  # the set-aside box's left side
     assert np.any(np.all(edge == np.array(GREY, np.uint8), axis=-1))
+
+
+def test_the_dice_after_a_set_aside_detection_keep_their_own_findings() -> None:
+    """Die ids in findings are positions among the kept dice: a chip in the middle shifts those after it."""
+    cands = tuple(_cand(40.0 * i) for i in range(4))
+    reads = (
+        FaceReading(face_probs=tuple(one_hot(3)), pip_count=3),
+        FaceReading(face_probs=tuple(one_hot(3)), pip_count=3),  # the chip stack (set aside)
+        FaceReading(face_probs=tuple(one_hot(3)), pip_count=3),
+        FaceReading(face_probs=tuple(one_hot(4, 0.6)), pip_count=None),  # an unsure face
+    )
+    states = [_state("flat", 0.97), _state("no_die", 0.99), _state("flat", 0.97), _state("flat", 0.97)]
+    out = judge(cands, reads, expected_dice=3, config=CFG, states=states)
+    assert [a.box_xyxy for a in out.set_aside] == [cands[1].box_xyxy]
+    assert [d.candidate for d in out.dice] == [cands[0], cands[2], cands[3]]
+    ((reason, (die_id,)),) = [(f.reason, f.die_ids) for f in out.findings]
+    assert reason == "face_uncertain" and out.dice[die_id - 1].candidate == cands[3] and die_id == 3

@@ -180,8 +180,8 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
                 reasons_on_valid.update({f.reason for f in j.findings if f.verdict is j.verdict})
         # Cocked dice read by the rule (one side resting), matched to the read dice by their boxes: the die
         # must be the subject of a `cocked_read_by_rule` finding (a cocked call too close to call, which
-        # keeps its face but sends the roll to a person, is not a reading; before 2026-11-30 04:20 UTC it
-        # was counted).
+        # keeps its face but sends the roll to a person, is not a reading; before commit e87b580 it was
+        # counted).
         by_rule = {k - 1 for f in j.findings if f.reason == "cocked_read_by_rule" for k in f.die_ids}
         for td in rec.true_dice:
             if td.state != COCKED:

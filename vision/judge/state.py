@@ -71,7 +71,7 @@ class DieState:
 
     @property
     def kind(self) -> str:
-        """The most probable kind of state: flat, cocked (one side or more), stacked (on/under), outside."""
+        """The most probable kind: flat, cocked (one side or more), stacked (on/under), outside, no_die."""
         return max(KINDS, key=lambda k: self.kind_confidence(k))
 
     def kind_confidence(self, kind: str | None = None) -> float:
