@@ -99,6 +99,13 @@ def main() -> None:
     parser.add_argument("--real", type=Path, default=SHARED_REAL)
     parser.add_argument("--synth", type=Path, default=None, help="synthetic train scenes (optional)")
     parser.add_argument("--synth-limit", type=int, default=300, help="use the first N synthetic scenes")
+    parser.add_argument(
+        "--synth-extra",
+        type=Path,
+        action="append",
+        default=[],
+        help="more synthetic scene folders, every scene (repeat; e.g. the judge's chips and layout boxes)",
+    )
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
@@ -117,6 +124,8 @@ def main() -> None:
     items += load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
     if args.synth is not None:
         items += load_synth(args.synth, limit=args.synth_limit)
+    for folder in args.synth_extra:
+        items += load_synth(folder)
     sampler = CropSampler(items, args.seed)
     print(f"training on {len(sampler.dice)} dice from {len(items)} images")
 
