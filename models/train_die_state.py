@@ -43,6 +43,11 @@ NOT_DIE_COPIES = 2  # jittered crops per detection on no die
 NOT_DIE_MAX_IOU = 0.2  # a detection overlapping a true die by this much (or centred in it) may be that die
 
 
+def stack_crops(crops: list[NDArray[np.uint8]]) -> NDArray[np.uint8]:
+    """(N, 64, 64, 3) of a list of crops; (0, 64, 64, 3) for none."""
+    return np.stack(crops) if crops else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+
+
 def jittered_context_crop(
     img: NDArray[np.uint8], box_xyxy: tuple[float, ...], ref_px: float, rng: np.random.Generator
 ) -> NDArray[np.uint8]:
@@ -94,7 +99,7 @@ def load_crops(
         ys += y
         ts += t
     return (
-        np.stack(xs) if xs else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8),
+        stack_crops(xs),
         np.asarray(ys, np.int64),
         np.asarray(ts, np.float32),
     )
@@ -149,7 +154,7 @@ def not_die_crops(root: Path, scenes: list[SceneTruth], miner: NotDiceMiner, see
         ref = reference_die_px(seen)
         for box in miner.boxes(img, truth):
             out += [jittered_context_crop(img, box, ref, rng) for _ in range(NOT_DIE_COPIES)]
-    return np.stack(out) if out else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+    return stack_crops(out)
 
 
 def real_flat_crops(
@@ -188,10 +193,7 @@ def real_flat_crops(
                 crop = jittered_context_crop(img, b, ref, rng)
                 (none_back if k in held else none_train).append(crop)
 
-    def stack(xs: list[NDArray[np.uint8]]) -> NDArray[np.uint8]:
-        return np.stack(xs) if xs else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
-
-    return stack(train), stack(back), stack(none_train), stack(none_back)
+    return stack_crops(train), stack_crops(back), stack_crops(none_train), stack_crops(none_back)
 
 
 REAL_TOP_HELD_BACK = 1 / 3  # of a top-face set's photos (matteop65 train): kept for tuning, never trained on
@@ -231,10 +233,7 @@ def real_top_crops(
                 parts[slot].append(jittered_context_crop(img, c.box_xyxy, ref, rng))
     names = sorted(items[k].path.name for k in held)
 
-    def stack(xs: list[NDArray[np.uint8]]) -> NDArray[np.uint8]:
-        return np.stack(xs) if xs else np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
-
-    return stack(parts[0]), stack(parts[1]), stack(parts[2]), stack(parts[3]), names
+    return stack_crops(parts[0]), stack_crops(parts[1]), stack_crops(parts[2]), stack_crops(parts[3]), names
 
 
 def augment(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uint8]:
@@ -326,7 +325,7 @@ def main() -> None:
     parts = [load_crops(root, va, args.seed + 1) for root, _, va in splits]
     x_va = np.concatenate([x for x, _, _ in parts])
     y_va = np.concatenate([y for _, y, _ in parts])
-    empty = np.zeros((0, STATE_CROP_PX, STATE_CROP_PX, 3), np.uint8)
+    empty = stack_crops([])
     x_real_va, x_real_none_va = empty, empty
     miner = NotDiceMiner() if args.not_dice else None
 
