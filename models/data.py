@@ -146,3 +146,18 @@ def describe(items: list[LabelledImage]) -> str:
     """One line: images and dice counted."""
     n_dice = sum(len(i.faces) for i in items)
     return json.dumps({"images": len(items), "dice": n_dice})
+
+
+HOLD_BACK_SEED = 0  # which photos of a real train folder are kept for tuning: fixed, whatever a run's seed
+
+
+def held_back(count: int, fraction: float) -> set[int]:
+    """Indices of the `fraction` of `count` items (a real train folder, in loading order) kept for tuning.
+
+    The same permutation for every script, so a smaller fraction is a subset of a larger one: the
+    die-state model's tenth of nellbyler train is inside the wide face model's fifth.
+    """
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"fraction must be in [0, 1), got {fraction}")
+    order = np.random.default_rng(HOLD_BACK_SEED).permutation(count)
+    return set(order[: round(count * fraction)].tolist())

@@ -9,6 +9,10 @@ the share of dice the reader would be sure of (top probability >= `ValidityConfi
 on those sure dice, and how many sure dice were wrong. Tuning sets: the nellbyler **train** photos and the
 matteop65 train folder (the face model trained on both: a lower bound on its errors there) and synthetic
 train-v1 scenes from `--synth-from` on (the face model trained on the first 800 only).
+
+`--second-onnx` adds a wide second-look model (`models.train_pips --arch wide`) for the unsure dice, at
+each `--second-weight`; `--held-back` then reads only the real photos that model was not trained on
+(`train_pips --hold-back`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,12 @@ from numpy.typing import NDArray
 from rich.console import Console
 from rich.progress import track
 
-from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.train_pips import TOP_TO_DIE  # matteop65 boxes hold the top face only: widened as in training
+from models.data import SHARED_REAL, LabelledImage, held_back, load_nellbyler, load_synth, load_yolo_folder
+from models.train_pips import (  # matteop65 boxes hold the top face only: widened as in training
+    MATTEOP65_HELD_BACK,
+    NELLBYLER_HELD_BACK,
+    TOP_TO_DIE,
+)
 from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
 from vision.pips.classical import count_pips
 from vision.pips.classifier import FaceReader
@@ -51,10 +59,10 @@ def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.
     return crops, np.asarray(faces, np.int64)
 
 
-def unregistered(path: Path) -> OnnxModel:
+def unregistered(path: Path, name: str = "pips") -> OnnxModel:
     """A face model file checked against its own SHA-256 (a candidate, before `models.export.register`)."""
     spec = ModelSpec(
-        name="pips",
+        name=name,
         file=path.name,
         sha256=sha256_of(path),
         version="candidate",
@@ -97,12 +105,33 @@ def main() -> None:
     parser.add_argument(
         "--onnx", type=Path, default=None, help="a face model not yet registered (default: the manifest's)"
     )
+    parser.add_argument(
+        "--second-onnx",
+        type=Path,
+        default=None,
+        help="a wide second-look face model (train_pips --arch wide)",
+    )
+    parser.add_argument("--second-weight", default="1.0", help="the wide model's weights to try")
+    parser.add_argument(
+        "--held-back",
+        action="store_true",
+        help="only the real train photos that `train_pips --hold-back` kept out of training",
+    )
     args = parser.parse_args()
 
-    sets = {
-        "nellbyler train": load_nellbyler(args.real / "d6-topdown-nellbyler", "train"),
-        "matteop65 train": load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top"),
-    }
+    nell = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")
+    webcam = load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")
+    if args.held_back:
+        nell_back, webcam_back = (
+            held_back(len(nell), NELLBYLER_HELD_BACK),
+            held_back(len(webcam), MATTEOP65_HELD_BACK),
+        )
+        sets = {
+            "nellbyler train held back": [it for k, it in enumerate(nell) if k in nell_back],
+            "matteop65 train held back": [it for k, it in enumerate(webcam) if k in webcam_back],
+        }
+    else:
+        sets = {"nellbyler train": nell, "matteop65 train": webcam}
     if args.synth is not None:
         sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
             args.synth_from : args.synth_from + args.synth_count
@@ -112,24 +141,33 @@ def main() -> None:
         [ValidityConfig().min_confidence] if args.sure is None else [float(v) for v in args.sure.split(",")]
     )
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
+    second = None if args.second_onnx is None else unregistered(args.second_onnx, "pips_second")
+    weights = [0.0] if second is None else [0.0] + [float(v) for v in args.second_weight.split(",")]
     print("sure = top probability >= the sure bar and no classical pip count against it")
     print(
-        "| set | dice | second look below | sure bar | accuracy % | sure % | accuracy when sure % "
-        "| sure but wrong |"
+        "| set | dice | second look below | wide model weight | sure bar | accuracy % | sure % "
+        "| accuracy when sure % | sure but wrong |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, items in sets.items():
         crops, truth = die_crops(items)
         pip_counts = [count_pips(c) for c in crops]
         for below in bars:
-            probs = FaceReader(model, second_look_below=below).probabilities(crops)
-            label = "off" if below is None else f"{below:g}"
-            for bar in sure_bars:
-                s = score(probs, pip_counts, truth, bar=bar)
-                print(
-                    f"| {name} | {len(truth)} | {label} | {bar:g} | {s['accuracy_pct']} | {s['sure_pct']} | "
-                    f"{s['accuracy_when_sure_pct']} | {s['sure_wrong']} |"
+            for weight in weights if below is not None else [0.0]:
+                reader = FaceReader(
+                    model,
+                    second_look_below=below,
+                    second_model=second if weight else None,
+                    second_weight=weight,
                 )
+                probs = reader.probabilities(crops)
+                label = "off" if below is None else f"{below:g}"
+                for bar in sure_bars:
+                    s = score(probs, pip_counts, truth, bar=bar)
+                    print(
+                        f"| {name} | {len(truth)} | {label} | {weight:g} | {bar:g} | {s['accuracy_pct']} | "
+                        f"{s['sure_pct']} | {s['accuracy_when_sure_pct']} | {s['sure_wrong']} |"
+                    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,11 @@ from models.loop import train_for
 from vision.pips.crops import CROP_PX, crop_die
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
+WIDE_MODEL_DIR = Path(__file__).resolve().parent / "pips_wide"
+# --hold-back: the parts of the real train folders kept for tuning (models.data.held_back); matteop65's
+# third is the one the die-state model holds back too.
+NELLBYLER_HELD_BACK = 1 / 5
+MATTEOP65_HELD_BACK = 1 / 3
 CONTEXT = 1.5  # cut a larger crop first so a rotation has real pixels in its corners
 TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face; the whole die seen obliquely is about this much wider
 
@@ -85,8 +90,9 @@ def main() -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
 
+    from models.data import held_back
     from models.export import dated_name, register
-    from models.nets import FaceClassifier
+    from models.nets import FaceClassifier, WideFaceClassifier
     from vision.pips.crops import crops_to_tensor
 
     parser = argparse.ArgumentParser(
@@ -108,7 +114,20 @@ def main() -> None:
     )
     parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--arch",
+        choices=("small", "wide"),
+        default="small",
+        help="small: the face model every die goes through (pips_facenet, registered as 'pips'); wide: "
+        "the second look at unsure dice (pips_wide, registered as 'pips_second')",
+    )
+    parser.add_argument(
+        "--hold-back",
+        action="store_true",
+        help=f"keep a fixed {NELLBYLER_HELD_BACK:.0%} of nellbyler train photos and "
+        f"{MATTEOP65_HELD_BACK:.0%} of matteop65 train photos out of training, to tune on",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="default: the model's folder under models/")
     parser.add_argument(
         "--real-repeat", type=int, default=1, help="draw each nellbyler train die this many times as often"
     )
@@ -120,8 +139,15 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     # never the test split; --real-repeat weighs the real top-down photos against the many synthetic dice
-    items = load_nellbyler(args.real / "d6-topdown-nellbyler", "train") * max(1, args.real_repeat)
-    items += load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
+    nell = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")
+    webcam = load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
+    if args.hold_back:
+        nell_back = held_back(len(nell), NELLBYLER_HELD_BACK)
+        webcam_back = held_back(len(webcam), MATTEOP65_HELD_BACK)
+        nell = [it for k, it in enumerate(nell) if k not in nell_back]
+        webcam = [it for k, it in enumerate(webcam) if k not in webcam_back]
+        print(f"held back: {len(nell_back)} nellbyler and {len(webcam_back)} matteop65 train photos")
+    items = nell * max(1, args.real_repeat) + webcam
     if args.synth is not None:
         items += load_synth(args.synth, limit=args.synth_limit)
     for folder in args.synth_extra:
@@ -129,11 +155,13 @@ def main() -> None:
     sampler = CropSampler(items, args.seed)
     print(f"training on {len(sampler.dice)} dice from {len(items)} images")
 
-    model = FaceClassifier()
+    wide = args.arch == "wide"
+    model = WideFaceClassifier() if wide else FaceClassifier()
+    out_dir: Path = args.out or (WIDE_MODEL_DIR if wide else MODEL_DIR)
     if args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
 
     def step_loss() -> tuple[torch.Tensor, str]:
         batch = [sampler.sample() for _ in range(args.batch)]
@@ -144,9 +172,9 @@ def main() -> None:
     run = train_for(
         model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="faces", step_loss=step_loss
     )
-    torch.save(model.state_dict(), args.out / "last.pt")
+    torch.save(model.state_dict(), out_dir / "last.pt")
     model.eval()
-    onnx_path = args.out / dated_name("pips", "facenet")
+    onnx_path = out_dir / dated_name("pips", "wide" if wide else "facenet")
     torch.onnx.export(
         model,
         (torch.zeros(2, 3, CROP_PX, CROP_PX),),
@@ -163,7 +191,7 @@ def main() -> None:
         entry: dict[str, object] = {"sha256": sha256_of(onnx_path)}
     else:
         entry = register(
-            name="pips",
+            name="pips_second" if wide else "pips",
             onnx_path=onnx_path,
             input_size_hw=(CROP_PX, CROP_PX),
             labels=("1", "2", "3", "4", "5", "6"),

@@ -77,7 +77,8 @@ class Reader:
         # The die-state model (vision.judge) is used when the manifest lists it; without it the judge
         # checks count and certainty only (see vision.validity), and `models` does not name it.
         self.die_state: DieStateClassifier | None = None
-        if "die_state" in load_manifest(manifest_path):
+        listed = load_manifest(manifest_path)
+        if "die_state" in listed:
             state_model = load_model(
                 "die_state",
                 manifest_path=manifest_path,
@@ -86,10 +87,22 @@ class Reader:
                 session_factory=session_factory,
             )
             self.die_state = DieStateClassifier(state_model)
+        # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
+        second_model = None
+        if "pips_second" in listed:
+            second_model = load_model(
+                "pips_second",
+                manifest_path=manifest_path,
+                threads=threads,
+                providers=providers,
+                session_factory=session_factory,
+            )
         self.load_ms = (time.perf_counter() - start) * 1000
         self.detector = DieDetector(det_model, self.config.detector)
-        self.faces = FaceReader(pip_model, self.config.pips)
+        self.faces = FaceReader(pip_model, self.config.pips, second_model=second_model)
         self.models = {"detector": det_model.spec.tag, "pips": pip_model.spec.tag}
+        if second_model is not None:
+            self.models["pips_second"] = second_model.spec.tag
         if self.die_state is not None:
             self.models["die_state"] = self.die_state.model.spec.tag
 

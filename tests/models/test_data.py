@@ -55,3 +55,16 @@ def test_synthetic_dice_with_no_face_are_kept_for_detection_only_when_asked(tmp_
     assert len(every.faces) == 10
     extra = [b for b in every.boxes_xyxy.tolist() if b not in faced.boxes_xyxy.tolist()]
     assert len(extra) == 1  # the off-table die, as a box the detector must learn to find
+
+
+def test_held_back_photos_are_fixed_nested_and_sized() -> None:
+    from models.data import held_back
+
+    fifth, tenth = held_back(200, 1 / 5), held_back(200, 1 / 10)
+    assert len(fifth) == 40 and len(tenth) == 20
+    assert tenth <= fifth  # the die-state model's tenth of nellbyler train is inside the face model's fifth
+    assert held_back(200, 1 / 5) == fifth  # the same photos on every call, whatever a run's seed
+    assert all(0 <= k < 200 for k in fifth)
+    assert held_back(5, 0.0) == set()
+    with pytest.raises(ValueError, match="fraction"):
+        held_back(10, 1.0)

@@ -97,3 +97,91 @@ def test_the_default_bar_is_not_below_the_readers_certainty_bar() -> None:
 
     # Every die the reader would leave uncertain for low confidence gets its second look.
     assert ValidityConfig().min_confidence <= SECOND_LOOK_BELOW
+
+
+class FixedSession:
+    """A second (wide) face model that reads every crop as `row`, keeping each batch it is given."""
+
+    def __init__(self, row: list[float]) -> None:
+        self.row = row
+        self.batches: list[np.ndarray] = []
+
+    def get_inputs(self) -> list[Any]:
+        return [FakeInput("crops")]
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        (x,) = input_feed.values()
+        self.batches.append(np.array(x))
+        return [np.asarray([self.row] * x.shape[0], np.float32)]
+
+
+WIDE = one_hot(4, 0.95)
+
+
+def with_second(tmp_path: Path, session: CornerSession, wide: FixedSession, weight: float) -> FaceReader:
+    manifest = write_manifest(tmp_path)
+    model = load_model("pips", manifest_path=manifest, session_factory=factory(session, session))
+    second = load_model("pips", manifest_path=manifest, session_factory=factory(wide, wide))
+    return FaceReader(model, second_model=second, second_weight=weight)
+
+
+def test_with_a_second_model_at_full_weight_an_unsure_die_is_read_by_it_alone(tmp_path: Path) -> None:
+    session, wide = CornerSession(), FixedSession(WIDE)
+    sure = np.full((64, 64, 3), 255, np.uint8)
+    probs = with_second(tmp_path, session, wide, 1.0).probabilities([sure, corner_crop(), sure])
+    # The small net reads every die once and turns nothing; the wide one reads only the unsure die.
+    assert [b.shape[0] for b in session.batches] == [3]
+    assert [b.shape[0] for b in wide.batches] == [1]
+    np.testing.assert_array_equal(wide.batches[0][0], session.batches[0][1])
+    np.testing.assert_allclose(probs[1], WIDE, atol=1e-5)
+    np.testing.assert_allclose(probs[[0, 2]], [SURE, SURE], atol=1e-6)
+
+
+def test_with_a_second_model_at_half_weight_the_two_are_merged(tmp_path: Path) -> None:
+    session, wide = CornerSession(), FixedSession(WIDE)
+    probs = with_second(tmp_path, session, wide, 0.5).probabilities([corner_crop()])
+    assert [b.shape[0] for b in session.batches] == [1, 3]  # the small net's turned looks still run
+    small = np.log(np.array([UNSURE, TURNED, TURNED, TURNED])).mean(axis=0)
+    expected = np.exp(0.5 * small + 0.5 * np.log(WIDE))
+    np.testing.assert_allclose(probs[0], expected / expected.sum(), atol=1e-5)
+
+
+def test_sure_dice_never_reach_the_second_model(tmp_path: Path) -> None:
+    session, wide = CornerSession(), FixedSession(WIDE)
+    sure = np.full((64, 64, 3), 255, np.uint8)
+    with_second(tmp_path, session, wide, 1.0).probabilities([sure, sure])
+    assert wide.batches == []
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5])
+def test_a_second_weight_outside_zero_to_one_is_refused(tmp_path: Path, weight: float) -> None:
+    with pytest.raises(ValueError, match="second_weight"):
+        with_second(tmp_path, CornerSession(), FixedSession(WIDE), weight)
+
+
+def test_the_reader_uses_the_second_model_the_manifest_lists(tmp_path: Path) -> None:
+    import json
+
+    from tests.vision.fakes import FakeDetectorSession
+    from vision.reader import Reader
+    from vision.types import Frame
+
+    manifest = write_manifest(tmp_path)
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    (tmp_path / "pips_second_fake_2026nov.onnx").write_bytes(b"pips")  # same bytes: same SHA-256
+    raw["models"]["pips_second"] = dict(raw["models"]["pips"], file="pips_second_fake_2026nov.onnx")
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    session, wide = CornerSession(), FixedSession(WIDE)
+    detector = FakeDetectorSession([(100, 100, 164, 164)])
+
+    def make(path: Path, threads: int, providers: tuple[str, ...]) -> Any:
+        if path.name.startswith("detector"):
+            return detector
+        return wide if path.name.startswith("pips_second") else session
+
+    image = np.zeros((480, 640, 3), np.uint8)
+    image[60:133, 60:133] = 255  # the die's crop is bright in its top-left quarter: the small net is unsure
+    roll = Reader(manifest_path=manifest, session_factory=make).read(Frame(image=image))
+    assert "pips_second" in roll.models
+    assert len(wide.batches) == 1
+    np.testing.assert_allclose(roll.dice[0].face_probs, WIDE, atol=1e-5)

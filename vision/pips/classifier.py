@@ -7,6 +7,11 @@ net's errors do. The bar, 0.90 (the reader's own certainty bar, `ValidityConfig.
 with `python -m models.second_look` on tuning images (table in models/pips_facenet/README.md): with the
 face models of 22:29Z and 23:32Z it left no sure die wrong and made the most dice sure. Dice the classifier
 is sure of cost nothing more; each unsure die costs three more crops through the face model.
+
+A second model: when the manifest lists `pips_second` (a wider net, `models/pips_wide/`, about six times the
+small net's time per crop), the unsure dice also go through it once, and their probabilities become the
+weighted geometric mean of the small net's merged looks and the wide net's reading (`second_weight` on
+the wide net; 1.0 = the wide net alone, and the small net's turned looks are then skipped).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from vision.pips.crops import crop_die, crops_to_tensor
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 SECOND_LOOK_BELOW = 0.90
+SECOND_MODEL_WEIGHT = 1.0  # the wide net's share of an unsure die's log-probabilities (chosen on tuning data)
 
 
 class FaceReader:
@@ -31,13 +37,19 @@ class FaceReader:
         pip_config: PipCountConfig | None = None,
         *,
         second_look_below: float | None = SECOND_LOOK_BELOW,
+        second_model: OnnxModel | None = None,
+        second_weight: float = SECOND_MODEL_WEIGHT,
     ) -> None:
+        if not 0.0 <= second_weight <= 1.0:
+            raise ValueError(f"second_weight must be in [0, 1], got {second_weight}")
         self.model = model
         self.pip_config = pip_config or PipCountConfig()
         self.second_look_below = second_look_below
+        self.second_model = second_model
+        self.second_weight = second_weight
 
-    def _probs(self, batch: NDArray[np.float32]) -> NDArray[np.float32]:
-        (probs,) = self.model.run(batch)[:1]
+    def _probs(self, batch: NDArray[np.float32], model: OnnxModel | None = None) -> NDArray[np.float32]:
+        (probs,) = (model or self.model).run(batch)[:1]
         if probs.shape != (len(batch), 6):
             raise ValueError(f"face model returned {probs.shape}, expected ({len(batch)}, 6)")
         return np.asarray(probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9), np.float32)
@@ -51,10 +63,16 @@ class FaceReader:
         unsure = np.flatnonzero(probs.max(axis=1) < self.second_look_below)
         if unsure.size == 0:
             return probs
-        turned = np.concatenate([np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)])
-        more = self._probs(np.ascontiguousarray(turned)).reshape(3, unsure.size, 6)
-        looks = np.concatenate([probs[unsure][None], more])  # (4, n_unsure, 6)
-        mean_log = np.log(np.maximum(looks, 1e-6)).mean(axis=0)
+        w = self.second_weight if self.second_model is not None else 0.0
+        mean_log = np.zeros((unsure.size, 6), np.float64)
+        if w < 1.0:
+            turned = np.concatenate([np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)])
+            more = self._probs(np.ascontiguousarray(turned)).reshape(3, unsure.size, 6)
+            looks = np.concatenate([probs[unsure][None], more])  # (4, n_unsure, 6)
+            mean_log += (1.0 - w) * np.log(np.maximum(looks, 1e-6)).mean(axis=0)
+        if w > 0.0:
+            wide = self._probs(np.ascontiguousarray(batch[unsure]), self.second_model)
+            mean_log += w * np.log(np.maximum(wide, 1e-6))
         merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
         probs[unsure] = merged / merged.sum(axis=1, keepdims=True)
         return probs
