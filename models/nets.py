@@ -68,7 +68,23 @@ class DieDetector(nn.Module):
         return torch.cat([torch.sigmoid(out[:, :1]), out[:, 1:]], dim=1)
 
 
-class FaceClassifier(nn.Module):
+class _CropClassifier(nn.Module):
+    """Convolutions (`features`), global average pooling, dropout and one linear layer (`fc`)."""
+
+    features: nn.Sequential
+    dropout: nn.Dropout
+    fc: nn.Linear
+
+    def logits(self, x: Tensor) -> Tensor:
+        f = self.features(x).mean(dim=(2, 3))
+        out: Tensor = self.fc(self.dropout(f))
+        return out
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.softmax(self.logits(x), dim=1)
+
+
+class FaceClassifier(_CropClassifier):
     """Top-face classifier on 64x64 RGB crops; returns softmax probabilities over faces 1..6."""
 
     def __init__(self) -> None:
@@ -86,16 +102,8 @@ class FaceClassifier(nn.Module):
         self.dropout = nn.Dropout(0.2)
         self.fc = nn.Linear(96, 6)
 
-    def logits(self, x: Tensor) -> Tensor:
-        f = self.features(x).mean(dim=(2, 3))
-        out: Tensor = self.fc(self.dropout(f))
-        return out
 
-    def forward(self, x: Tensor) -> Tensor:
-        return torch.softmax(self.logits(x), dim=1)
-
-
-class WideFaceClassifier(nn.Module):
+class WideFaceClassifier(_CropClassifier):
     """Top-face classifier for the second look: two convs per scale, widths up to 256 (about 1.1 M params).
 
     Same input (64x64 RGB crops from `crop_die`) and output (softmax over faces 1..6) as `FaceClassifier`,
@@ -119,11 +127,3 @@ class WideFaceClassifier(nn.Module):
         )
         self.dropout = nn.Dropout(0.2)
         self.fc = nn.Linear(256, 6)
-
-    def logits(self, x: Tensor) -> Tensor:
-        f = self.features(x).mean(dim=(2, 3))
-        out: Tensor = self.fc(self.dropout(f))
-        return out
-
-    def forward(self, x: Tensor) -> Tensor:
-        return torch.softmax(self.logits(x), dim=1)
