@@ -208,12 +208,11 @@ def real_top_crops(
     Returns (flat train, no-die train, flat held back, no-die held back, held-back photo names): a fixed
     third of the photos (`REAL_TOP_HELD_BACK`, whatever `seed`) is held back to tune the judge on.
     """
-    from models.data import load_yolo_folder
+    from models.data import held_back, load_yolo_folder
 
     rng = np.random.default_rng(seed)
     items = load_yolo_folder(folder, box_kind="top")
-    split = np.random.default_rng(SPLIT_SEED).permutation(len(items))
-    held = set(split[: round(len(items) * REAL_TOP_HELD_BACK)].tolist())
+    held = held_back(len(items), REAL_TOP_HELD_BACK)  # the third `train_pips --hold-back` keeps out too
     parts: list[list[NDArray[np.uint8]]] = [[], [], [], []]
     for k, it in enumerate(items):
         raw = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
