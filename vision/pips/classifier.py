@@ -64,7 +64,7 @@ class FaceReader:
         if unsure.size == 0:
             return probs
         w = self.second_weight if self.second_model is not None else 0.0
-        mean_log = np.zeros((unsure.size, 6), np.float64)
+        mean_log = np.zeros((unsure.size, 6), np.float32)  # float32: without a second model, as before
         if w < 1.0:
             turned = np.concatenate([np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)])
             more = self._probs(np.ascontiguousarray(turned)).reshape(3, unsure.size, 6)
