@@ -150,7 +150,7 @@ def record_frames(frames: Iterable[Frame], *, manifest_path: Path) -> dict[str, 
 def time_models(names: Sequence[str], *, manifest_path: Path, repeats: int = 300) -> list[dict[str, Any]]:
     """Each model alone, float against its int8 copy, on one thread, on what it is fed for one benchmark
     frame (`throwbox bench`'s 1280x960 frame with 10 dice); runs alternate, so both see the same load."""
-    from api.cli.bench import bench_frames
+    from models.bench_frames import bench_frames
 
     inputs = record_frames([Frame(image=bench_frames(1)[0], frame_id="bench")], manifest_path=manifest_path)
     rows = []

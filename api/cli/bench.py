@@ -8,40 +8,16 @@ from typing import Any
 
 import typer
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "tests" / "vision" / "fixtures"
-
 
 def bench_frames(n: int, *, seed: int = 0) -> list[Any]:
-    """`n` 1280x960 frames, each with 10 real dice (cut from the committed fixtures) on a random felt."""
-    import cv2
-    import numpy as np
+    """The benchmark frames (`models.bench_frames`); a missing or unreadable fixture is a usage error."""
+    from models import bench_frames as frames
+    from models.data import DatasetError
 
-    from models.augment import paste_dice, random_background
-    from models.data import load_yolo_folder
-
-    items = load_yolo_folder(FIXTURES, box_kind="die")
-    patches: list[tuple[np.ndarray, int]] = []
-    for it in items:
-        img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
-        if img is None:
-            raise typer.BadParameter(f"unreadable fixture {it.path}")
-        for b, f in zip(it.boxes_xyxy, it.faces, strict=True):
-            x0, y0, x1, y1 = (round(float(v)) for v in b)
-            patches.append((img[y0:y1, x0:x1].copy(), int(f)))
-    if not patches:
-        raise typer.BadParameter(f"no fixture dice in {FIXTURES}")
-    rng = np.random.default_rng(seed)
-    frames = []
-    for _ in range(n):
-        while True:
-            picks = [patches[int(i)] for i in rng.integers(0, len(patches), size=10)]
-            frame, boxes, _ = paste_dice(
-                random_background(960, 1280, rng), picks, rng, size_range_px=(50, 80)
-            )
-            if len(boxes) == 10:
-                frames.append(frame)
-                break
-    return frames
+    try:
+        return list(frames.bench_frames(n, seed=seed))
+    except DatasetError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 def _outputs_mode(
