@@ -16,6 +16,17 @@ from pathlib import Path
 from typing import Any
 
 
+def require_torch() -> None:
+    """Exit with the install command when torch (the `train` extra) is missing, not with a traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise SystemExit(
+            "training needs torch, which the runtime install leaves out: pip install -e '.[train]' "
+            "(torch 2.13.0 CPU and onnx)"
+        )
+
+
 def lr_at(base_lr: float, *, step: int, frac: float, warmup_steps: int) -> float:
     """Learning rate at `step` with `frac` of the budget gone: linear warm-up times a cosine, plus a floor."""
     warmup = min(1.0, step / warmup_steps) if warmup_steps > 0 else 1.0

@@ -61,6 +61,8 @@ def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.
 
 def unregistered(path: Path, name: str = "pips") -> OnnxModel:
     """A face model file checked against its own SHA-256 (a candidate, before `models.export.register`)."""
+    if not path.is_file():
+        raise SystemExit(f"no such model file: {path}")
     spec = ModelSpec(
         name=name,
         file=path.name,

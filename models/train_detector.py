@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from models.augment import flip_rotate, paste_dice, photometric, random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import train_for
+from models.loop import require_torch, train_for
 from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
@@ -190,6 +190,7 @@ def targets(boxes: NDArray[np.float32], size: int) -> NDArray[np.float32]:
 
 
 def main() -> None:
+    require_torch()
     import torch
 
     from models.export import dated_name, register

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
-from models.loop import train_for
+from models.loop import require_torch, train_for
 from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
@@ -247,6 +247,7 @@ def augment(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uin
 
 
 def main() -> None:
+    require_torch()
     import torch
     import torch.nn.functional as F  # noqa: N812
 

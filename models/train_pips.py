@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from models.augment import photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import train_for
+from models.loop import require_torch, train_for
 from vision.pips.crops import CROP_PX, crop_die
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
@@ -87,6 +87,7 @@ class CropSampler:
 
 
 def main() -> None:
+    require_torch()
     import torch
     import torch.nn.functional as F  # noqa: N812
 

@@ -68,3 +68,10 @@ def test_held_back_photos_are_fixed_nested_and_sized() -> None:
     assert held_back(5, 0.0) == set()
     with pytest.raises(ValueError, match="fraction"):
         held_back(10, 1.0)
+
+
+def test_a_candidate_model_file_that_is_not_there_is_a_clear_exit(tmp_path: Path) -> None:
+    from models.second_look import unregistered
+
+    with pytest.raises(SystemExit, match="no such model file"):
+        unregistered(tmp_path / "missing.onnx", "pips_second")

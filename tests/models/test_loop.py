@@ -28,3 +28,21 @@ def test_lr_at_scales_with_the_base_rate() -> None:
     assert math.isclose(
         lr_at(3e-3, step=10, frac=0.3, warmup_steps=50), 3e-3 * lr_at(1.0, step=10, frac=0.3, warmup_steps=50)
     )
+
+
+@pytest.mark.parametrize("script", ["models.train_pips", "models.train_detector", "models.train_die_state"])
+def test_a_training_script_without_torch_exits_with_the_install_command(
+    script: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import importlib.util
+    import sys
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real_find_spec(name, *a)
+    )
+    monkeypatch.setattr(sys, "argv", [script])
+    module = importlib.import_module(script)
+    with pytest.raises(SystemExit, match=r"pip install -e '\.\[train\]'"):
+        module.main()
