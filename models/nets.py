@@ -107,8 +107,8 @@ class WideFaceClassifier(_CropClassifier):
     """Top-face classifier for the second look: two convs per scale, widths up to 256 (about 1.1 M params).
 
     Same input (64x64 RGB crops from `crop_die`) and output (softmax over faces 1..6) as `FaceClassifier`,
-    about six times its time per crop on one CPU thread (1.2 against 0.19 ms), so the reader runs it only
-    on dice the small net is unsure of.
+    about six times its time per crop on one CPU thread (models/pips_wide/README.md), so the reader runs
+    it only on dice the small net is unsure of.
     """
 
     def __init__(self) -> None:
