@@ -16,7 +16,14 @@ from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import DieStateClassifier
-from vision.onnx_session import DEFAULT_PROVIDERS, MANIFEST_PATH, SessionFactory, load_manifest, load_model
+from vision.onnx_session import (
+    DEFAULT_PROVIDERS,
+    MANIFEST_PATH,
+    OnnxModel,
+    SessionFactory,
+    load_manifest,
+    load_model,
+)
 from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import FaceReader
 from vision.types import Frame, Roll, Verdict
@@ -60,43 +67,23 @@ class Reader:
     ) -> None:
         self.config = config or ReaderConfig()
         start = time.perf_counter()
-        det_model = load_model(
-            "detector",
-            manifest_path=manifest_path,
-            threads=threads,
-            providers=providers,
-            session_factory=session_factory,
-        )
-        pip_model = load_model(
-            "pips",
-            manifest_path=manifest_path,
-            threads=threads,
-            providers=providers,
-            session_factory=session_factory,
-        )
+
+        def load(name: str) -> OnnxModel:
+            return load_model(
+                name,
+                manifest_path=manifest_path,
+                threads=threads,
+                providers=providers,
+                session_factory=session_factory,
+            )
+
+        det_model, pip_model = load("detector"), load("pips")
+        listed = load_manifest(manifest_path)
         # The die-state model (vision.judge) is used when the manifest lists it; without it the judge
         # checks count and certainty only (see vision.validity), and `models` does not name it.
-        self.die_state: DieStateClassifier | None = None
-        listed = load_manifest(manifest_path)
-        if "die_state" in listed:
-            state_model = load_model(
-                "die_state",
-                manifest_path=manifest_path,
-                threads=threads,
-                providers=providers,
-                session_factory=session_factory,
-            )
-            self.die_state = DieStateClassifier(state_model)
+        self.die_state = DieStateClassifier(load("die_state")) if "die_state" in listed else None
         # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
-        second_model = None
-        if "pips_second" in listed:
-            second_model = load_model(
-                "pips_second",
-                manifest_path=manifest_path,
-                threads=threads,
-                providers=providers,
-                session_factory=session_factory,
-            )
+        second_model = load("pips_second") if "pips_second" in listed else None
         self.load_ms = (time.perf_counter() - start) * 1000
         self.detector = DieDetector(det_model, self.config.detector)
         self.faces = FaceReader(pip_model, self.config.pips, second_model=second_model)

@@ -25,7 +25,9 @@ from vision.pips.crops import crop_die, crops_to_tensor
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 SECOND_LOOK_BELOW = 0.90
-SECOND_MODEL_WEIGHT = 1.0  # the wide net's share of an unsure die's log-probabilities (chosen on tuning data)
+# The wide net's share of an unsure die's log-probabilities; 1.0 = it alone. Not chosen on data yet: no wide
+# model is registered (both tries were refused, models/pips_wide/README.md).
+SECOND_MODEL_WEIGHT = 1.0
 
 
 class FaceReader:
