@@ -11,8 +11,9 @@ matteop65 train folder (the face model trained on both: a lower bound on its err
 train-v1 scenes from `--synth-from` on (the face model trained on the first 800 only).
 
 `--second-onnx` adds a wide second-look model (`models.train_pips --arch wide`) for the unsure dice, at
-each `--second-weight`; `--held-back` then reads only the real photos that model was not trained on
-(`train_pips --hold-back`).
+each `--second-weight` (and each `--second-accept` bar: the wide reading stands only where it is at least
+that sure, else the turned looks); `--held-back` then reads only the real photos that model was not trained
+on (`train_pips --hold-back`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,11 @@ def main() -> None:
     )
     parser.add_argument("--second-weight", default="1.0", help="the wide model's weights to try")
     parser.add_argument(
+        "--second-accept",
+        default="none",
+        help="bars to try under which the wide reading is dropped for the turned looks ('none' = never)",
+    )
+    parser.add_argument(
         "--held-back",
         action="store_true",
         help="only the real train photos that `train_pips --hold-back` kept out of training",
@@ -145,31 +151,39 @@ def main() -> None:
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
     second = None if args.second_onnx is None else unregistered(args.second_onnx, "pips_second")
     weights = [0.0] if second is None else [0.0] + [float(v) for v in args.second_weight.split(",")]
+    try:
+        accepts = [None if v.strip() == "none" else float(v) for v in args.second_accept.split(",")]
+    except ValueError as exc:
+        parser.error(f"--second-accept wants numbers or 'none', like none,0.95: {exc}")
     print("sure = top probability >= the sure bar and no classical pip count against it")
     print(
-        "| set | dice | second look below | wide model weight | sure bar | accuracy % | sure % "
-        "| accuracy when sure % | sure but wrong |"
+        "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "
+        "| sure % | accuracy when sure % | sure but wrong |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, items in sets.items():
         crops, truth = die_crops(items)
         pip_counts = [count_pips(c) for c in crops]
         for below in bars:
             for weight in weights if below is not None else [0.0]:
-                reader = FaceReader(
-                    model,
-                    second_look_below=below,
-                    second_model=second if weight else None,
-                    second_weight=weight,
-                )
-                probs = reader.probabilities(crops)
-                label = "off" if below is None else f"{below:g}"
-                for bar in sure_bars:
-                    s = score(probs, pip_counts, truth, bar=bar)
-                    print(
-                        f"| {name} | {len(truth)} | {label} | {weight:g} | {bar:g} | {s['accuracy_pct']} | "
-                        f"{s['sure_pct']} | {s['accuracy_when_sure_pct']} | {s['sure_wrong']} |"
+                for accept in accepts if weight else [None]:
+                    reader = FaceReader(
+                        model,
+                        second_look_below=below,
+                        second_model=second if weight else None,
+                        second_weight=weight,
+                        second_accept=accept,
                     )
+                    probs = reader.probabilities(crops)
+                    label = "off" if below is None else f"{below:g}"
+                    at = "-" if accept is None else f"{accept:g}"
+                    for bar in sure_bars:
+                        s = score(probs, pip_counts, truth, bar=bar)
+                        print(
+                            f"| {name} | {len(truth)} | {label} | {weight:g} | {at} | {bar:g} | "
+                            f"{s['accuracy_pct']} | {s['sure_pct']} | {s['accuracy_when_sure_pct']} | "
+                            f"{s['sure_wrong']} |"
+                        )
 
 
 if __name__ == "__main__":

@@ -118,11 +118,13 @@ class FixedSession:
 WIDE = one_hot(4, 0.95)
 
 
-def with_second(tmp_path: Path, session: CornerSession, wide: FixedSession, weight: float) -> FaceReader:
+def with_second(
+    tmp_path: Path, session: CornerSession, wide: FixedSession, weight: float, accept: float | None = None
+) -> FaceReader:
     manifest = write_manifest(tmp_path)
     model = load_model("pips", manifest_path=manifest, session_factory=factory(session, session))
     second = load_model("pips", manifest_path=manifest, session_factory=factory(wide, wide))
-    return FaceReader(model, second_model=second, second_weight=weight)
+    return FaceReader(model, second_model=second, second_weight=weight, second_accept=accept)
 
 
 def test_with_a_second_model_at_full_weight_an_unsure_die_is_read_by_it_alone(tmp_path: Path) -> None:
@@ -157,6 +159,46 @@ def test_sure_dice_never_reach_the_second_model(tmp_path: Path) -> None:
 def test_a_second_weight_outside_zero_to_one_is_refused(tmp_path: Path, weight: float) -> None:
     with pytest.raises(ValueError, match="second_weight"):
         with_second(tmp_path, CornerSession(), FixedSession(WIDE), weight)
+
+
+def turned_looks() -> np.ndarray:
+    """The small net's four looks at the corner crop, merged as the reader merges them."""
+    merged = np.exp(np.log(np.array([UNSURE, TURNED, TURNED, TURNED])).mean(axis=0))
+    return np.asarray(merged / merged.sum())
+
+
+def test_a_wide_reading_under_its_accept_bar_leaves_the_turned_looks(tmp_path: Path) -> None:
+    session, wide = CornerSession(), FixedSession(WIDE)  # the wide net says 4 at 0.95
+    probs = with_second(tmp_path, session, wide, 1.0, accept=0.97).probabilities([corner_crop()])
+    # Under the bar the wide net's reading is dropped, so the turned looks must have been read.
+    assert [b.shape[0] for b in session.batches] == [1, 3]
+    assert [b.shape[0] for b in wide.batches] == [1]
+    np.testing.assert_allclose(probs[0], turned_looks(), atol=1e-5)
+    assert int(np.argmax(probs[0])) + 1 == 5
+
+
+def test_a_wide_reading_at_or_over_its_accept_bar_stands(tmp_path: Path) -> None:
+    session, wide = CornerSession(), FixedSession(WIDE)
+    probs = with_second(tmp_path, session, wide, 1.0, accept=0.95).probabilities([corner_crop()])
+    np.testing.assert_allclose(probs[0], WIDE, atol=1e-5)
+
+
+def test_the_accept_bar_applies_to_the_merged_reading_at_half_weight(tmp_path: Path) -> None:
+    session, wide = CornerSession(), FixedSession(WIDE)
+    merged = np.exp(0.5 * np.log(turned_looks()) + 0.5 * np.log(WIDE))
+    merged /= merged.sum()
+    bar = float(merged.max())
+    just_over = with_second(tmp_path, session, wide, 0.5, accept=bar - 1e-4).probabilities([corner_crop()])
+    np.testing.assert_allclose(just_over[0], merged, atol=1e-5)
+    session, wide = CornerSession(), FixedSession(WIDE)
+    just_under = with_second(tmp_path, session, wide, 0.5, accept=bar + 1e-4).probabilities([corner_crop()])
+    np.testing.assert_allclose(just_under[0], turned_looks(), atol=1e-5)
+
+
+@pytest.mark.parametrize("accept", [0.0, 1.2])
+def test_an_accept_bar_outside_zero_to_one_is_refused(tmp_path: Path, accept: float) -> None:
+    with pytest.raises(ValueError, match="second_accept"):
+        with_second(tmp_path, CornerSession(), FixedSession(WIDE), 1.0, accept)
 
 
 def test_the_reader_uses_the_second_model_the_manifest_lists(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ is sure of cost nothing more; each unsure die costs three more crops through the
 A second model: when the manifest lists `pips_second` (a wider net, `models/pips_wide/`, about six times the
 small net's time per crop), the unsure dice also go through it once, and their probabilities become the
 weighted geometric mean of the small net's merged looks and the wide net's reading (`second_weight` on
-the wide net; 1.0 = the wide net alone, and the small net's turned looks are then skipped).
+the wide net; 1.0 = the wide net alone, and the small net's turned looks are then skipped). With
+`second_accept`, that merged reading stands only where its top probability reaches the bar; the other unsure
+dice keep the small net's turned looks (so the turned looks are always read).
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ SECOND_LOOK_BELOW = 0.90
 SECOND_MODEL_WEIGHT = 1.0
 
 
+def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Mean log-probabilities (n, 6) -> probabilities summing to 1 per row."""
+    merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
+    return np.asarray(merged / merged.sum(axis=1, keepdims=True), np.float32)
+
+
 class FaceReader:
     """Read the top face of each candidate: the ONNX classifier and, independently, the pip counter."""
 
@@ -41,14 +49,18 @@ class FaceReader:
         second_look_below: float | None = SECOND_LOOK_BELOW,
         second_model: OnnxModel | None = None,
         second_weight: float = SECOND_MODEL_WEIGHT,
+        second_accept: float | None = None,
     ) -> None:
         if not 0.0 <= second_weight <= 1.0:
             raise ValueError(f"second_weight must be in [0, 1], got {second_weight}")
+        if second_accept is not None and not 0.0 < second_accept <= 1.0:
+            raise ValueError(f"second_accept must be in (0, 1] or None, got {second_accept}")
         self.model = model
         self.pip_config = pip_config or PipCountConfig()
         self.second_look_below = second_look_below
         self.second_model = second_model
         self.second_weight = second_weight
+        self.second_accept = second_accept
 
     def _probs(self, batch: NDArray[np.float32], model: OnnxModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
@@ -66,17 +78,26 @@ class FaceReader:
         if unsure.size == 0:
             return probs
         w = self.second_weight if self.second_model is not None else 0.0
+        accept = self.second_accept if w > 0.0 else None
         mean_log = np.zeros((unsure.size, 6), np.float32)  # float32: without a second model, as before
-        if w < 1.0:
+        turned_log = None
+        if w < 1.0 or accept is not None:
             turned = np.concatenate([np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)])
             more = self._probs(np.ascontiguousarray(turned)).reshape(3, unsure.size, 6)
             looks = np.concatenate([probs[unsure][None], more])  # (4, n_unsure, 6)
-            mean_log += (1.0 - w) * np.log(np.maximum(looks, 1e-6)).mean(axis=0)
+            turned_log = np.log(np.maximum(looks, 1e-6)).mean(axis=0)
+            if w < 1.0:
+                mean_log += (1.0 - w) * turned_log
         if w > 0.0:
             wide = self._probs(np.ascontiguousarray(batch[unsure]), self.second_model)
             mean_log += w * np.log(np.maximum(wide, 1e-6))
-        merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
-        probs[unsure] = merged / merged.sum(axis=1, keepdims=True)
+        merged = _normalised(mean_log)
+        if accept is not None and turned_log is not None:
+            # The wide net's say stands only where the merged reading is at least `second_accept` sure;
+            # elsewhere the die keeps the small net's turned looks alone (as without a second model).
+            keep = merged.max(axis=1) >= accept
+            merged = np.where(keep[:, None], merged, _normalised(turned_log))
+        probs[unsure] = merged
         return probs
 
     def __call__(
