@@ -27,7 +27,15 @@ from numpy.typing import NDArray
 from rich.console import Console
 from rich.progress import track
 
-from models.data import SHARED_REAL, LabelledImage, held_back, load_nellbyler, load_synth, load_yolo_folder
+from models.data import (
+    SHARED_REAL,
+    DatasetError,
+    LabelledImage,
+    held_back,
+    load_nellbyler,
+    load_synth,
+    load_yolo_folder,
+)
 from models.train_pips import (  # matteop65 boxes hold the top face only: widened as in training
     MATTEOP65_HELD_BACK,
     NELLBYLER_HELD_BACK,
@@ -126,9 +134,19 @@ def main() -> None:
         help="only the real train photos that `train_pips --hold-back` kept out of training",
     )
     args = parser.parse_args()
+    try:
+        accepts = [None if v.strip() == "none" else float(v) for v in args.second_accept.split(",")]
+    except ValueError as exc:
+        parser.error(f"--second-accept wants numbers or 'none', like none,0.95: {exc}")
 
-    nell = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")
-    webcam = load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")
+    try:
+        nell = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")
+        webcam = load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")
+    except DatasetError as exc:
+        raise SystemExit(
+            f"{exc}\nthe real tuning photos are missing: give --real DIR holding d6-topdown-nellbyler and "
+            "d6-webcam-matteop65 (the shared datasets, not in a clone of this repository)"
+        ) from exc
     if args.held_back:
         nell_back, webcam_back = (
             held_back(len(nell), NELLBYLER_HELD_BACK),
@@ -151,10 +169,6 @@ def main() -> None:
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
     second = None if args.second_onnx is None else unregistered(args.second_onnx, "pips_second")
     weights = [0.0] if second is None else [0.0] + [float(v) for v in args.second_weight.split(",")]
-    try:
-        accepts = [None if v.strip() == "none" else float(v) for v in args.second_accept.split(",")]
-    except ValueError as exc:
-        parser.error(f"--second-accept wants numbers or 'none', like none,0.95: {exc}")
     print("sure = top probability >= the sure bar and no classical pip count against it")
     print(
         "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "
