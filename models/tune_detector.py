@@ -2,12 +2,12 @@
 
     .venv/bin/python -m models.tune_detector [--synth /work/data/synth/train-v1 --synth-from 1500]
 
-Runs the registered detector (models/manifest.json) once per image and decodes its output at every
-(score_threshold, size_scale, min_size_of_median) point of the grid: detection precision and recall at
-IoU >= 0.5 and the median predicted/true box width, per tuning set. Tuning sets: every second nellbyler
-**train** photo (seen in training: its false-alarm rate there is a lower bound) and synthetic train-v1 scenes
-from `--synth-from` on (the detector trained on the first 800 only). The chosen values go into
-`vision.detect.centernet.DetectorConfig` with the table this prints.
+Runs the registered detector (models/manifest.json, or `--manifest`'s: a candidate) once per image and
+decodes its output at every (score_threshold, size_scale, min_size_of_median) point of the grid: detection
+precision and recall at IoU >= 0.5 and the median predicted/true box width, per tuning set. Tuning sets:
+every second nellbyler **train** photo (seen in training: its false-alarm rate there is a lower bound) and
+synthetic train-v1 scenes from `--synth-from` on (the detector trained on the first 800 only). The chosen
+values go into `vision.detect.centernet.DetectorConfig` with the table this prints.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from numpy.typing import NDArray
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth
 from models.evaluate import match
 from vision.detect.centernet import DetectorConfig, Letterbox, decode, preprocess
-from vision.onnx_session import load_model
+from vision.onnx_session import MANIFEST_PATH, load_model
 
 Head = tuple[NDArray[np.float32], Letterbox, tuple[int, int], NDArray[np.float32]]
 
 
-def run_heads(items: list[LabelledImage]) -> list[Head]:
+def run_heads(items: list[LabelledImage], *, manifest_path: Path = MANIFEST_PATH) -> list[Head]:
     """The detector's raw output per image, with what decoding and scoring need."""
-    model = load_model("detector")
+    model = load_model("detector", manifest_path=manifest_path)
     out = []
     for it in items:
         img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
@@ -69,6 +69,12 @@ def main() -> None:
     parser.add_argument("--thresholds", default="0.2,0.25,0.3,0.35,0.4,0.5")
     parser.add_argument("--scales", default="1.0,1.05,1.1,1.15,1.25")
     parser.add_argument("--min-fractions", default="0", help="DetectorConfig.min_size_of_median values")
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        default=MANIFEST_PATH,
+        help="model manifest (default: models/manifest.json): tune a candidate before registering it",
+    )
     args = parser.parse_args()
 
     sets = {"nellbyler train (every 2nd)": load_nellbyler(args.real, "train")[::2]}
@@ -76,7 +82,7 @@ def main() -> None:
         sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
             args.synth_from : args.synth_from + args.synth_count
         ]
-    heads = {name: run_heads(items) for name, items in sets.items()}
+    heads = {name: run_heads(items, manifest_path=args.manifest) for name, items in sets.items()}
     print(
         "| threshold | size_scale | min_size_of_median | "
         + " | ".join(f"{n}: P / R / width" for n in sets)
