@@ -1,0 +1,64 @@
+"""models.second_look: the sure-but-wrong rate's 95 % interval, and what `score` counts as sure and wrong."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from models.second_look import score, wilson_interval
+
+
+def test_no_error_seen_still_allows_a_rate_near_four_in_n() -> None:
+    low, high = wilson_interval(0, 1000)
+    assert low == 0.0
+    # Closed form at k = 0: z^2 / (n + z^2).
+    assert high == pytest.approx(1.96**2 / (1000 + 1.96**2), rel=1e-12)
+    # The set of the wide model's rule: 0 of 1,991 cannot rule out about 2 per 1,000.
+    assert 1.8e-3 < wilson_interval(0, 1991)[1] < 2.0e-3
+
+
+def test_the_interval_is_symmetric_and_holds_the_observed_rate() -> None:
+    for k, n in [(1, 10), (8, 7655), (3, 40), (40, 40)]:
+        low, high = wilson_interval(k, n)
+        assert low <= k / n <= high
+        mirrored = wilson_interval(n - k, n)
+        assert low == pytest.approx(1 - mirrored[1], abs=1e-12)
+        assert high == pytest.approx(1 - mirrored[0], abs=1e-12)
+    # A textbook value: 8 in 100 -> about 4.1 % to 15.0 %.
+    low, high = wilson_interval(8, 100)
+    assert math.isclose(low, 0.0411, abs_tol=5e-4) and math.isclose(high, 0.1500, abs_tol=5e-4)
+
+
+def test_more_data_narrows_the_interval() -> None:
+    small = wilson_interval(1, 1000)
+    large = wilson_interval(10, 10000)
+    assert large[1] - large[0] < small[1] - small[0]
+
+
+def test_no_sure_dice_give_the_whole_range_and_bad_counts_are_refused() -> None:
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+    with pytest.raises(ValueError):
+        wilson_interval(-1, 2)
+
+
+def test_score_counts_sure_dice_and_the_pip_count_veto() -> None:
+    probs = np.array(
+        [
+            [0.95, 0.01, 0.01, 0.01, 0.01, 0.01],  # sure 1, right
+            [0.01, 0.95, 0.01, 0.01, 0.01, 0.01],  # sure 2, wrong (truth 3)
+            [0.01, 0.01, 0.95, 0.01, 0.01, 0.01],  # 3 at 0.95 but the pip count says 4: not sure
+            [0.5, 0.5, 0.0, 0.0, 0.0, 0.0],  # unsure
+        ],
+        np.float32,
+    )
+    s = score(probs, [None, 2, 4, None], np.array([1, 3, 3, 1]), bar=0.9)
+    assert s["sure_pct"] == 50.0
+    assert s["sure_wrong"] == 1
+    assert s["accuracy_when_sure_pct"] == 50.0
+    low, high = wilson_interval(1, 2)
+    assert s["sure_wrong_per_1000_low"] == round(1000 * low, 2)
+    assert s["sure_wrong_per_1000_high"] == round(1000 * high, 2)
