@@ -88,8 +88,8 @@ def unregistered(path: Path, name: str = "pips") -> OnnxModel:
 def wilson_interval(k: int, n: int, *, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval (95 % for z = 1.96) of a rate seen as k in n; (0, 1) when n is 0.
 
-    So a table can say how little "0 sure dice wrong" proves on a small set: 0 of 1,991 still allows up to
-    0.19 %. Closed form, written out here rather than adding scipy for one formula.
+    So a table can say how little "0 sure dice wrong" proves on a small set: 0 wrong among 1,870 sure dice
+    still allows up to 0.2 %. Closed form, written out here rather than adding scipy for one formula.
     """
     if not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
@@ -160,8 +160,15 @@ def main() -> None:
     args = parser.parse_args()
     try:
         accepts = [None if v.strip() == "none" else float(v) for v in args.second_accept.split(",")]
+        weights_asked = [float(v) for v in args.second_weight.split(",")]
     except ValueError as exc:
-        parser.error(f"--second-accept wants numbers or 'none', like none,0.95: {exc}")
+        parser.error(f"--second-weight wants numbers, --second-accept numbers or 'none' (none,0.95): {exc}")
+    if any(a is not None and not 0.0 < a <= 1.0 for a in accepts):  # also refuses nan
+        parser.error("--second-accept bars must lie in (0, 1]")
+    if any(not 0.0 <= w <= 1.0 for w in weights_asked):
+        parser.error("--second-weight values must lie in [0, 1]")
+    if args.second_onnx is None and (args.second_accept != "none" or args.second_weight != "1.0"):
+        parser.error("--second-weight and --second-accept need --second-onnx (the wide model they weigh)")
 
     try:
         nell = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")
@@ -192,7 +199,7 @@ def main() -> None:
     )
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
     second = None if args.second_onnx is None else unregistered(args.second_onnx, "pips_second")
-    weights = [0.0] if second is None else [0.0] + [float(v) for v in args.second_weight.split(",")]
+    weights = [0.0] if second is None else [0.0, *weights_asked]
     print("sure = top probability >= the sure bar and no classical pip count against it")
     print(
         "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "

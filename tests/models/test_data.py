@@ -75,24 +75,3 @@ def test_a_candidate_model_file_that_is_not_there_is_a_clear_exit(tmp_path: Path
 
     with pytest.raises(SystemExit, match="no such model file"):
         unregistered(tmp_path / "missing.onnx", "pips_second")
-
-
-def test_second_look_without_the_real_photos_says_what_is_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from models import second_look
-
-    monkeypatch.setattr("sys.argv", ["second_look", "--real", str(tmp_path)])
-    with pytest.raises(SystemExit, match="real tuning photos are missing"):
-        second_look.main()
-
-
-def test_second_look_refuses_an_accept_bar_that_is_no_number(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from models import second_look
-
-    monkeypatch.setattr("sys.argv", ["second_look", "--real", str(tmp_path), "--second-accept", "high"])
-    with pytest.raises(SystemExit):
-        second_look.main()
-    assert "--second-accept wants numbers" in capsys.readouterr().err

@@ -1,8 +1,9 @@
-"""models.second_look: the sure-but-wrong rate's 95 % interval, and what `score` counts as sure and wrong."""
+"""models.second_look: the sure-but-wrong rate's 95 % interval, what `score` counts, and its usage errors."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ def test_no_error_seen_still_allows_a_rate_near_four_in_n() -> None:
     assert low == 0.0
     # Closed form at k = 0: z^2 / (n + z^2).
     assert high == pytest.approx(1.96**2 / (1000 + 1.96**2), rel=1e-12)
-    # The set of the wide model's rule: 0 of 1,991 cannot rule out about 2 per 1,000.
-    assert 1.8e-3 < wilson_interval(0, 1991)[1] < 2.0e-3
+    # The wide model's rule set: 0 wrong among its ~1,870 sure dice cannot rule out 2 per 1,000.
+    assert 2.0e-3 < wilson_interval(0, 1870)[1] < 2.1e-3
 
 
 def test_the_interval_is_symmetric_and_holds_the_observed_rate() -> None:
@@ -62,3 +63,41 @@ def test_score_counts_sure_dice_and_the_pip_count_veto() -> None:
     low, high = wilson_interval(1, 2)
     assert s["sure_wrong_per_1000_low"] == round(1000 * low, 2)
     assert s["sure_wrong_per_1000_high"] == round(1000 * high, 2)
+
+
+def test_second_look_without_the_real_photos_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from models import second_look
+
+    monkeypatch.setattr("sys.argv", ["second_look", "--real", str(tmp_path)])
+    with pytest.raises(SystemExit, match="real tuning photos are missing"):
+        second_look.main()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--second-onnx", "w.onnx", "--second-accept", "high"], "--second-accept numbers"),
+        (["--second-onnx", "w.onnx", "--second-weight", "half"], "--second-weight wants numbers"),
+        (["--second-onnx", "w.onnx", "--second-accept", "1.5"], "must lie in (0, 1]"),
+        (["--second-onnx", "w.onnx", "--second-accept", "nan"], "must lie in (0, 1]"),
+        (["--second-onnx", "w.onnx", "--second-weight", "2"], "must lie in [0, 1]"),
+        (["--second-accept", "0.95"], "need --second-onnx"),
+    ],
+)
+def test_second_look_refuses_bad_wide_model_options_before_reading_anything(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    from models import second_look
+
+    # --real points at an empty folder: a usage error must come first, before any photo is looked for.
+    monkeypatch.setattr("sys.argv", ["second_look", "--real", str(tmp_path), *args])
+    with pytest.raises(SystemExit) as exc:
+        second_look.main()
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err

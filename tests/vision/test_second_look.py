@@ -177,10 +177,39 @@ def test_a_wide_reading_under_its_accept_bar_leaves_the_turned_looks(tmp_path: P
     assert int(np.argmax(probs[0])) + 1 == 5
 
 
-def test_a_wide_reading_at_or_over_its_accept_bar_stands(tmp_path: Path) -> None:
+def test_a_wide_reading_over_its_accept_bar_stands(tmp_path: Path) -> None:
     session, wide = CornerSession(), FixedSession(WIDE)
-    probs = with_second(tmp_path, session, wide, 1.0, accept=0.95).probabilities([corner_crop()])
+    probs = with_second(tmp_path, session, wide, 1.0, accept=0.94).probabilities([corner_crop()])
     np.testing.assert_allclose(probs[0], WIDE, atol=1e-5)
+
+
+class MarkSession(FixedSession):
+    """A wide model sure (0.99) of crops marked in their bottom-right quadrant, unsure (0.9) of others."""
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        (x,) = input_feed.values()
+        self.batches.append(np.array(x))
+        rows = [one_hot(4, 0.99) if crop[:, 32:, 32:].mean() > 0.05 else one_hot(4, 0.9) for crop in x]
+        return [np.asarray(rows, np.float32)]
+
+
+def test_the_accept_bar_is_decided_die_by_die(tmp_path: Path) -> None:
+    marked = corner_crop()
+    marked[48:56, 48:56] = 255  # the small net still reads it as the corner crop (UNSURE, then TURNED)
+    session, wide = CornerSession(), MarkSession(WIDE)
+    probs = with_second(tmp_path, session, wide, 1.0, accept=0.95).probabilities([corner_crop(), marked])
+    assert [b.shape[0] for b in wide.batches] == [2]
+    np.testing.assert_allclose(probs[0], turned_looks(), atol=1e-5)  # the wide net at 0.9: dropped
+    np.testing.assert_allclose(probs[1], one_hot(4, 0.99), atol=1e-5)  # at 0.99: it stands
+
+
+def test_without_a_second_model_an_accept_bar_changes_nothing_bit_for_bit(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    crops = [rng.integers(0, 256, (64, 64, 3), dtype=np.uint8) for _ in range(5)] + [corner_crop()]
+    plain = reader(tmp_path, CornerSession()).probabilities(crops)
+    barred = reader(tmp_path, CornerSession(), second_accept=0.95).probabilities(crops)
+    assert plain.dtype == barred.dtype == np.float32
+    assert np.array_equal(plain, barred)
 
 
 def test_the_accept_bar_applies_to_the_merged_reading_at_half_weight(tmp_path: Path) -> None:

@@ -28,8 +28,11 @@ from vision.types import DieCandidate, FaceReading, ImageArray
 
 SECOND_LOOK_BELOW = 0.90
 # The wide net's share of an unsure die's log-probabilities; 1.0 = it alone. Not chosen on data yet: no wide
-# model is registered (both tries were refused, models/pips_wide/README.md).
+# model is registered (the three tries were refused, models/pips_wide/README.md).
 SECOND_MODEL_WEIGHT = 1.0
+# The accept bar for that reading (`FaceReader.second_accept`); None = always taken. A wide model registered
+# as `pips_second` is read with these two values: set them to the ones its tries were judged with.
+SECOND_MODEL_ACCEPT: float | None = None
 
 
 def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -49,7 +52,7 @@ class FaceReader:
         second_look_below: float | None = SECOND_LOOK_BELOW,
         second_model: OnnxModel | None = None,
         second_weight: float = SECOND_MODEL_WEIGHT,
-        second_accept: float | None = None,
+        second_accept: float | None = SECOND_MODEL_ACCEPT,
     ) -> None:
         if not 0.0 <= second_weight <= 1.0:
             raise ValueError(f"second_weight must be in [0, 1], got {second_weight}")
