@@ -85,6 +85,12 @@ class CameraPose:
         """Camera centre in world coordinates."""
         return np.asarray(-self.rotation.T @ np.asarray(self.tvec, dtype=np.float64))
 
+    @property
+    def tilt_deg(self) -> float:
+        """Angle between the optical axis and straight down (world -z), degrees: 0 for a top-down camera."""
+        axis = self.rotation.T @ np.array([0.0, 0.0, 1.0])  # the camera's +z (viewing direction) in world
+        return float(np.degrees(np.arccos(np.clip(-axis[2], -1.0, 1.0))))
+
     @classmethod
     def look_at(
         cls,

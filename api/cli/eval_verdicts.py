@@ -1,8 +1,9 @@
 """`throwbox eval DATASET --verdicts`: the judgement stage's figures on labelled synthetic scenes (issue 5).
 
 Called by `api/cli/eval.py`; the work is in `vision.judge.evaluate`. Prints a table, a verdict confusion
-matrix, recall per invalidity kind and the error rates on valid rolls; saves a confusion-matrix plot and a
-threshold-sweep plot, and with `--json` prints everything (the sweep too) as one JSON document.
+matrix, recall per invalidity kind, the error rates on valid rolls, the rolls read valid with a wrong die,
+and the same split by camera (top-down, oblique); saves a confusion-matrix plot and a threshold-sweep plot,
+and with `--json` prints everything (the sweep too) as one JSON document.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def run(
     from rich.progress import track
 
     from vision.judge.evaluate import (
+        OBLIQUE_TILT_DEG,
         READ_VERDICTS,
         TRUTH_VERDICTS,
         WEAK_FLOOR,
@@ -41,6 +43,7 @@ def run(
         plot_sweep,
         record_scene,
         score,
+        score_by_camera,
         sweep,
     )
     from vision.judge.state import DieStateClassifier
@@ -92,6 +95,7 @@ def run(
         "mode": "judge only (ground-truth boxes and faces)" if oracle_boxes else "whole reader",
         "models": models,
         **score(records, config),
+        "by_camera": score_by_camera(records, config),
         "model_seconds": round(time.perf_counter() - start, 1),
     }
     curves = sweep(records, config)
@@ -134,7 +138,24 @@ def run(
         f"  | valid rolls with no_decision | {summary['valid_no_decision_pct']}% "
         f"| {summary['valid_rolls']} rolls |"
     )
+    typer.echo(
+        f"  | rolls read valid with a wrong or unmatched die (a wrong settlement) | "
+        f"{summary['rolls_read_valid_with_a_wrong_die']} | {summary['rolls_read_valid']} rolls read valid |"
+    )
     typer.echo(f"  reasons on valid rolls not read valid: {summary['reasons_on_valid_rolls']}")
+    typer.echo(f"  by camera (top_down: as a table mounts it; oblique: tilted over {OBLIQUE_TILT_DEG:g} deg)")
+    typer.echo(
+        "  | camera | scenes | valid rolls no_decision | valid rolls sent back | invalid/void read valid "
+        "| rolls read valid with a wrong die |"
+    )
+    for kind, k in summary["by_camera"].items():
+        conf = k["confusion_truth_rows_read_cols"]
+        bad_valid = conf["invalid"]["valid"] + conf["void"]["valid"]
+        typer.echo(
+            f"  | {kind} | {k['scenes']} | {k['valid_no_decision_pct']}% | "
+            f"{k['valid_called_invalid_or_void_pct']}% | {bad_valid} | "
+            f"{k['rolls_read_valid_with_a_wrong_die']} of {k['rolls_read_valid']} |"
+        )
     typer.echo(f"  plots: {plot}, {sweep_plot}")
     if misses_dir is not None:
         m = summary["misses"]

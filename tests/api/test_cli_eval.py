@@ -54,3 +54,35 @@ def test_a_manifest_given_is_the_one_read_and_a_wrong_checksum_is_refused(tmp_pa
     )
     assert result.exit_code == 2
     assert "cannot load the models" in result.output and "SHA-256" in result.output
+
+
+def _judge_set(tmp_path: Path) -> Path:
+    """The six committed judge frames laid out as a `throwbox synth` folder (images/, labels/)."""
+    src = FIXTURES / "judge"
+    root = tmp_path / "judge-set"
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    for label in sorted(src.glob("*.json")):
+        doc = json.loads(label.read_text(encoding="utf-8"))
+        (root / "images" / doc["image"]).write_bytes((src / doc["image"]).read_bytes())
+        doc["image"] = f"images/{doc['image']}"
+        (root / "labels" / label.name).write_text(json.dumps(doc), encoding="utf-8")
+    return root
+
+
+def test_verdicts_report_wrong_settlements_and_split_by_camera(tmp_path: Path) -> None:
+    root = _judge_set(tmp_path)
+    plot = str(tmp_path / "v.png")
+    result = runner.invoke(app, ["eval", str(root), "--verdicts", "--oracle-boxes", "--json", "--plot", plot])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["scenes"] == 6
+    by_camera = summary["by_camera"]
+    assert set(by_camera) <= {"top_down", "oblique"}
+    assert sum(k["scenes"] for k in by_camera.values()) == 6
+    # Oracle boxes and true faces: every roll read valid is read right.
+    assert summary["rolls_read_valid"] >= 1
+    assert summary["rolls_read_valid_with_a_wrong_die"] == 0
+    table = runner.invoke(app, ["eval", str(root), "--verdicts", "--oracle-boxes", "--plot", plot])
+    assert table.exit_code == 0, table.output
+    assert "by camera" in table.output and "rolls read valid with a wrong or unmatched die" in table.output

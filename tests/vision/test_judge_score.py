@@ -1,12 +1,18 @@
-"""`vision.judge.evaluate.score`: what `throwbox eval --verdicts` counts as a cocked die read by rule."""
+"""`vision.judge.evaluate.score`: what `throwbox eval --verdicts` counts (cocked dice read by rule, wrong
+dice in rolls read valid, the split by camera)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
+from calibration.camera import Camera, CameraPose
 from tests.vision.fakes import one_hot
 from tests.vision.test_judge_rules import FLAT, _box_at, _overhead_geometry, _state
-from vision.judge.evaluate import SceneRecord, TrueDie, score
+from vision.judge.evaluate import SceneRecord, TrueDie, camera_kind, score, score_by_camera
+from vision.judge.geometry import TableGeometry
 from vision.judge.state import COCKED
 from vision.judge.state import FLAT as FLAT_STATE
 from vision.types import DieCandidate, FaceReading
@@ -46,3 +52,50 @@ def test_a_cocked_die_counts_as_read_by_rule_only_when_the_judge_read_it(
     assert s["support"]["cocked_dice"] == 1
     assert s["recall_pct"]["cocked_read_by_rule"] == read_by_rule
     assert s["valid_no_decision_pct"] == (0.0 if read_by_rule else 100.0)
+
+
+def _flat_pair(second_face_read: int, second_face_true: int | None) -> SceneRecord:
+    """Two flat dice read 2 and `second_face_read` at 0.99; the second one truly `second_face_true`."""
+    rec = _record(0.99)
+    reads = (rec.readings[0], FaceReading(face_probs=tuple(one_hot(second_face_read, 0.99)), pip_count=None))
+    truth = (rec.true_dice[0], TrueDie(rec.true_dice[1].box_xyxy, second_face_true, FLAT_STATE))
+    return replace(rec, readings=reads, states=(FLAT, FLAT), true_dice=truth, truth_reasons=())
+
+
+def test_a_roll_read_valid_with_a_wrong_face_is_counted() -> None:
+    right, wrong = _flat_pair(5, 5), _flat_pair(6, 5)
+    s = score([right, wrong], ValidityConfig())
+    assert s["rolls_read_valid"] == 2
+    assert s["rolls_read_valid_with_a_wrong_die"] == 1
+    assert s["wrong_dice_in_rolls_read_valid"] == 1
+
+
+def test_a_die_with_no_face_or_no_die_read_into_a_valid_roll_is_wrong() -> None:
+    no_face = _flat_pair(5, None)  # a wedged die has no face by the rules
+    far = _flat_pair(5, 5)
+    far = replace(far, true_dice=(far.true_dice[0], TrueDie((0.0, 0.0, 5.0, 5.0), 5, FLAT_STATE)))
+    s = score([no_face, far], ValidityConfig())
+    assert s["rolls_read_valid"] == 2
+    assert s["wrong_dice_in_rolls_read_valid"] == 2
+
+
+def _tilted(rec: SceneRecord, tilt_deg: float) -> SceneRecord:
+    cam = rec.geometry.camera
+    dy = 900.0 * np.tan(np.radians(tilt_deg))
+    pose = CameraPose.look_at(
+        eye_mm=(300.0, 225.0 - dy, 900.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0)
+    )
+    geo = TableGeometry(camera=Camera(cam.intrinsics, pose), layout=rec.geometry.layout)
+    return replace(rec, geometry=geo)
+
+
+def test_scores_split_by_camera_tilt() -> None:
+    top = _flat_pair(6, 5)  # a wrong face, seen from straight above
+    oblique = _tilted(_flat_pair(5, 5), 30.0)
+    assert camera_kind(top) == "top_down" and camera_kind(oblique) == "oblique"
+    assert _tilted(top, 5.0).geometry.camera.pose.tilt_deg == pytest.approx(5.0, abs=1e-6)
+    split = score_by_camera([top, oblique], ValidityConfig())
+    assert split["top_down"]["scenes"] == 1 and split["oblique"]["scenes"] == 1
+    assert split["top_down"]["wrong_dice_in_rolls_read_valid"] == 1
+    assert split["oblique"]["wrong_dice_in_rolls_read_valid"] == 0
+    assert list(score_by_camera([top], ValidityConfig())) == ["top_down"]  # no empty group

@@ -38,6 +38,10 @@ READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")
 MIN_VISIBLE = 0.25  # oracle boxes: dice hidden more than this are left out, as a detector would miss them
 MATCH_IOU = 0.3  # a read die and a true die are the same die (boxes of tilted dice differ more than flat)
 WEAK_FLOOR = 0.1  # the lowest detector peak kept for the judge's sweep of `weak_peak_score`
+# Cameras tilted more than this from straight down are "oblique" in `score_by_camera`. The generator's
+# top-down cameras lean a few degrees at most, its oblique ones 15-40 (datasets/synth/randomise.py); a table
+# would mount its camera straight above the throw box.
+OBLIQUE_TILT_DEG = 10.0
 DetectWithWeak = Callable[[np.ndarray[Any, Any]], tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]]
 
 
@@ -148,6 +152,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     on_die_invalid = 0
     cocked_total = cocked_found = cocked_value_right = 0
     valid_total = valid_rethrow = valid_nd = 0
+    read_valid = read_valid_wrong = wrong_dice = 0
     reasons_on_valid: Counter[str] = Counter()
     for rec in records:
         j = judge(
@@ -172,6 +177,13 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         if rec.truth_verdict == "void":
             kinds["void"][1] += 1
             kinds["void"][0] += int(j.verdict is Verdict.VOID)
+        if j.verdict is Verdict.VALID:
+            # A roll read valid settles bets: each of its dice must be a true die with that face (a die
+            # with no face by the rules, a detection on no die or a wrong face is a wrong settlement).
+            wrong = sum(not _read_right(d.candidate.box_xyxy, d.face, rec.true_dice) for d in j.dice)
+            read_valid += 1
+            read_valid_wrong += int(wrong > 0)
+            wrong_dice += wrong
         if rec.truth_verdict == "valid":
             valid_total += 1
             valid_rethrow += int(j.verdict in (Verdict.INVALID, Verdict.VOID))
@@ -212,7 +224,31 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "valid_called_invalid_or_void_pct": _pct(valid_rethrow, valid_total),
         "valid_no_decision_pct": _pct(valid_nd, valid_total),
         "reasons_on_valid_rolls": dict(reasons_on_valid.most_common()),
+        "rolls_read_valid": read_valid,
+        "rolls_read_valid_with_a_wrong_die": read_valid_wrong,
+        "wrong_dice_in_rolls_read_valid": wrong_dice,
     }
+
+
+def _read_right(box_xyxy: Sequence[float], face: int | None, true_dice: Sequence[TrueDie]) -> bool:
+    """Is a read die a true die (IoU >= MATCH_IOU with the best-matching one) with the same face?"""
+    best = max(true_dice, key=lambda t: box_iou(t.box_xyxy, box_xyxy), default=None)
+    return best is not None and box_iou(best.box_xyxy, box_xyxy) >= MATCH_IOU and best.face == face
+
+
+def camera_kind(rec: SceneRecord) -> str:
+    """ "top_down" or "oblique" (`OBLIQUE_TILT_DEG`), from the scene's true camera."""
+    return "oblique" if rec.geometry.camera.pose.tilt_deg > OBLIQUE_TILT_DEG else "top_down"
+
+
+def score_by_camera(records: Sequence[SceneRecord], config: ValidityConfig) -> dict[str, dict[str, Any]]:
+    """`score` for the scenes of each camera kind (top-down, as a table mounts it, and oblique)."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind in ("top_down", "oblique"):
+        subset = [r for r in records if camera_kind(r) == kind]
+        if subset:
+            out[kind] = score(subset, config)
+    return out
 
 
 SWEEPS: dict[str, tuple[float, ...]] = {
