@@ -142,6 +142,8 @@ def run(
         f"  | rolls read valid with a wrong or unmatched die (a wrong settlement) | "
         f"{summary['rolls_read_valid_with_a_wrong_die']} | {summary['rolls_read_valid']} rolls read valid |"
     )
+    if wrong_scenes := summary["scenes_read_valid_with_a_wrong_die"]:
+        typer.echo(f"  read valid with a wrong die: {', '.join(wrong_scenes)}")
     typer.echo(f"  reasons on valid rolls not read valid: {summary['reasons_on_valid_rolls']}")
     typer.echo(f"  by camera (top_down: as a table mounts it; oblique: tilted over {OBLIQUE_TILT_DEG:g} deg)")
     typer.echo(

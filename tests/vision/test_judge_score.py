@@ -63,11 +63,12 @@ def _flat_pair(second_face_read: int, second_face_true: int | None) -> SceneReco
 
 
 def test_a_roll_read_valid_with_a_wrong_face_is_counted() -> None:
-    right, wrong = _flat_pair(5, 5), _flat_pair(6, 5)
+    right, wrong = _flat_pair(5, 5), replace(_flat_pair(6, 5), scene_id="wrong")
     s = score([right, wrong], ValidityConfig())
     assert s["rolls_read_valid"] == 2
     assert s["rolls_read_valid_with_a_wrong_die"] == 1
     assert s["wrong_dice_in_rolls_read_valid"] == 1
+    assert s["scenes_read_valid_with_a_wrong_die"] == [wrong.scene_id]
 
 
 def test_a_die_with_no_face_or_no_die_read_into_a_valid_roll_is_wrong() -> None:

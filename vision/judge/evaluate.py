@@ -153,6 +153,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     cocked_total = cocked_found = cocked_value_right = 0
     valid_total = valid_rethrow = valid_nd = 0
     read_valid = read_valid_wrong = wrong_dice = 0
+    wrong_scenes: list[str] = []
     reasons_on_valid: Counter[str] = Counter()
     for rec in records:
         j = judge(
@@ -184,6 +185,8 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             read_valid += 1
             read_valid_wrong += int(wrong > 0)
             wrong_dice += wrong
+            if wrong:
+                wrong_scenes.append(rec.scene_id)
         if rec.truth_verdict == "valid":
             valid_total += 1
             valid_rethrow += int(j.verdict in (Verdict.INVALID, Verdict.VOID))
@@ -227,6 +230,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "rolls_read_valid": read_valid,
         "rolls_read_valid_with_a_wrong_die": read_valid_wrong,
         "wrong_dice_in_rolls_read_valid": wrong_dice,
+        "scenes_read_valid_with_a_wrong_die": wrong_scenes,
     }
 
 
