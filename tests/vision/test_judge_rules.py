@@ -6,6 +6,8 @@ reason code and dice concerned. Clause ids follow 58 Pa. Code 675a.4 (same text 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,54 @@ def test_675a_4_c_a_cocked_die_is_read_by_rule_only_with_a_sure_face(
     assert CFG.judge.min_cocked_face_confidence > CFG.min_confidence
     assert out.verdict is verdict and [f.reason for f in out.findings] == [reason]
     assert out.findings[0].die_ids == (2,) and out.dice[1].cocked
+
+
+def _camera_at_tilt(tilt_deg: float) -> TableGeometry:
+    """The overhead test camera swung `tilt_deg` towards the dealer's side, still aimed at the box."""
+    geo = _overhead_geometry()
+    dy = 900.0 * float(np.tan(np.radians(tilt_deg)))
+    eye = (300.0, 225.0 - dy, 900.0)
+    pose = CameraPose.look_at(eye_mm=eye, target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0))
+    return TableGeometry(camera=Camera(geo.camera.intrinsics, pose), layout=geo.layout)
+
+
+@pytest.mark.parametrize(
+    ("camera_tilt", "verdict", "reason"),
+    [
+        (0.0, Verdict.VALID, "cocked_read_by_rule"),  # straight above: the uppermost face is the one seen
+        (8.0, Verdict.VALID, "cocked_read_by_rule"),
+        (30.0, Verdict.NO_DECISION, "cocked_unclear"),  # oblique: the face read is the one toward the camera
+    ],
+)
+def test_675a_4_c_a_cocked_die_under_an_oblique_camera_is_left_to_a_person(
+    camera_tilt: float, verdict: Verdict, reason: str
+) -> None:
+    geo = _camera_at_tilt(camera_tilt)
+    assert geo.camera.pose.tilt_deg == pytest.approx(camera_tilt, abs=1e-6)
+    boxes = [_box_at(geo, 250.0, 200.0), _box_at(geo, 350.0, 200.0)]
+    cands = tuple(
+        DieCandidate(box_xyxy=b, top_quad=((b[0], b[1]), (b[2], b[1]), (b[2], b[3]), (b[0], b[3])), score=0.9)
+        for b in boxes
+    )
+    reads = (
+        FaceReading(face_probs=tuple(one_hot(2)), pip_count=2),
+        FaceReading(face_probs=tuple(one_hot(5, 0.99)), pip_count=None),
+    )
+    states = [FLAT, _state("cocked", tilt=35.0)]
+    out = judge(cands, reads, expected_dice=2, config=CFG, states=states, geometry=geo)
+    assert out.verdict is verdict, out.findings
+    assert [f.reason for f in out.findings] == [reason]
+    assert out.findings[0].die_ids == (2,) and out.dice[1].cocked
+    if verdict is Verdict.NO_DECISION:
+        assert "toward the camera" in out.findings[0].detail
+    # Without a calibration the camera's tilt is unknown and the die is read by rule as before.
+    plain = judge(cands, reads, expected_dice=2, config=CFG, states=states)
+    assert plain.verdict is Verdict.VALID
+    # 90 degrees turns the check off.
+    off = replace(CFG, judge=replace(CFG.judge, max_cocked_camera_tilt_deg=90.0))
+    assert (
+        judge(cands, reads, expected_dice=2, config=off, states=states, geometry=geo).verdict is Verdict.VALID
+    )
 
 
 def test_675a_4_c_more_than_one_side_resting_is_void_and_has_no_reading() -> None:
@@ -309,6 +359,8 @@ def test_geometry_names_the_layout_box() -> None:
         ({"stack_partner_overlap": 1.5}, "stack_partner_overlap"),
         ({"max_die_size_ratio": 1.0}, "max_die_size_ratio"),
         ({"weak_peak_score": 2.0}, "weak_peak_score"),
+        ({"max_cocked_camera_tilt_deg": 91.0}, "max_cocked_camera_tilt_deg"),
+        ({"max_cocked_camera_tilt_deg": -1.0}, "max_cocked_camera_tilt_deg"),
     ],
 )
 def test_config_refuses_nonsense(kwargs: dict[str, float], message: str) -> None:

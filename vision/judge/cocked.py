@@ -5,8 +5,9 @@ has the face opposite the resting side uppermost: the top face the classifier re
 rule, so the die keeps its read face and is marked cocked with its tilt. With more than one side resting
 (wedged between stacks), the roll is void (rethrow). When the classifier cannot tell one side from two
 (`cocked_wedged_margin`) or the tilt is so near 45 degrees that two faces look up equally
-(`max_readable_tilt_deg`), or its face is read less surely than `min_cocked_face_confidence`, the roll is
-`no_decision` for a person, never a guess.
+(`max_readable_tilt_deg`), or its face is read less surely than `min_cocked_face_confidence`, or a table
+calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it reads is the
+one toward the camera), the roll is `no_decision` for a person, never a guess.
 """
 
 from __future__ import annotations
@@ -31,9 +32,17 @@ class CockedCall:
 
 
 def cocked_dice(
-    dice: Sequence[DieReading], states: Sequence[DieState], *, config: JudgeConfig
+    dice: Sequence[DieReading],
+    states: Sequence[DieState],
+    *,
+    config: JudgeConfig,
+    camera_tilt_deg: float | None = None,
 ) -> tuple[list[Finding], list[CockedCall]]:
-    """Findings about cocked and wedged dice, and a call per such die."""
+    """Findings about cocked and wedged dice, and a call per such die.
+
+    `camera_tilt_deg`: the calibrated camera's angle from straight down (None without a calibration).
+    """
+    oblique = camera_tilt_deg is not None and camera_tilt_deg > config.max_cocked_camera_tilt_deg
     findings: list[Finding] = []
     calls: list[CockedCall] = []
     for i, st in enumerate(states):
@@ -73,6 +82,18 @@ def cocked_dice(
                     die_ids=(i + 1,),
                     detail=f"die {i + 1} is tilted {st.tilt_deg:.0f} deg: too close to 45 to say which face "
                     "is uppermost",
+                )
+            )
+            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
+        elif oblique:
+            findings.append(
+                Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason="cocked_unclear",
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side, seen by a camera "
+                    f"{camera_tilt_deg:.0f} deg from straight down: the face toward the camera need not be "
+                    "the uppermost one the rule reads, a person reads it",
                 )
             )
             calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))

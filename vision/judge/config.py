@@ -46,6 +46,12 @@ class JudgeConfig:
     # lowest bar with no wrong value. It costs: valid rolls `no_decision` 31.99 -> 37.74 % on tune-s900,
     # cocked dice read by rule 55 -> 19 % (a person reads the rest).
     min_cocked_face_confidence: float = 0.97
+    # With a table calibration whose camera is tilted more than this from straight down, a die cocked on one
+    # side is not read by rule (`cocked_unclear`): the rule reads the uppermost face, and an oblique camera
+    # shows the face toward it squarely and the uppermost one as a strip (a die leaning 40 degrees on chips
+    # seen from 30 degrees). 10 is the generator's line between its top-down cameras (a few degrees) and its
+    # oblique ones (15-40), not a tuned value; 90 turns it off. A table mounts its camera straight above.
+    max_cocked_camera_tilt_deg: float = 10.0
     # Two dice whose boxes overlap by at least this fraction of the smaller box: one lies on the other
     # (flat dice touching side by side overlap far less, even rotated 45 degrees: at most ~0.17).
     overlap_stacked: float = 0.45
@@ -107,6 +113,11 @@ class JudgeConfig:
         if not 0.0 < self.max_readable_tilt_deg <= 90.0:
             raise ValueError(
                 f"JudgeConfig.max_readable_tilt_deg must be in (0, 90], got {self.max_readable_tilt_deg}"
+            )
+        if not 0.0 <= self.max_cocked_camera_tilt_deg <= 90.0:
+            raise ValueError(
+                "JudgeConfig.max_cocked_camera_tilt_deg must be in [0, 90], "
+                f"got {self.max_cocked_camera_tilt_deg}"
             )
         if self.stacked_max_centre_mm < 0.0:
             raise ValueError(

@@ -110,7 +110,8 @@ def judge_roll(
     )
     calls: list[CockedCall] = []
     if states is not None:
-        cocked_findings, calls = cocked_dice(dice, states, config=config)
+        tilt = geometry.camera.pose.tilt_deg if geometry is not None else None
+        cocked_findings, calls = cocked_dice(dice, states, config=config, camera_tilt_deg=tilt)
         findings += cocked_findings
     findings = object_unclear(findings, dice, config=config)
     by_die = {c.index: c for c in calls}
