@@ -40,7 +40,9 @@ MATCH_IOU = 0.3  # a read die and a true die are the same die (boxes of tilted d
 WEAK_FLOOR = 0.1  # the lowest detector peak kept for the judge's sweep of `weak_peak_score`
 # Cameras tilted more than this from straight down are "oblique" in `score_by_camera`. The generator's
 # top-down cameras lean a few degrees at most, its oblique ones 15-40 (datasets/synth/randomise.py); a table
-# would mount its camera straight above the throw box.
+# would mount its camera straight above the throw box. Kept equal, on purpose, to the judge's default
+# `JudgeConfig.max_cocked_camera_tilt_deg` (the same line, drawn for the rule), but not tied to a config
+# being tried: the split stays comparable across runs.
 OBLIQUE_TILT_DEG = 10.0
 DetectWithWeak = Callable[[np.ndarray[Any, Any]], tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]]
 
@@ -235,9 +237,18 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
 
 
 def _read_right(box_xyxy: Sequence[float], face: int | None, true_dice: Sequence[TrueDie]) -> bool:
-    """Is a read die a true die (IoU >= MATCH_IOU with the best-matching one) with the same face?"""
+    """Is a read die a true die (IoU >= MATCH_IOU with the best-matching one) with the same face?
+
+    A die with no face by the rules is never read right. True dice under `MIN_VISIBLE` are not in
+    `true_dice`, so a die read on one of those counts as unmatched (a slight overcount).
+    """
     best = max(true_dice, key=lambda t: box_iou(t.box_xyxy, box_xyxy), default=None)
-    return best is not None and box_iou(best.box_xyxy, box_xyxy) >= MATCH_IOU and best.face == face
+    return (
+        best is not None
+        and box_iou(best.box_xyxy, box_xyxy) >= MATCH_IOU
+        and best.face is not None
+        and best.face == face
+    )
 
 
 def camera_kind(rec: SceneRecord) -> str:
