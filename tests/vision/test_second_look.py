@@ -19,12 +19,8 @@ TURNED = one_hot(5, 0.9)  # and otherwise
 SURE = one_hot(3, 0.99)
 
 
-class CornerSession:
-    """A face model whose answer depends on where a crop is bright: so a turn changes what it says.
-
-    Crops that are bright all over are read `SURE`; crops bright in the top-left quadrant only are read
-    `UNSURE`; any other crop `TURNED`. Every batch it is given is kept.
-    """
+class RecordingSession:
+    """A fake face model: reads each crop with `read_crop` and keeps every batch it is given."""
 
     def __init__(self) -> None:
         self.batches: list[np.ndarray] = []
@@ -35,15 +31,25 @@ class CornerSession:
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
         (x,) = input_feed.values()
         self.batches.append(np.array(x))
-        rows = []
-        for crop in x:
-            if crop.mean() > 0.9:
-                rows.append(SURE)
-            elif crop[:, :32, :32].mean() > 0.9:
-                rows.append(UNSURE)
-            else:
-                rows.append(TURNED)
-        return [np.asarray(rows, np.float32)]
+        return [np.asarray([self.read_crop(crop) for crop in x], np.float32)]
+
+    def read_crop(self, crop: np.ndarray) -> list[float]:
+        raise NotImplementedError
+
+
+class CornerSession(RecordingSession):
+    """A face model whose answer depends on where a crop is bright: so a turn changes what it says.
+
+    Crops that are bright all over are read `SURE`; crops bright in the top-left quadrant only are read
+    `UNSURE`; any other crop `TURNED`.
+    """
+
+    def read_crop(self, crop: np.ndarray) -> list[float]:
+        if crop.mean() > 0.9:
+            return SURE
+        if crop[:, :32, :32].mean() > 0.9:
+            return UNSURE
+        return TURNED
 
 
 def corner_crop() -> ImageArray:
@@ -99,20 +105,15 @@ def test_the_default_bar_is_not_below_the_readers_certainty_bar() -> None:
     assert ValidityConfig().min_confidence <= SECOND_LOOK_BELOW
 
 
-class FixedSession:
-    """A second (wide) face model that reads every crop as `row`, keeping each batch it is given."""
+class FixedSession(RecordingSession):
+    """A second (wide) face model that reads every crop as `row`."""
 
     def __init__(self, row: list[float]) -> None:
+        super().__init__()
         self.row = row
-        self.batches: list[np.ndarray] = []
 
-    def get_inputs(self) -> list[Any]:
-        return [FakeInput("crops")]
-
-    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
-        (x,) = input_feed.values()
-        self.batches.append(np.array(x))
-        return [np.asarray([self.row] * x.shape[0], np.float32)]
+    def read_crop(self, crop: np.ndarray) -> list[float]:
+        return self.row
 
 
 WIDE = one_hot(4, 0.95)
@@ -186,11 +187,8 @@ def test_a_wide_reading_over_its_accept_bar_stands(tmp_path: Path) -> None:
 class MarkSession(FixedSession):
     """A wide model sure (0.99) of crops marked in their bottom-right quadrant, unsure (0.9) of others."""
 
-    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
-        (x,) = input_feed.values()
-        self.batches.append(np.array(x))
-        rows = [one_hot(4, 0.99) if crop[:, 32:, 32:].mean() > 0.05 else one_hot(4, 0.9) for crop in x]
-        return [np.asarray(rows, np.float32)]
+    def read_crop(self, crop: np.ndarray) -> list[float]:
+        return one_hot(4, 0.99) if crop[:, 32:, 32:].mean() > 0.05 else one_hot(4, 0.9)
 
 
 def test_the_accept_bar_is_decided_die_by_die(tmp_path: Path) -> None:
