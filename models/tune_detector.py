@@ -19,10 +19,10 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth
+from models.data import SHARED_REAL, DatasetError, LabelledImage, load_nellbyler, load_synth
 from models.evaluate import match
 from vision.detect.centernet import DetectorConfig, Letterbox, decode, preprocess
-from vision.onnx_session import MANIFEST_PATH, load_model
+from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
 
 Head = tuple[NDArray[np.float32], Letterbox, tuple[int, int], NDArray[np.float32]]
 
@@ -77,12 +77,17 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    sets = {"nellbyler train (every 2nd)": load_nellbyler(args.real, "train")[::2]}
-    if args.synth is not None:
-        sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
-            args.synth_from : args.synth_from + args.synth_count
-        ]
-    heads = {name: run_heads(items, manifest_path=args.manifest) for name, items in sets.items()}
+    try:
+        sets = {"nellbyler train (every 2nd)": load_nellbyler(args.real, "train")[::2]}
+        if args.synth is not None:
+            sets[f"synth {args.synth.name} {args.synth_from}+"] = load_synth(args.synth)[
+                args.synth_from : args.synth_from + args.synth_count
+            ]
+        heads = {name: run_heads(items, manifest_path=args.manifest) for name, items in sets.items()}
+    except (DatasetError, ModelError) as exc:
+        # A tuning set that is not there (a clone has no ../shared) or a manifest or model file that is
+        # missing or changed: say which, not a traceback.
+        raise SystemExit(f"models.tune_detector: {exc}") from exc
     print(
         "| threshold | size_scale | min_size_of_median | "
         + " | ".join(f"{n}: P / R / width" for n in sets)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from models.tune_detector import score
 from vision.detect.centernet import STRIDE, DetectorConfig, Letterbox
@@ -26,3 +29,18 @@ def test_score_counts_hits_false_alarms_and_box_width() -> None:
     loose = score([(head, lb, (64, 64), truth)], DetectorConfig(score_threshold=0.3, size_scale=1.1))
     assert loose["precision_pct"] == 50.0 and loose["recall_pct"] == 100.0
     assert loose["median_width_ratio"] == 1.1
+
+
+@pytest.mark.parametrize("which", ["real", "manifest"])
+def test_a_missing_tuning_set_or_manifest_is_a_clear_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    from models import tune_detector
+
+    args = ["tune_detector", "--real", str(tmp_path)]
+    if which == "manifest":
+        args = ["tune_detector", "--manifest", str(tmp_path / "missing.json")]
+    monkeypatch.setattr("sys.argv", args)
+    expected = r"models\.tune_detector: .*(split file not found|manifest not found)"
+    with pytest.raises(SystemExit, match=expected):
+        tune_detector.main()
