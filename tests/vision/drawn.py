@@ -27,6 +27,7 @@ def draw_die(
     angle_deg: float = 0.0,
     body_bgr: tuple[int, int, int] = (235, 235, 235),
     pip_bgr: tuple[int, int, int] = (20, 20, 20),
+    pip_radius_frac: float = 0.09,
 ) -> tuple[float, float, float, float]:
     """Draw a die seen from above onto `canvas` in place; return its axis-aligned box (xyxy)."""
     cx, cy = centre_xy
@@ -36,7 +37,7 @@ def draw_die(
     corners = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
     pts = corners @ np.array([[c, s], [-s, c]]) + [cx, cy]
     cv2.fillConvexPoly(canvas, pts.round().astype(np.int32), body_bgr, lineType=cv2.LINE_AA)
-    radius = max(1, round(edge_px * 0.09))
+    radius = max(1, round(edge_px * pip_radius_frac))
     for px, py in PIP_LAYOUT[face]:
         off = np.array([px, py]) * half * 0.95
         x, y = off @ np.array([[c, s], [-s, c]]) + [cx, cy]
