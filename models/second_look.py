@@ -44,7 +44,7 @@ from models.train_pips import (  # matteop65 boxes hold the top face only: widen
     TOP_TO_DIE,
 )
 from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
-from vision.pips.classical import count_pips
+from vision.pips.classical import PipCountConfig, count_pips
 from vision.pips.classifier import FaceReader
 from vision.pips.crops import CROP_PX, crop_die
 from vision.types import ImageArray
@@ -106,10 +106,15 @@ def score(
     probs: NDArray[np.float32], pip_counts: list[int | None], truth: NDArray[np.int64], *, bar: float
 ) -> dict[str, float]:
     """Classifier accuracy, share of sure dice, accuracy when sure (%), sure-but-wrong dice and the
-    95 % interval of their rate among the sure dice (per 1,000)."""
+    95 % interval of their rate among the sure dice (per 1,000); and the pip count's vetoes: dice the
+    classifier is sure of (top probability >= bar) whose count differs, split into `vetoes_learned_right`
+    (the classifier was right: a good die left to a person) and `vetoes_learned_wrong` (it was wrong: an
+    error the veto stopped, whether or not the count itself was right)."""
     pred = probs.argmax(axis=1) + 1
     counts = np.array([-1 if c is None else c for c in pip_counts])
-    sure = (probs.max(axis=1) >= bar) & ((counts < 0) | (counts == pred))
+    confident = probs.max(axis=1) >= bar
+    sure = confident & ((counts < 0) | (counts == pred))
+    vetoed = confident & (counts >= 0) & (counts != pred)
     right = pred == truth
     wrong = int((sure & ~right).sum())
     low, high = wilson_interval(wrong, int(sure.sum()))
@@ -120,6 +125,8 @@ def score(
         "sure_wrong": wrong,
         "sure_wrong_per_1000_low": round(1000.0 * low, 2),
         "sure_wrong_per_1000_high": round(1000.0 * high, 2),
+        "vetoes_learned_right": int((vetoed & right).sum()),
+        "vetoes_learned_wrong": int((vetoed & ~right).sum()),
     }
 
 
@@ -153,6 +160,12 @@ def main() -> None:
         help="bars to try under which the wide reading is dropped for the turned looks ('none' = never)",
     )
     parser.add_argument(
+        "--min-pip-contrast",
+        type=float,
+        default=PipCountConfig().min_pip_contrast,
+        help="the pip count's faint-pip bar (PipCountConfig.min_pip_contrast, default 0: none; 48 was tried)",
+    )
+    parser.add_argument(
         "--held-back",
         action="store_true",
         help="only the real train photos that `train_pips --hold-back` kept out of training",
@@ -167,6 +180,8 @@ def main() -> None:
         parser.error("--second-accept bars must lie in (0, 1]")
     if any(not 0.0 <= w <= 1.0 for w in weights_asked):
         parser.error("--second-weight values must lie in [0, 1]")
+    if not args.min_pip_contrast >= 0.0:  # also refuses nan
+        parser.error("--min-pip-contrast must be 0 or more")
     if args.second_onnx is None and (args.second_accept != "none" or args.second_weight != "1.0"):
         parser.error("--second-weight and --second-accept need --second-onnx (the wide model they weigh)")
 
@@ -200,15 +215,21 @@ def main() -> None:
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
     second = None if args.second_onnx is None else unregistered(args.second_onnx, "pips_second")
     weights = [0.0] if second is None else [0.0, *weights_asked]
+    pip_config = PipCountConfig(min_pip_contrast=args.min_pip_contrast)
     print("sure = top probability >= the sure bar and no classical pip count against it")
     print(
-        "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "
-        "| sure % | accuracy when sure % | sure but wrong | per 1,000 sure, 95 % interval |"
+        "vetoes = pip count against a face read at the sure bar: the face right (a good die left to a person)"
+        " / the face wrong (an error stopped, the count right or not)"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "
+        "| sure % | accuracy when sure % | sure but wrong | per 1,000 sure, 95 % interval "
+        "| vetoes: face right / face wrong |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, items in sets.items():
         crops, truth = die_crops(items)
-        pip_counts = [count_pips(c) for c in crops]
+        pip_counts = [count_pips(c, config=pip_config) for c in crops]
         for below in bars:
             for weight in weights if below is not None else [0.0]:
                 for accept in accepts if weight else [None]:
@@ -228,7 +249,8 @@ def main() -> None:
                             f"| {name} | {len(truth)} | {label} | {weight:g} | {at} | {bar:g} | "
                             f"{s['accuracy_pct']} | {s['sure_pct']} | {s['accuracy_when_sure_pct']} | "
                             f"{s['sure_wrong']} | {s['sure_wrong_per_1000_low']:g}-"
-                            f"{s['sure_wrong_per_1000_high']:g} |"
+                            f"{s['sure_wrong_per_1000_high']:g} | {s['vetoes_learned_right']} / "
+                            f"{s['vetoes_learned_wrong']} |"
                         )
 
 

@@ -63,6 +63,22 @@ def test_score_counts_sure_dice_and_the_pip_count_veto() -> None:
     low, high = wilson_interval(1, 2)
     assert s["sure_wrong_per_1000_low"] == round(1000 * low, 2)
     assert s["sure_wrong_per_1000_high"] == round(1000 * high, 2)
+    assert s["vetoes_learned_right"] == 1  # die 3: read 3, truly 3, the count's 4 left it to a person
+    assert s["vetoes_learned_wrong"] == 0
+
+
+def test_score_splits_the_vetoes_into_good_dice_lost_and_errors_stopped() -> None:
+    sure = [[0.95 if k == face - 1 else 0.01 for k in range(6)] for face in (2, 5, 5, 6)]
+    unsure = [[0.6, 0.4, 0.0, 0.0, 0.0, 0.0]]
+    probs = np.array(sure + unsure, np.float32)
+    counts: list[int | None] = [3, 4, 3, 6, 2]
+    truth = np.array([2, 4, 4, 6, 2])
+    # die 1: read 2 (right), count 3: a good die lost; die 2: read 5 (wrong), count 4 (right): stopped;
+    # die 3: read 5 (wrong), count 3 (wrong too): stopped all the same; die 4: the count agrees: no veto;
+    # die 5: under the bar: not a veto whatever the count says
+    s = score(probs, counts, truth, bar=0.9)
+    assert (s["vetoes_learned_right"], s["vetoes_learned_wrong"]) == (1, 2)
+    assert s["sure_pct"] == 20.0  # only die 4
 
 
 def test_second_look_without_the_real_photos_says_what_is_missing(
@@ -84,6 +100,8 @@ def test_second_look_without_the_real_photos_says_what_is_missing(
         (["--second-onnx", "w.onnx", "--second-accept", "nan"], "must lie in (0, 1]"),
         (["--second-onnx", "w.onnx", "--second-weight", "2"], "must lie in [0, 1]"),
         (["--second-accept", "0.95"], "need --second-onnx"),
+        (["--min-pip-contrast", "-1"], "--min-pip-contrast must be 0 or more"),
+        (["--min-pip-contrast", "nan"], "--min-pip-contrast must be 0 or more"),
     ],
 )
 def test_second_look_refuses_bad_wide_model_options_before_reading_anything(

@@ -4,7 +4,8 @@ Pips are the blobs on the top face whose colour is far from the face's own colou
 white on red, gold on green...). On the die crop: the face colour is the median of the crop's centre
 ring, every pixel's Lab distance to it is thresholded (Otsu), and round connected components of
 pip-like size inside the face are counted. A count outside 1..6, or an ambiguous picture, gives None:
-no opinion, never a guess. Hand-written on OpenCV primitives because no library counts pips.
+no opinion, never a guess (faint pips can be made to give none too: `PipCountConfig.min_pip_contrast`).
+Hand-written on OpenCV primitives because no library counts pips.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _SQUARE_3 = np.ones((3, 3), np.uint8)
 
 @dataclass(frozen=True)
 class PipCountConfig:
-    """Shape limits of a pip, as fractions of the die's edge (from the crop size)."""
+    """Limits of the count: a pip's shape (fractions of the die's edge, from the crop size) and contrasts."""
 
     min_area_frac: float = 0.0035  # of the die's area
     max_area_frac: float = 0.09
@@ -38,10 +39,13 @@ class PipCountConfig:
     ambiguous_size_frac: float = 0.3  # blobs between this and same_size_frac make the count unclear
     max_top_aspect: float = 1.6
     max_centre_offset_frac: float = 0.44  # top-face pip centres lie within this of the crop centre
-    # Faint pips give no opinion: the pip pixels' mean Lab distance from the face colour under this (blur,
-    # glare, a small die; 0 turns it off). Chosen on tuning crops (README, "Faint pips: no count"): there
-    # the count was wrong on 54 of the 612 opinions it removes and on 144 of the 19,441 it keeps.
-    min_pip_contrast: float = 48.0
+    # Faint pips can be made to give no opinion: the marked pixels (above the Otsu cut, inside the face,
+    # after the opening: the pips and any other mark on the face) under this mean Lab distance from the face
+    # colour (blur, glare, a small die). Off (0) by default: 48 halved the count's false vetoes of sure,
+    # right faces but also let errors through that a faint count had stopped (README, "Faint pips: tried,
+    # withdrawn": on facetune-s12 dice sure and wrong 9 -> 11). A second opinion that is often wrong still
+    # stops errors when it disagrees.
+    min_pip_contrast: float = 0.0
 
 
 def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) -> int | None:
@@ -91,7 +95,7 @@ def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) ->
     if cfg.min_pip_contrast > 0:
         pip_px = mask > 0
         if not pip_px.any() or float(dist[pip_px].mean()) < cfg.min_pip_contrast:
-            return None  # faint pips
+            return None  # faint pips (the marked pixels' mean distance, before the blobs are sorted)
     n, _, stats, centroids = cv2.connectedComponentsWithStats(mask, connectivity=8)
     half = face.shape[0] / 2.0
     reach = cfg.max_centre_offset_frac * die_px
