@@ -8,7 +8,7 @@ The regulations (58 Pa. Code 675a.4(b) and (c), same text in 593.4):
 
 Interpretation written down here: a die "rests on top of another" (stacked) when it touches a die whose
 centre is more than half an edge lower; a die leaning on a neighbouring die is cocked on "another object"
-and read by the rule. Flat means tilted less than COCKED_TILT_DEG.
+and read by the rule. Flat means tilted at most COCKED_TILT_DEG.
 """
 
 from __future__ import annotations

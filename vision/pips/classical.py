@@ -41,10 +41,10 @@ class PipCountConfig:
     max_centre_offset_frac: float = 0.44  # top-face pip centres lie within this of the crop centre
     # Faint pips can be made to give no opinion: the marked pixels (above the Otsu cut, inside the face,
     # after the opening: the pips and any other mark on the face) under this mean Lab distance from the face
-    # colour (blur, glare, a small die). Off (0) by default: 48 halved the count's false vetoes of sure,
-    # right faces but also let errors through that a faint count had stopped (README, "Faint pips: tried,
-    # withdrawn": on facetune-s12 dice sure and wrong 9 -> 11). A second opinion that is often wrong still
-    # stops errors when it disagrees.
+    # colour (blur, glare, a small die). Off (0) by default: 48 cut the count's false vetoes of sure, right
+    # faces by about a third but also let errors through that a faint count had stopped (README, "Faint
+    # pips: tried, withdrawn": on facetune-s12 dice sure and wrong 9 -> 11). A second opinion that is often
+    # wrong still stops errors when it disagrees.
     min_pip_contrast: float = 0.0
 
 
