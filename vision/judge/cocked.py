@@ -49,21 +49,11 @@ def cocked_dice(
         if st.kind != "cocked" or st.kind_confidence() < config.min_state_confidence:
             continue
         p_one, p_more = st.probs[COCKED], st.probs[WEDGED]
-        if abs(p_one - p_more) < config.cocked_wedged_margin:
-            findings.append(
-                Finding(
-                    verdict=Verdict.NO_DECISION,
-                    reason="cocked_unclear",
-                    die_ids=(i + 1,),
-                    detail=f"die {i + 1} is cocked, but whether one side or more rests is too close to call "
-                    f"(one {p_one:.2f}, more {p_more:.2f})",
-                )
-            )
-            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
-        elif p_more > p_one and st.kind_confidence() < config.min_rethrow_confidence:
-            findings.append(weak_rethrow_call(i, "is wedged on more than one side", st, config))
-            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
-        elif p_more > p_one:
+        if p_more > p_one and abs(p_one - p_more) >= config.cocked_wedged_margin:
+            if st.kind_confidence() < config.min_rethrow_confidence:
+                findings.append(weak_rethrow_call(i, "is wedged on more than one side", st, config))
+                calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
+                continue
             findings.append(
                 Finding(
                     verdict=Verdict.VOID,
@@ -74,57 +64,53 @@ def cocked_dice(
                 )
             )
             calls.append(CockedCall(i, st.tilt_deg, void=True, unclear=False))
+            continue
+        # One side resting (or too close to call): read by rule, unless something leaves it to a person.
+        unclear: str | None = None
+        if abs(p_one - p_more) < config.cocked_wedged_margin:
+            unclear = (
+                f"die {i + 1} is cocked, but whether one side or more rests is too close to call "
+                f"(one {p_one:.2f}, more {p_more:.2f})"
+            )
         elif st.tilt_deg > config.max_readable_tilt_deg:
-            findings.append(
-                Finding(
-                    verdict=Verdict.NO_DECISION,
-                    reason="cocked_unclear",
-                    die_ids=(i + 1,),
-                    detail=f"die {i + 1} is tilted {st.tilt_deg:.0f} deg: too close to 45 to say which face "
-                    "is uppermost",
-                )
+            unclear = (
+                f"die {i + 1} is tilted {st.tilt_deg:.0f} deg: too close to 45 to say which face is uppermost"
             )
-            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
         elif oblique:
-            findings.append(
-                Finding(
-                    verdict=Verdict.NO_DECISION,
-                    reason="cocked_unclear",
-                    die_ids=(i + 1,),
-                    detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side, seen by a camera "
-                    f"{camera_tilt_deg:.0f} deg from straight down: the face toward the camera need not be "
-                    "the uppermost one the rule reads, a person reads it",
-                )
+            unclear = (
+                f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side, seen by a camera "
+                f"{camera_tilt_deg:.0f} deg from straight down: the face toward the camera need not be "
+                "the uppermost one the rule reads, a person reads it"
             )
-            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
         elif dice[i].face is not None and max(dice[i].face_probs) < config.min_cocked_face_confidence:
             # The face classifier reads tilted dice less surely than flat ones, and a wrong face read by
             # rule settles a wrong roll: below this bar a person reads it.
+            unclear = (
+                f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side and reads "
+                f"{dice[i].face} at only p={max(dice[i].face_probs):.2f} < "
+                f"{config.min_cocked_face_confidence:.2f} (the bar for a cocked die): a person reads it"
+            )
+        if unclear is not None:
             findings.append(
                 Finding(
-                    verdict=Verdict.NO_DECISION,
-                    reason="cocked_unclear",
-                    die_ids=(i + 1,),
-                    detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side and reads "
-                    f"{dice[i].face} at only p={max(dice[i].face_probs):.2f} < "
-                    f"{config.min_cocked_face_confidence:.2f} (the bar for a cocked die): a person reads it",
+                    verdict=Verdict.NO_DECISION, reason="cocked_unclear", die_ids=(i + 1,), detail=unclear
                 )
             )
             calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
-        else:
-            calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=False))
-            face = dice[i].face
-            read = (
-                f"read {face} (the face opposite the side resting, 675a.4(c))"
-                if face is not None
-                else "its face is uncertain"
+            continue
+        calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=False))
+        face = dice[i].face
+        read = (
+            f"read {face} (the face opposite the side resting, 675a.4(c))"
+            if face is not None
+            else "its face is uncertain"
+        )
+        findings.append(
+            Finding(
+                verdict=Verdict.VALID,
+                reason="cocked_read_by_rule",
+                die_ids=(i + 1,),
+                detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side (p={p_one:.2f}): {read}",
             )
-            findings.append(
-                Finding(
-                    verdict=Verdict.VALID,
-                    reason="cocked_read_by_rule",
-                    die_ids=(i + 1,),
-                    detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side (p={p_one:.2f}): {read}",
-                )
-            )
+        )
     return findings, calls
