@@ -72,6 +72,14 @@ def register(app: typer.Typer) -> None:
         oracle_boxes: bool = typer.Option(
             False, "--oracle-boxes", help="With --verdicts: ground-truth boxes and faces, judge stage alone."
         ),
+        second_look_below: float | None = typer.Option(
+            None,
+            "--second-look-below",
+            min=0.0,
+            max=1.01,
+            help="Read with the face stage's second look at dice under this top probability instead of the "
+            "shipped bar (vision/pips/classifier.py SECOND_LOOK_BELOW; 1.01 = every die), to weigh a change.",
+        ),
         misses: Path | None = typer.Option(
             None,
             "--misses",
@@ -94,6 +102,7 @@ def register(app: typer.Typer) -> None:
                 misses_dir=misses,
                 skip=skip,
                 manifest_path=manifest,
+                second_look_below=second_look_below,
             )
             return
         import numpy as np
@@ -122,6 +131,8 @@ def register(app: typer.Typer) -> None:
         except ModelError as exc:
             typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc
+        if second_look_below is not None:
+            reader.faces.second_look_below = second_look_below
         box_kind = items[0].box_kind
         tally = Tally()
         oracle_right = oracle_total = 0  # the face classifier alone, on the labelled boxes
@@ -163,6 +174,7 @@ def register(app: typer.Typer) -> None:
             "dataset": str(dataset),
             "split": split,
             "models": reader.models,
+            "second_look_below": reader.faces.second_look_below,
             **tally.summary(box_kind=box_kind),
             "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2)
             if oracle_total

@@ -27,6 +27,7 @@ def run(
     misses_dir: Path | None = None,
     manifest_path: Path | None = None,
     skip: int = 0,
+    second_look_below: float | None = None,
 ) -> None:
     """Score the verdicts on `dataset` (a `throwbox synth` folder) and report."""
     from rich.progress import track
@@ -64,6 +65,7 @@ def run(
             state = DieStateClassifier(load_model("die_state", threads=threads, manifest_path=manifest_path))
             detect: DetectWithWeak | None = None
             read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
+            look: float | None = None
         else:
             reader = Reader(threads=threads, manifest_path=manifest_path)
             if reader.die_state is None:
@@ -76,7 +78,10 @@ def run(
                 return detector.detect_with_weak(image, weak_score=weak_floor)
 
             detect = detect_with_weak
+            if second_look_below is not None:
+                reader.faces.second_look_below = second_look_below
             read_faces, models = reader.faces, dict(reader.models)
+            look = reader.faces.second_look_below
     except ModelError as exc:
         typer.echo(f"throwbox eval --verdicts: cannot load the models: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -94,6 +99,7 @@ def run(
         "dataset": str(dataset),
         "mode": "judge only (ground-truth boxes and faces)" if oracle_boxes else "whole reader",
         "models": models,
+        "second_look_below": look,
         **score(records, config),
         "by_camera": score_by_camera(records, config),
         "model_seconds": round(time.perf_counter() - start, 1),
@@ -144,6 +150,16 @@ def run(
     )
     if wrong_scenes := summary["scenes_read_valid_with_a_wrong_die"]:
         typer.echo(f"  read valid with a wrong die: {', '.join(wrong_scenes)}")
+        for w in summary["wrong_dice_in_rolls_read_valid_detail"]:
+            truly = (
+                f"truly {w['true_face']} ({w['true_state']})"
+                if w["true_state"] is not None
+                else "on no die the truth can match"
+            )
+            typer.echo(
+                f"    {w['scene_id']} die {w['die']}: read {w['read_face']} at {w['face_p']} "
+                f"(called {w['state_called']}), {truly}, box IoU {w['iou']}"
+            )
     typer.echo(f"  reasons on valid rolls not read valid: {summary['reasons_on_valid_rolls']}")
     typer.echo(f"  by camera (top_down: as a table mounts it; oblique: tilted over {OBLIQUE_TILT_DEG:g} deg)")
     typer.echo(

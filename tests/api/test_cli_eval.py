@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
+from vision.pips.classifier import SECOND_LOOK_BELOW
 
 FIXTURES = Path(__file__).resolve().parent.parent / "vision" / "fixtures"  # three real photos, YOLO labels
 runner = CliRunner()
@@ -86,3 +87,19 @@ def test_verdicts_report_wrong_settlements_and_split_by_camera(tmp_path: Path) -
     table = runner.invoke(app, ["eval", str(root), "--verdicts", "--oracle-boxes", "--plot", plot])
     assert table.exit_code == 0, table.output
     assert "by camera" in table.output and "rolls read valid with a wrong or unmatched die" in table.output
+
+
+def test_the_second_look_bar_can_be_weighed_and_is_recorded(tmp_path: Path) -> None:
+    root = _judge_set(tmp_path)
+    plot = str(tmp_path / "v.png")
+    docs = {}
+    for bar in (None, 1.01):
+        extra = [] if bar is None else ["--second-look-below", str(bar)]
+        result = runner.invoke(app, ["eval", str(root), "--verdicts", "--json", "--plot", plot, *extra])
+        assert result.exit_code == 0, result.output
+        docs[bar] = json.loads(result.output)
+    assert docs[None]["second_look_below"] == SECOND_LOOK_BELOW  # the shipped bar
+    assert docs[1.01]["second_look_below"] == 1.01  # every die looked at again
+    too_high = ["eval", str(root), "--verdicts", "--second-look-below", "2", "--plot", plot]
+    refused = runner.invoke(app, too_high)
+    assert refused.exit_code == 2

@@ -69,6 +69,18 @@ def test_a_roll_read_valid_with_a_wrong_face_is_counted() -> None:
     assert s["rolls_read_valid_with_a_wrong_die"] == 1
     assert s["wrong_dice_in_rolls_read_valid"] == 1
     assert s["scenes_read_valid_with_a_wrong_die"] == [wrong.scene_id]
+    # what went wrong, for a person to look at: die 2 read 6 (at 0.99, called flat), truly a flat 5
+    (detail,) = s["wrong_dice_in_rolls_read_valid_detail"]
+    assert detail == {
+        "scene_id": "wrong",
+        "die": 2,
+        "read_face": 6,
+        "face_p": 0.99,
+        "state_called": "flat",
+        "true_face": 5,
+        "true_state": "flat",
+        "iou": 1.0,
+    }
 
 
 def test_a_die_with_no_face_or_no_die_read_into_a_valid_roll_is_wrong() -> None:
@@ -78,6 +90,8 @@ def test_a_die_with_no_face_or_no_die_read_into_a_valid_roll_is_wrong() -> None:
     s = score([no_face, far], ValidityConfig())
     assert s["rolls_read_valid"] == 2
     assert s["wrong_dice_in_rolls_read_valid"] == 2
+    unmatched = s["wrong_dice_in_rolls_read_valid_detail"][1]
+    assert (unmatched["true_face"], unmatched["true_state"], unmatched["iou"]) == (None, None, 0.0)
 
 
 def _tilted(rec: SceneRecord, tilt_deg: float) -> SceneRecord:

@@ -28,9 +28,9 @@ from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
-from vision.judge.state import COCKED, DieState, DieStateClassifier
+from vision.judge.state import COCKED, STATE_LABELS, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
-from vision.types import DieCandidate, FaceReading, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Verdict
 from vision.validity import ValidityConfig, judge
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
@@ -156,6 +156,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     valid_total = valid_rethrow = valid_nd = 0
     read_valid = read_valid_wrong = wrong_dice = 0
     wrong_scenes: list[str] = []
+    wrong_detail: list[dict[str, Any]] = []
     reasons_on_valid: Counter[str] = Counter()
     for rec in records:
         j = judge(
@@ -183,10 +184,11 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         if j.verdict is Verdict.VALID:
             # A roll read valid settles bets: each of its dice must be a true die with that face (a die
             # with no face by the rules, a detection on no die or a wrong face is a wrong settlement).
-            wrong = sum(not _read_right(d.candidate.box_xyxy, d.face, rec.true_dice) for d in j.dice)
+            wrong = [w for k, d in enumerate(j.dice) if (w := _wrong_die(rec, k, d)) is not None]
             read_valid += 1
-            read_valid_wrong += int(wrong > 0)
-            wrong_dice += wrong
+            read_valid_wrong += int(bool(wrong))
+            wrong_dice += len(wrong)
+            wrong_detail += wrong
             if wrong:
                 wrong_scenes.append(rec.scene_id)
         if rec.truth_verdict == "valid":
@@ -233,22 +235,33 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "rolls_read_valid_with_a_wrong_die": read_valid_wrong,
         "wrong_dice_in_rolls_read_valid": wrong_dice,
         "scenes_read_valid_with_a_wrong_die": wrong_scenes,
+        "wrong_dice_in_rolls_read_valid_detail": wrong_detail,
     }
 
 
-def _read_right(box_xyxy: Sequence[float], face: int | None, true_dice: Sequence[TrueDie]) -> bool:
-    """Is a read die a true die (IoU >= MATCH_IOU with the best-matching one) with the same face?
+def _wrong_die(rec: SceneRecord, index: int, die: DieReading) -> dict[str, Any] | None:
+    """None when a die of a roll read valid is read right: a true die (IoU >= MATCH_IOU with the
+    best-matching one) with the same face; else what went wrong, for a person to look at.
 
     A die with no face by the rules is never read right. True dice under `MIN_VISIBLE` are not in
-    `true_dice`, so a die read on one of those counts as unmatched (a slight overcount).
+    `rec.true_dice`, so a die read on one of those counts as unmatched (a slight overcount).
     """
-    best = max(true_dice, key=lambda t: box_iou(t.box_xyxy, box_xyxy), default=None)
-    return (
-        best is not None
-        and box_iou(best.box_xyxy, box_xyxy) >= MATCH_IOU
-        and best.face is not None
-        and best.face == face
-    )
+    box = die.candidate.box_xyxy
+    best = max(rec.true_dice, key=lambda t: box_iou(t.box_xyxy, box), default=None)
+    iou = 0.0 if best is None else box_iou(best.box_xyxy, box)
+    if best is not None and iou >= MATCH_IOU and best.face is not None and best.face == die.face:
+        return None
+    matched = best is not None and iou >= MATCH_IOU
+    return {
+        "scene_id": rec.scene_id,
+        "die": index + 1,
+        "read_face": die.face,
+        "face_p": round(max(die.face_probs), 3),
+        "state_called": die.state,
+        "true_face": best.face if matched and best is not None else None,
+        "true_state": STATE_LABELS[best.state] if matched and best is not None else None,
+        "iou": round(iou, 2),
+    }
 
 
 def camera_kind(rec: SceneRecord) -> str:
