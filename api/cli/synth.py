@@ -9,7 +9,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Attach `synth` and `synth-bench` to the CLI."""
+    """Attach `synth`, `synth-bench`, `synth-sheet`, `synth-relabel` and `synth-check` to the CLI."""
 
     @app.command()
     def synth(
@@ -173,6 +173,54 @@ def register(app: typer.Typer) -> None:
                 write_contact_sheet_multi(picked, out, cols=cols)
             truths = [t for _, t in picked]
         typer.echo(f"wrote {out} ({len(truths)} scenes)")
+
+    @app.command("synth-relabel")
+    def synth_relabel(
+        folder: Path = typer.Argument(..., help="A data set made by `throwbox synth` (with manifest.json)."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; write nothing."),
+        workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per core)."),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N scenes."),
+        show: int = typer.Option(20, "--show", min=0, help="List at most this many changed dice."),
+    ) -> None:
+        """Re-derive the rule-based truth (faces by rule, cocked, verdicts) with the current truth code."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from datasets.synth.relabel import BACKUP_DIR, RelabelError, relabel_dataset
+
+        total = len(list((folder / "labels").glob("*.json"))) if (folder / "labels").is_dir() else 0
+        with Progress(
+            TextColumn("relabel"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
+        ) as bar:
+            task = bar.add_task("scenes", total=min(total, limit) if limit else total)
+            try:
+                report = relabel_dataset(
+                    folder,
+                    write=not dry_run,
+                    workers=workers or (os.cpu_count() or 1),
+                    limit=limit,
+                    progress=lambda _r: bar.advance(task),
+                )
+            except RelabelError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(2) from exc
+        typer.echo(
+            f"{report.scenes} scenes simulated again: {report.scenes_changed} with a changed label, "
+            f"{len(report.dice)} dice changed, {len(report.verdicts)} verdicts changed, "
+            f"{len(report.not_reproduced)} not reproduced (left as they were)"
+        )
+        for change in report.dice[:show]:
+            what = "; ".join(f"{f} {a!r} -> {b!r}" for f, a, b in change.changes)
+            typer.echo(f"  {change.scene_id} die {change.die}: {what}")
+        if len(report.dice) > show:
+            typer.echo(f"  ... and {len(report.dice) - show} more")
+        for scene_id, before, after in report.verdicts:
+            typer.echo(f"  {scene_id}: verdict {before} -> {after}")
+        if report.not_reproduced:
+            typer.echo("not reproduced: " + ", ".join(report.not_reproduced))
+        if dry_run:
+            typer.echo("dry run: nothing written")
+        else:
+            typer.echo(f"rewrote {report.written} label files (the old ones are in {folder / BACKUP_DIR})")
 
     @app.command("synth-check")
     def synth_check(

@@ -74,6 +74,30 @@ def face_towards(rot: FloatArray, direction: FloatArray) -> int:
     return max(FACES, key=lambda f: float(normals[f] @ d))
 
 
+EDGE_TIE_COS = 0.1  # faces whose normals look toward a contact within this (cosine) of the best one tie
+
+
+def resting_side(rot: FloatArray, direction: FloatArray) -> int:
+    """The side of a die that rests on an object it touches at `direction` (world frame, from its centre).
+
+    The face looking most nearly toward the contact. Where the contact is at an edge or a corner of the die
+    (two or three faces look toward it about equally: within `EDGE_TIE_COS` in cosine of the best), the
+    lowest of them: a die propped on an object rests on its lower side, the one it falls onto if the object
+    is taken away. A die propped against a neighbouring die or a wall touches it with the edge between its
+    rising bottom face and the side face above it; taking the bottom face as the resting side reads the die,
+    like one leaning on the rim of a chip stack, by its uppermost face when it leans less than 45 degrees
+    (675a.4(c): "read by the side directly opposite the side resting on ... [the] object"). Before
+    2026-11-30 the nearest face won the tie by a rounding error, and a propped die could be read by a face
+    looking sideways or down.
+    """
+    d = np.asarray(direction, dtype=np.float64)
+    d = d / max(float(np.linalg.norm(d)), 1e-12)
+    normals = world_normals(rot)
+    best = max(float(n @ d) for n in normals.values())
+    tied = [f for f in FACES if float(normals[f] @ d) >= best - EDGE_TIE_COS]
+    return min(tied, key=lambda f: float(normals[f][2]))
+
+
 def face_corners_local(face: int, edge: float) -> FloatArray:
     """The four corners of a face in the die's frame, counter-clockwise seen from outside."""
     n = np.asarray(FACE_NORMALS[face], dtype=np.float64)

@@ -28,7 +28,9 @@ from datasets.synth.render import Lighting, RenderOutput, SceneLook, SceneRender
 from datasets.synth.scenarios import SCENARIO_FUNCS, ScenarioOutcome
 from datasets.synth.truth import image_truth, physical_truth, scene_verdict
 
-GENERATOR_VERSION = "throwbox-synth 0.1.0"
+# 0.2.0 (2026-11-30): a die propped on an edge or corner contact rests on its lower side
+# (`datasets.synth.dice.resting_side`), and a body lying on a die gives it no resting side.
+GENERATOR_VERSION = "throwbox-synth 0.2.0"
 DEFAULT_RESOLUTIONS: tuple[tuple[int, int, float], ...] = ((1280, 960, 1.0),)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.layout import DIE_EDGE_MM, ThrowBoxLayout
-from datasets.synth.dice import face_towards, quat_to_matrix
+from datasets.synth.dice import quat_to_matrix, resting_side
 
 FloatArray = NDArray[np.float64]
 
@@ -34,6 +34,7 @@ REST_ANG_RAD_S = 0.05
 REST_HOLD_S = 0.25
 REST_CHECK_STEPS = 4  # velocities are checked every 4 steps (1/120 s): the rest test is the costly part
 MAX_SIM_S = 6.0
+PRESSED_DOWN_COS = 0.5  # a contact pushing this die down within 60 degrees of vertical: the other lies on it
 COCKED_TILT_DEG = 5.0  # tilted more than this and touching something besides the felt: cocked
 
 
@@ -264,10 +265,13 @@ def _contacts(
         if kind == "felt" and not lay.box.contains(float(pos_mm[0]), float(pos_mm[1])):
             kind = "outside"
         touches.add(kind)
-        if kind in ("chips", "wall", "die"):
-            # The side resting on the object: the face looking toward the contact (for an edge or
-            # corner contact, the adjacent face that looks most nearly toward it).
-            side_faces.add(face_towards(rot, pos_mm - centre))
+        # The push of the other body on this die (pybullet: the normal on B, pointing toward A).
+        pressed_down = float(c[7][2]) < -PRESSED_DOWN_COS
+        if kind in ("chips", "wall", "die") and not pressed_down:
+            # The side resting on the object (`resting_side`: for an edge or corner contact, the lowest of
+            # the faces next to it). A body that lies on this die (a die leaning on it from above) is not
+            # something this die rests on, and gives it no resting side.
+            side_faces.add(resting_side(rot, pos_mm - centre))
             side_kinds.add(kind)
         if kind == "die":
             j = dice.index(other)

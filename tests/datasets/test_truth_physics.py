@@ -15,9 +15,17 @@ import pytest
 
 from calibration.layout import ThrowBoxLayout
 from datasets.synth.check import check_faces, colour_id_face
-from datasets.synth.dice import FACE_NORMALS, flat_rotation, matrix_to_quat, opposite
+from datasets.synth.dice import FACE_NORMALS, face_up, flat_rotation, frame_rotation, matrix_to_quat, opposite
 from datasets.synth.generator import GeneratorConfig, simulate_scene
-from datasets.synth.physics import CHIP_RADIUS_MM, ChipStack, DiePose
+from datasets.synth.physics import (
+    CHIP_RADIUS_MM,
+    ChipStack,
+    DiePose,
+    DieStart,
+    PhysicsWorld,
+    _contacts,
+    simulate,
+)
 from datasets.synth.render import SceneRenderer
 from datasets.synth.scenarios import ScenarioOutcome
 from datasets.synth.truth import physical_truth, scene_verdict
@@ -137,3 +145,68 @@ def test_layout_and_extra_roll_dice_sit_in_the_box_of_their_face() -> None:
     assert len(kept) >= 2
     assert all(t.layout_box == t.face for t in kept)
     assert len({t.face for t in kept}) == 1
+
+
+def _propped_start(lean_deg: float, support_x: float, y: float, edge: float = 19.0) -> tuple[DieStart, int]:
+    """A die whose bottom face rises toward +x at `lean_deg`, its upper bottom edge on the support's side."""
+    th = np.radians(lean_deg)
+    bottom = np.array([np.sin(th), 0.0, -np.cos(th)])
+    side = np.array([np.cos(th), 0.0, np.sin(th)])
+    rot = frame_rotation(
+        (np.asarray(FACE_NORMALS[3], dtype=np.float64), np.asarray(FACE_NORMALS[2], dtype=np.float64)),
+        (bottom, side),
+    )
+    pivot = np.array([support_x - edge * np.cos(th) - 0.3, y, 0.0])  # the low edge, on the felt
+    centre = pivot + (edge / 2.0) * np.array([np.cos(th), 0.0, np.sin(th)]) - (edge / 2.0) * bottom
+    return DieStart(tuple(centre / 1000.0), matrix_to_quat(rot)), 3  # type: ignore[arg-type]
+
+
+def test_675a_4_c_a_die_propped_against_a_die_is_read_by_its_uppermost_face() -> None:
+    """Simulated: a die left leaning 40 degrees on a flat neighbour stays propped on it (about 38 degrees;
+    at 30 it slides down flat: die on felt has too little grip), cocked on one side, and is read by the face
+    opposite its bottom face (the face up), not by a face looking sideways or down."""
+    world = PhysicsWorld(LAYOUT)
+    base_x, y = 300.0, 250.0
+    neighbour = DieStart((base_x / 1000.0, y / 1000.0, 9.8 / 1000.0), matrix_to_quat(flat_rotation(6, 0.0)))
+    leaning, bottom = _propped_start(40.0, base_x - 9.5, y)
+    result = simulate(world, (neighbour, leaning))
+    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(result.poses, result.contacts, strict=True)]
+    t = truths[1]
+    assert 30.0 < t.tilt_deg < 45.0 and t.cocked and t.rests_on == "die" and t.sides_resting == 1
+    assert t.face == t.face_geometric == opposite(bottom)
+    assert not truths[0].cocked and truths[0].face == 6  # the neighbour it leans on lies flat
+    assert scene_verdict(truths, expected=2, missing=0) == ("valid", ())
+
+
+class _FakeContacts:
+    """pybullet's getContactPoints for one die, from hand-made contact points."""
+
+    def __init__(self, points: list[tuple[int, tuple[float, float, float], tuple[float, float, float]]]):
+        # (other body, contact point on this die in metres, normal on the other body pointing at this die)
+        self.points = points
+
+    def getContactPoints(self, bodyA: int, physicsClientId: int) -> list[tuple[object, ...]]:  # noqa: N803
+        return [(0, bodyA, other, -1, -1, pos, pos, normal, 0.0) for other, pos, normal in self.points]
+
+
+def test_a_die_another_die_lies_on_does_not_rest_on_it() -> None:
+    """A tilted die with a die lying on its top: that die rests on it, not it on that die (no resting side,
+    not cocked), while the same contact pushing sideways would be a side it rests on."""
+    rot = frame_rotation(
+        (np.asarray(FACE_NORMALS[1], dtype=np.float64), np.asarray(FACE_NORMALS[2], dtype=np.float64)),
+        (np.array([np.sin(0.3), 0.0, np.cos(0.3)]), np.array([np.cos(0.3), 0.0, -np.sin(0.3)])),
+    )
+    pose = DiePose((300.0, 300.0, 12.0), matrix_to_quat(rot))
+    top = (0.3, 0.3, 0.0215)  # on its upper face
+    world = PhysicsWorld(LAYOUT)
+    kinds = {0: "felt", 10: "die", 11: "die"}
+    other = DiePose((300.0, 300.0, 31.0), matrix_to_quat(flat_rotation(1, 0.0)))
+    felt = (0.3, 0.2995, 0.0)
+    for normal, resting in (((0.0, 0.0, -1.0), frozenset()), ((-1.0, 0.0, 0.0), frozenset({1}))):
+        pb = _FakeContacts([(0, felt, (0.0, 0.0, 1.0)), (11, top, normal)])
+        c = _contacts(pb, 0, 0, [10, 11], kinds, (pose, other), world)
+        assert c.side_faces == resting and c.touches == {"felt", "die"}
+        t = physical_truth(pose, c, LAYOUT)
+        assert t.cocked == bool(resting)
+        if not resting:
+            assert t.face == t.face_geometric == face_up(rot)

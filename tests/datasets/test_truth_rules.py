@@ -7,12 +7,15 @@ import pytest
 
 from calibration.layout import ThrowBoxLayout
 from datasets.synth.dice import (
+    FACE_NORMALS,
     FACES,
     face_up,
     flat_rotation,
+    frame_rotation,
     matrix_to_quat,
     opposite,
     quat_to_matrix,
+    resting_side,
     tilt_deg,
 )
 from datasets.synth.physics import DieContacts, DiePose
@@ -115,3 +118,52 @@ def test_invalid_wins_over_void_and_lists_both() -> None:
         "invalid",
         ("off_table", "cocked_multi_side"),
     )
+
+
+# The side a propped die rests on (`resting_side`): 675a.4(c) reads a cocked die "by the side directly
+# opposite the side resting on the chips or other object". A die propped against a neighbouring die or a
+# wall touches it with an edge or a corner, where two or three faces look toward the contact about equally.
+
+
+def _propped(lean_deg: float) -> tuple[np.ndarray, int, int]:
+    """A die whose bottom face rises toward +x at `lean_deg`: (rotation, bottom face, +x side face)."""
+    th = np.radians(lean_deg)
+    bottom = np.array([np.sin(th), 0.0, -np.cos(th)])  # outward normal: down, toward the support
+    side = np.array([np.cos(th), 0.0, np.sin(th)])  # the side face above it, looking at the support
+    rot = frame_rotation(
+        (np.asarray(FACE_NORMALS[2], dtype=np.float64), np.asarray(FACE_NORMALS[1], dtype=np.float64)),
+        (bottom, side),
+    )
+    return rot, 2, 1
+
+
+def test_675a_4_c_a_face_contact_rests_on_that_face() -> None:
+    rot, bottom, _ = _propped(30.0)
+    assert resting_side(rot, rot @ np.asarray(FACE_NORMALS[bottom], dtype=np.float64)) == bottom
+    # Off the face's centre but well inside it (a chip rim under a leaning die) it is still that face.
+    toward = rot @ (np.asarray(FACE_NORMALS[bottom], dtype=np.float64) * 9.5 + np.array([0.0, 3.0, 2.0]))
+    assert resting_side(rot, toward) == bottom
+
+
+@pytest.mark.parametrize("lean", [15.0, 30.0, 40.0])
+def test_675a_4_c_a_die_propped_on_an_edge_is_read_by_its_uppermost_face(lean: float) -> None:
+    rot, bottom, side = _propped(lean)
+    n = {f: rot @ np.asarray(FACE_NORMALS[f], dtype=np.float64) for f in FACES}
+    edge = (n[bottom] + n[side]) * 9.5  # the edge between them touches the support (a die's vertical side)
+    assert abs(float(n[bottom] @ edge) - float(n[side] @ edge)) < 1e-9  # an exact tie
+    assert resting_side(rot, edge) == bottom
+    # A hair nearer the side face (a rounding error in the contact point) changes nothing.
+    assert resting_side(rot, edge + n[side] * 0.05) == bottom
+    contacts = _contacts({"felt", "die"}, {resting_side(rot, edge)}, {"die"})
+    z = 9.5 * (np.cos(np.radians(lean)) + np.sin(np.radians(lean)))
+    t = physical_truth(_pose(rot, z=z), contacts, LAYOUT)
+    assert t.cocked and t.rests_on == "die" and t.sides_resting == 1
+    assert t.face == face_up(rot) == opposite(bottom)
+
+
+def test_675a_4_c_a_corner_contact_rests_on_the_lowest_of_its_three_faces() -> None:
+    rot, bottom, side = _propped(25.0)
+    n = {f: rot @ np.asarray(FACE_NORMALS[f], dtype=np.float64) for f in FACES}
+    third = next(f for f in FACES if f not in (bottom, side, opposite(bottom), opposite(side)))
+    corner = n[bottom] + n[side] + n[third]
+    assert resting_side(rot, corner) == bottom
