@@ -64,6 +64,7 @@ SCENARIOS: tuple[str, ...] = (
     "layout_wrong_box",
     "layout_missing",
     "layout_extra",
+    "propped",
 )
 REST_KINDS: tuple[str, ...] = ("felt", "chips", "die", "wall", "outside")
 VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")

@@ -316,6 +316,95 @@ def stacked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     return ScenarioOutcome("stacked", world, result, n_dice, (False,) * n_dice, note=note)
 
 
+def propped_start(
+    support: DiePose,
+    *,
+    side: int,
+    lean_deg: float,
+    face: int,
+    second: int,
+    edge_mm: float,
+    gap_mm: float = 0.3,
+) -> tuple[DieStart, tuple[float, float]]:
+    """A die propped against the flat die `support`, facing its `side` (0-3: one of its four side faces).
+
+    The propped die's bottom face rises toward the support at `lean_deg`, from a bottom edge on the felt to
+    an upper edge that touches the support's side face (at height edge * sin(lean), under the support's
+    top). `face` is the bottom face and `second` the face above that edge, looking at the support. On this
+    felt a die stays propped only from about 36 degrees: less, and it slides down flat
+    (`tests/datasets/test_truth_physics.py`).
+    """
+    rot_s = support.rotation
+    # The support's side faces: its face normals that lie in the felt plane; `side` picks one of them.
+    horizontal = [
+        n
+        for n in (rot_s @ np.asarray(v, dtype=np.float64) for v in FACE_NORMALS.values())
+        if abs(float(n[2])) < 0.5
+    ]
+    u = horizontal[side % len(horizontal)].copy()
+    u[2] = 0.0
+    u /= np.linalg.norm(u)  # from the support toward the propped die
+    th = np.radians(lean_deg)
+    z = np.array([0.0, 0.0, 1.0])
+    toward = -u
+    bottom = (
+        np.sin(th) * toward - np.cos(th) * z
+    )  # outward normal of the bottom face: down, toward the support
+    upper = np.cos(th) * toward + np.sin(th) * z  # the face above the touching edge
+    rot = frame_rotation(
+        (
+            np.asarray(FACE_NORMALS[face], dtype=np.float64),
+            np.asarray(FACE_NORMALS[second], dtype=np.float64),
+        ),
+        (bottom, upper),
+    )
+    sx, sy, _ = support.position_mm
+    pivot = np.array([sx, sy, 0.0]) + u * (edge_mm / 2.0 + gap_mm + edge_mm * np.cos(th))
+    centre = pivot + (edge_mm / 2.0) * (np.cos(th) * toward + np.sin(th) * z) - (edge_mm / 2.0) * bottom
+    centre[2] += 0.1
+    return placed((float(centre[0]), float(centre[1]), float(centre[2])), rot), (
+        float(centre[0]),
+        float(centre[1]),
+    )
+
+
+def propped(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
+    """A die propped against another die after the throw (cocked on one side: read by rule, 675a.4(c)).
+
+    Ordinary throws leave one now and then (about 2 of 1,000 ten-dice rolls, tune-s1200), and the die-state
+    model, trained on dice leaning on chips, called them flat; this stages them. The truth reads such a die
+    by its uppermost face (`datasets.synth.dice.resting_side`).
+    """
+    world = PhysicsWorld(layout)
+    first = simulate(world, throw_starts(rng, layout, n_dice))
+    edge = world.die_edge_mm
+    result, note = first, "staging failed: no die propped"
+    for _ in range(RETRIES):
+        candidates = _on_felt(world, first)
+        if len(candidates) < 2:
+            break
+        base, die = (int(v) for v in rng.choice(candidates, size=2, replace=False))
+        lean = float(rng.uniform(36.0, 44.0))
+        face, second = _random_face_pair(rng)
+        start, xy = propped_start(
+            first.poses[base],
+            side=int(rng.integers(4)),
+            lean_deg=lean,
+            face=face,
+            second=second,
+            edge_mm=edge,
+        )
+        if not _clear_of(first.poses, xy, 1.6 * edge, {die, base}) or not layout.throw_area.contains(*xy):
+            continue
+        trial = resettle(world, first.poses, {die: start})
+        t = physical_truth(trial.poses[die], trial.contacts[die], layout)
+        if t.cocked and t.rests_on == "die" and t.sides_resting == 1:
+            result, note = trial, f"die {die} propped {t.tilt_deg:.0f} deg against die {base}"
+            break
+        note = "staging failed: the propped die did not stay cocked"
+    return ScenarioOutcome("propped", world, result, n_dice, (False,) * n_dice, note=note)
+
+
 def off_table(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     """A die off the table (beyond the walls, in view) or missing from the picture (invalid, 675a.4(b))."""
     world = PhysicsWorld(layout)
@@ -548,6 +637,7 @@ def extra_roll(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome
 SCENARIO_FUNCS: dict[str, Callable[[Rng, ThrowBoxLayout, int], ScenarioOutcome]] = {
     "normal": normal,
     "cocked": cocked,
+    "propped": propped,
     "wedged": wedged,
     "stacked": stacked,
     "off_table": off_table,

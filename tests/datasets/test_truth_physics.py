@@ -37,14 +37,16 @@ def _outcome(scenario: str, index: int, n_dice: int = 10) -> ScenarioOutcome:
     return simulate_scene(GeneratorConfig(seed=20, n_dice=n_dice, mix={scenario: 1.0}), index)
 
 
-@pytest.mark.parametrize(("scenario", "index"), [("normal", 0), ("cocked", 1), ("stacked", 2), ("wedged", 0)])
+@pytest.mark.parametrize(
+    ("scenario", "index"), [("normal", 0), ("cocked", 1), ("stacked", 2), ("wedged", 0), ("propped", 0)]
+)
 def test_face_up_matches_the_colour_id_render(renderer: SceneRenderer, scenario: str, index: int) -> None:
     cfg = GeneratorConfig(seed=20, mix={scenario: 1.0})
     result = check_faces(cfg, [index], renderer)
     assert result.mismatches == ()
     assert result.dice >= 9  # at most the die under a stacked one is hidden
     assert result.dice + result.hidden == 10
-    if scenario in ("cocked", "wedged"):
+    if scenario in ("cocked", "wedged", "propped"):
         assert result.cocked_checked >= 1
 
 
@@ -210,3 +212,15 @@ def test_a_die_another_die_lies_on_does_not_rest_on_it() -> None:
         assert t.cocked == bool(resting)
         if not resting:
             assert t.face == t.face_geometric == face_up(rot)
+
+
+@pytest.mark.parametrize("index", [0, 2, 3])  # scene 1 of seed 20 is one whose staging failed (a plain throw)
+def test_675a_4_c_the_propped_scenario_leaves_a_die_cocked_on_a_die_read_by_its_top_face(index: int) -> None:
+    o = _outcome("propped", index)
+    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(o.result.poses, o.result.contacts, strict=True)]
+    cocked = [t for t in truths if t.cocked]
+    assert len(cocked) == 1, o.note
+    t = cocked[0]
+    assert t.rests_on == "die" and t.sides_resting == 1 and 30.0 < t.tilt_deg < 45.0
+    assert t.face == t.face_geometric  # under 45 degrees the face opposite the resting side is the one up
+    assert scene_verdict(truths, expected=10, missing=0) == ("valid", ())
