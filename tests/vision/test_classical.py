@@ -98,3 +98,18 @@ def test_crop_is_square_and_sized() -> None:
     assert out.shape == (CROP_PX, CROP_PX, 3)
     big = crop_die(plain(2000, 2000), (0.0, 0.0, 1900.0, 1900.0))  # pre-shrink path of a huge die
     assert big.shape == (CROP_PX, CROP_PX, 3)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"min_pip_contrast": -1.0}, "min_pip_contrast is a Lab distance >= 0"),
+        ({"min_contrast": float("nan")}, "min_contrast is a Lab distance >= 0"),
+        ({"min_fill": 1.5}, "min_fill is a fraction in"),
+        ({"min_area_frac": 0.1, "max_area_frac": 0.05}, "must be below max_area_frac"),
+    ],
+)
+def test_a_count_config_that_makes_no_sense_is_refused(changes: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        PipCountConfig(**changes)
+    assert PipCountConfig().min_pip_contrast == 0.0  # the defaults are accepted (off)

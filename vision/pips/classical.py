@@ -47,6 +47,21 @@ class PipCountConfig:
     # wrong still stops errors when it disagrees.
     min_pip_contrast: float = 0.0
 
+    def __post_init__(self) -> None:
+        for name in ("min_area_frac", "max_area_frac", "max_area_frac_ace", "min_fill", "inner_margin_frac"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"PipCountConfig.{name} is a fraction in [0, 1], got {value}")
+        if self.min_area_frac >= self.max_area_frac:
+            raise ValueError(
+                f"PipCountConfig.min_area_frac ({self.min_area_frac}) must be below max_area_frac "
+                f"({self.max_area_frac})"
+            )
+        for name in ("min_contrast", "min_pip_contrast"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f"PipCountConfig.{name} is a Lab distance >= 0 (0: off), got {value}")
+
 
 def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) -> int | None:
     """Pip count 1..6 of a die crop cut by `crop_die`, or None when the picture gives no clear count."""
