@@ -215,6 +215,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"  ... and {len(report.dice) - show} more")
         for scene_id, before, after in report.verdicts:
             typer.echo(f"  {scene_id}: verdict {before} -> {after}")
+        if report.layout_moves:
+            typer.echo("dealer's move (first roll's faces) changed: " + ", ".join(report.layout_moves))
         if report.not_reproduced:
             typer.echo("not reproduced: " + ", ".join(report.not_reproduced))
         if dry_run:

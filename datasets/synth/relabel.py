@@ -14,6 +14,7 @@ before it can read a die propped against another die or a wall by a face looking
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -53,6 +54,7 @@ class SceneRelabel:
     reproduced: bool
     dice: tuple[DieChange, ...] = ()
     verdict: tuple[str, str] | None = None  # (before, after) when it changed
+    layout_move_changed: bool = False
     new: SceneTruth | None = None
     changed: bool = False  # a die, the verdict or its reasons changed: the label would be rewritten
 
@@ -66,11 +68,12 @@ class RelabelReport:
     dice: tuple[DieChange, ...]
     verdicts: tuple[tuple[str, str, str], ...]  # (scene id, before, after)
     written: int
+    layout_moves: tuple[str, ...] = ()  # scenes whose recorded dealer's move (first roll's faces) changed
 
     @property
     def scenes_changed(self) -> int:
         """Scenes with at least one die or the verdict changed."""
-        return len({d.scene_id for d in self.dice} | {v[0] for v in self.verdicts})
+        return len({d.scene_id for d in self.dice} | {v[0] for v in self.verdicts} | set(self.layout_moves))
 
 
 def config_from_manifest(folder: Path) -> GeneratorConfig:
@@ -92,10 +95,14 @@ def relabel_scene(cfg: GeneratorConfig, old: SceneTruth) -> SceneRelabel:
     """Simulate `old`'s scene again and re-derive its rule-based truth (nothing is written)."""
     outcome = simulate_scene(cfg, old.index)
     poses = outcome.result.poses
-    same = len(poses) == len(old.dice) and all(
-        np.allclose(p.position_mm, d.position_mm, atol=POSITION_TOL_MM)
-        and np.allclose(p.quat_xyzw, d.quat_xyzw, atol=QUAT_TOL)
-        for p, d in zip(poses, old.dice, strict=False)
+    same = (
+        outcome.scenario == old.scenario
+        and len(poses) == len(old.dice)
+        and all(
+            np.allclose(p.position_mm, d.position_mm, atol=POSITION_TOL_MM)
+            and np.allclose(p.quat_xyzw, d.quat_xyzw, atol=QUAT_TOL)
+            for p, d in zip(poses, old.dice, strict=False)
+        )
     )
     if not same:
         return SceneRelabel(old.scene_id, reproduced=False)
@@ -111,8 +118,11 @@ def relabel_scene(cfg: GeneratorConfig, old: SceneTruth) -> SceneRelabel:
             changes.append(DieChange(old.scene_id, d.id, diff))
         dice.append(new)
     verdict, reasons = scene_verdict(phys, expected=outcome.expected_dice, missing=outcome.missing)
-    changed = bool(changes) or verdict != old.verdict or reasons != old.reasons
-    new_scene = replace(old, dice=tuple(dice), verdict=verdict, reasons=reasons)
+    # The dealer's move (layout scenarios) records the first roll's faces by the rules: derived again too.
+    # A label written before the format had it (files without `layout_move` read as before) is not given one.
+    move = outcome.layout_move if old.layout_move is not None else None
+    changed = bool(changes) or verdict != old.verdict or reasons != old.reasons or move != old.layout_move
+    new_scene = replace(old, dice=tuple(dice), verdict=verdict, reasons=reasons, layout_move=move)
     if changed:
         new_scene = replace(new_scene, generator=GENERATOR_VERSION)
     return SceneRelabel(
@@ -122,6 +132,7 @@ def relabel_scene(cfg: GeneratorConfig, old: SceneTruth) -> SceneRelabel:
         verdict=(old.verdict, verdict) if verdict != old.verdict else None,
         new=new_scene,
         changed=changed,
+        layout_move_changed=move != old.layout_move,
     )
 
 
@@ -135,7 +146,8 @@ def _results(cfg: GeneratorConfig, paths: list[Path], workers: int) -> Iterator[
     if workers <= 1:
         yield from map(_work, jobs)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Spawned, not forked (as datasets.synth.writer): the caller may be running threads (a progress bar).
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
         yield from pool.map(_work, jobs, chunksize=4)
 
 
@@ -185,6 +197,7 @@ def relabel_dataset(
         dice=tuple(d for _, r in results for d in r.dice),
         verdicts=tuple((r.scene_id, *r.verdict) for _, r in results if r.verdict is not None),
         written=written,
+        layout_moves=tuple(r.scene_id for _, r in results if r.layout_move_changed),
     )
 
 

@@ -87,3 +87,24 @@ def test_cli_reports_and_writes_nothing_on_a_dry_run(made: Path) -> None:
     assert "3 scenes simulated again: 0 with a changed label" in result.output
     assert "dry run: nothing written" in result.output
     assert not (made / BACKUP_DIR).exists()
+
+
+def test_the_dealers_move_is_derived_again_and_two_workers_agree(tmp_path: Path) -> None:
+    ds = tmp_path / "layout"
+    cfg = GeneratorConfig(seed=5, mix={"layout": 1.0}, resolutions=((160, 120, 1.0),))
+    generate_dataset(ds, cfg, scenes=2, workers=1)
+    paths = sorted((ds / "labels").glob("*.json"))
+    docs = [json.loads(p.read_text()) for p in paths]
+    path, doc = next((p, d) for p, d in zip(paths, docs, strict=True) if d.get("layout_move"))
+    right = doc["layout_move"]
+    doc["layout_move"] = {**right, "first_faces": [7 - f if f else f for f in right["first_faces"]]}
+    doc["layout_move"]["winner"] = right["winner"]  # keep the document valid: only the faces change
+    wrong_faces = doc["layout_move"]["first_faces"]
+    doc["layout_move"]["match_count"] = wrong_faces.count(right["winner"])
+    if doc["layout_move"]["match_count"] < 1:  # the format needs the winner in the first roll
+        doc["layout_move"]["first_faces"] = [right["winner"], *wrong_faces[1:]]
+        doc["layout_move"]["match_count"] = doc["layout_move"]["first_faces"].count(right["winner"])
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    report = relabel_dataset(ds, write=True, workers=2)
+    assert report.layout_moves == (doc["scene_id"],) and report.dice == () and report.written == 1
+    assert json.loads(path.read_text())["layout_move"] == right

@@ -167,3 +167,11 @@ def test_675a_4_c_a_corner_contact_rests_on_the_lowest_of_its_three_faces() -> N
     third = next(f for f in FACES if f not in (bottom, side, opposite(bottom), opposite(side)))
     corner = n[bottom] + n[side] + n[third]
     assert resting_side(rot, corner) == bottom
+
+
+def test_675a_4_c_a_contact_well_inside_a_side_face_rests_on_that_face() -> None:
+    """The tie is only for edges and corners: a contact 3.5 mm inside the side face's edge is that face's."""
+    rot, bottom, side = _propped(30.0)
+    n = {f: rot @ np.asarray(FACE_NORMALS[f], dtype=np.float64) for f in FACES}
+    inside = n[side] * 9.5 + n[bottom] * 6.0  # on the side face, 6 mm from its centre toward the bottom edge
+    assert resting_side(rot, inside) == side

@@ -106,7 +106,10 @@ def test_crop_is_square_and_sized() -> None:
         ({"min_pip_contrast": -1.0}, "min_pip_contrast is a Lab distance >= 0"),
         ({"min_contrast": float("nan")}, "min_contrast is a Lab distance >= 0"),
         ({"min_fill": 1.5}, "min_fill is a fraction in"),
-        ({"min_area_frac": 0.1, "max_area_frac": 0.05}, "must be below max_area_frac"),
+        ({"min_area_frac": 0.1, "max_area_frac": 0.05}, "must not exceed max_area_frac"),
+        ({"ambiguous_size_frac": 0.6}, "must not exceed same_size_frac"),
+        ({"max_area_frac": 0.3}, "must not exceed max_area_frac_ace"),
+        ({"max_top_aspect": 0.5}, "max_top_aspect is an aspect ratio >= 1"),
     ],
 )
 def test_a_count_config_that_makes_no_sense_is_refused(changes: dict[str, float], message: str) -> None:

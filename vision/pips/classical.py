@@ -48,15 +48,32 @@ class PipCountConfig:
     min_pip_contrast: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("min_area_frac", "max_area_frac", "max_area_frac_ace", "min_fill", "inner_margin_frac"):
+        fractions = (
+            "min_area_frac",
+            "max_area_frac",
+            "max_area_frac_ace",
+            "min_fill",
+            "inner_margin_frac",
+            "same_size_frac",
+            "ambiguous_size_frac",
+            "max_centre_offset_frac",
+        )
+        for name in fractions:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"PipCountConfig.{name} is a fraction in [0, 1], got {value}")
-        if self.min_area_frac >= self.max_area_frac:
-            raise ValueError(
-                f"PipCountConfig.min_area_frac ({self.min_area_frac}) must be below max_area_frac "
-                f"({self.max_area_frac})"
-            )
+        for low, high in (
+            ("min_area_frac", "max_area_frac"),
+            ("max_area_frac", "max_area_frac_ace"),
+            ("ambiguous_size_frac", "same_size_frac"),
+        ):
+            lo, hi = getattr(self, low), getattr(self, high)
+            if lo > hi:
+                raise ValueError(f"PipCountConfig.{low} ({lo}) must not exceed {high} ({hi})")
+        for name in ("max_aspect", "max_top_aspect"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 1.0):
+                raise ValueError(f"PipCountConfig.{name} is an aspect ratio >= 1, got {value}")
         for name in ("min_contrast", "min_pip_contrast"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
