@@ -230,7 +230,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", min=0, help="Seed of the scenes."),
         dice: int = typer.Option(10, "--dice", help="Dice per throw: 10 or 6."),
         mix: str = typer.Option(
-            "normal=1,cocked=1,wedged=1,stacked=1,off_table=1,cluster=1,layout=1,extra_roll=1",
+            "normal=1,cocked=1,propped=1,wedged=1,stacked=1,off_table=1,cluster=1,layout=1,extra_roll=1",
             "--mix",
             help="Scenario weights.",
         ),

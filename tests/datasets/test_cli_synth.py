@@ -115,3 +115,10 @@ def test_synth_writes_throw_videos(tmp_path: Path) -> None:
     assert "wrote 1 throw videos" in result.output
     (doc,) = list((tmp_path / "videos").glob("*/video.json"))
     assert json.loads(doc.read_text())["final"]["expected_dice"] == 6
+
+
+def test_synth_check_agrees_on_a_propped_scene() -> None:
+    """`throwbox synth-check` (colour-id render against the face truth) on one staged propped die."""
+    result = runner.invoke(app, ["synth-check", "--scenes", "1", "--seed", "20", "--mix", "propped=1"])
+    assert result.exit_code == 0, result.output
+    assert "10 of 10 dice agree" in result.output and "(1 of them cocked)" in result.output
