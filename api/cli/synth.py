@@ -210,7 +210,10 @@ def register(app: typer.Typer) -> None:
         )
         for change in report.dice[:show]:
             what = "; ".join(f"{f} {a!r} -> {b!r}" for f, a, b in change.changes)
-            typer.echo(f"  {change.scene_id} die {change.die}: {what}")
+            typer.echo(
+                f"  {change.scene_id} die {change.die} (tilted {change.tilt_deg:.0f} deg, "
+                f"rests on {change.rests_on}): {what}"
+            )
         if len(report.dice) > show:
             typer.echo(f"  ... and {len(report.dice) - show} more")
         for scene_id, before, after in report.verdicts:

@@ -44,6 +44,8 @@ class DieChange:
     scene_id: str
     die: int
     changes: tuple[tuple[str, object, object], ...]
+    tilt_deg: float = 0.0  # the die's tilt and what it rests on (after), for a person to judge the change
+    rests_on: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def relabel_scene(cfg: GeneratorConfig, old: SceneTruth) -> SceneRelabel:
         )
         diff = tuple((f, getattr(d, f), getattr(new, f)) for f in _FIELDS if getattr(d, f) != getattr(new, f))
         if diff:
-            changes.append(DieChange(old.scene_id, d.id, diff))
+            changes.append(DieChange(old.scene_id, d.id, diff, tilt_deg=t.tilt_deg, rests_on=t.rests_on))
         dice.append(new)
     verdict, reasons = scene_verdict(phys, expected=outcome.expected_dice, missing=outcome.missing)
     # The dealer's move (layout scenarios) records the first roll's faces by the rules: derived again too.

@@ -330,9 +330,8 @@ def propped_start(
 
     The propped die's bottom face rises toward the support at `lean_deg`, from a bottom edge on the felt to
     an upper edge that touches the support's side face (at height edge * sin(lean), under the support's
-    top). `face` is the bottom face and `second` the face above that edge, looking at the support. On this
-    felt a die stays propped only from about 36 degrees: less, and it slides down flat
-    (`tests/datasets/test_truth_physics.py`).
+    top). `face` is the bottom face and `second` the face above that edge, looking at the support. Set at 30
+    degrees a die slides down flat on this felt, at 40 it stays (`tests/datasets/test_truth_physics.py`).
     """
     rot_s = support.rotation
     # The support's side faces: its face normals that lie in the felt plane; `side` picks one of them.
@@ -371,7 +370,8 @@ def propped_start(
 def propped(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     """A die propped against another die after the throw (cocked on one side: read by rule, 675a.4(c)).
 
-    Ordinary throws leave one now and then (about 2 of 1,000 ten-dice rolls, tune-s1200), and the die-state
+    Ordinary throws leave one now and then (`throwbox eval --verdicts` counts 2 cocked dice in tune-s1200's
+    1,000 normal throws, both read by a face the relabelled truth shows propped on a die), and the die-state
     model, trained on dice leaning on chips, called them flat; this stages them. The truth reads such a die
     by its uppermost face (`datasets.synth.dice.resting_side`).
     """

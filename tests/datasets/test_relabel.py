@@ -49,6 +49,8 @@ def test_a_wrong_label_is_put_right_and_the_old_one_kept(made: Path, tmp_path: P
     path.write_text(wrong)
     dry = relabel_dataset(ds, write=False)
     assert [(d.die, d.changes[0][0]) for d in dry.dice] == [(2, "face")] and dry.written == 0
+    assert dry.dice[0].tilt_deg == pytest.approx(doc["dice"][2]["tilt_deg"], abs=0.01)
+    assert dry.dice[0].rests_on == doc["dice"][2]["rests_on"]
     assert path.read_text() == wrong
     report = relabel_dataset(ds, write=True)
     assert report.written == 1 and report.verdicts == ((doc["scene_id"], "void", "valid"),)

@@ -28,7 +28,7 @@ from datasets.synth.physics import (
 )
 from datasets.synth.render import SceneRenderer
 from datasets.synth.scenarios import ScenarioOutcome
-from datasets.synth.truth import physical_truth, scene_verdict
+from datasets.synth.truth import PhysicalTruth, physical_truth, scene_verdict
 
 LAYOUT = ThrowBoxLayout()
 
@@ -163,21 +163,31 @@ def _propped_start(lean_deg: float, support_x: float, y: float, edge: float = 19
     return DieStart(tuple(centre / 1000.0), matrix_to_quat(rot)), 3  # type: ignore[arg-type]
 
 
-def test_675a_4_c_a_die_propped_against_a_die_is_read_by_its_uppermost_face() -> None:
-    """Simulated: a die left leaning 40 degrees on a flat neighbour stays propped on it (about 38 degrees;
-    at 30 it slides down flat: die on felt has too little grip), cocked on one side, and is read by the face
-    opposite its bottom face (the face up), not by a face looking sideways or down."""
+def _propped_on_a_die(lean_deg: float) -> tuple[list[PhysicalTruth], int]:
     world = PhysicsWorld(LAYOUT)
     base_x, y = 300.0, 250.0
     neighbour = DieStart((base_x / 1000.0, y / 1000.0, 9.8 / 1000.0), matrix_to_quat(flat_rotation(6, 0.0)))
-    leaning, bottom = _propped_start(40.0, base_x - 9.5, y)
+    leaning, bottom = _propped_start(lean_deg, base_x - 9.5, y)
     result = simulate(world, (neighbour, leaning))
-    truths = [physical_truth(p, c, LAYOUT) for p, c in zip(result.poses, result.contacts, strict=True)]
+    return [physical_truth(p, c, LAYOUT) for p, c in zip(result.poses, result.contacts, strict=True)], bottom
+
+
+def test_675a_4_c_a_die_propped_against_a_die_is_read_by_its_uppermost_face() -> None:
+    """Simulated: a die left leaning 40 degrees on a flat neighbour stays propped on it, cocked on one side,
+    and is read by the face opposite its bottom face (the face up), not by a face looking sideways or down."""
+    truths, bottom = _propped_on_a_die(40.0)
     t = truths[1]
     assert 30.0 < t.tilt_deg < 45.0 and t.cocked and t.rests_on == "die" and t.sides_resting == 1
     assert t.face == t.face_geometric == opposite(bottom)
     assert not truths[0].cocked and truths[0].face == 6  # the neighbour it leans on lies flat
     assert scene_verdict(truths, expected=2, missing=0) == ("valid", ())
+
+
+def test_a_die_propped_at_30_degrees_slides_down_flat() -> None:
+    """Why the propped scenario sets dice at 36-44 degrees: less steep, the die slides down (on this felt a
+    die has too little grip) and lies flat on its bottom face."""
+    truths, bottom = _propped_on_a_die(30.0)
+    assert truths[1].tilt_deg < 1.0 and not truths[1].cocked and truths[1].face == opposite(bottom)
 
 
 class _FakeContacts:
