@@ -180,8 +180,10 @@ def main() -> None:
         parser.error("--second-accept bars must lie in (0, 1]")
     if any(not 0.0 <= w <= 1.0 for w in weights_asked):
         parser.error("--second-weight values must lie in [0, 1]")
-    if not args.min_pip_contrast >= 0.0:  # also refuses nan
-        parser.error("--min-pip-contrast must be 0 or more")
+    try:  # PipCountConfig checks its own values (a negative or NaN contrast is refused there)
+        pip_config = PipCountConfig(min_pip_contrast=args.min_pip_contrast)
+    except ValueError as exc:
+        parser.error(f"--min-pip-contrast must be 0 or more ({exc})")
     if args.second_onnx is None and (args.second_accept != "none" or args.second_weight != "1.0"):
         parser.error("--second-weight and --second-accept need --second-onnx (the wide model they weigh)")
 
@@ -215,7 +217,6 @@ def main() -> None:
     bars: list[float | None] = [None] + [float(v) for v in args.below.split(",")]
     second = None if args.second_onnx is None else unregistered(args.second_onnx, "pips_second")
     weights = [0.0] if second is None else [0.0, *weights_asked]
-    pip_config = PipCountConfig(min_pip_contrast=args.min_pip_contrast)
     print("sure = top probability >= the sure bar and no classical pip count against it")
     print(
         "vetoes = pip count against a face read at the sure bar: the face right (a good die left to a person)"
