@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+
+def _progress(label: str) -> Progress:
+    """The progress bar of the long synth commands: label, bar, done of total, time left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -34,8 +47,6 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per core)."),
     ) -> None:
         """Generate synthetic throw-box scenes with exact ground truth."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
         from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix, parse_resolutions
         from datasets.synth.render import RenderError
         from datasets.synth.writer import DatasetExistsError, generate_dataset
@@ -48,9 +59,7 @@ def register(app: typer.Typer) -> None:
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc
         n_workers = workers or (os.cpu_count() or 1)
-        with Progress(
-            TextColumn("synth"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
-        ) as bar:
+        with _progress("synth") as bar:
             task = bar.add_task("scenes", total=scenes)
             try:
                 summary = generate_dataset(
@@ -183,14 +192,10 @@ def register(app: typer.Typer) -> None:
         show: int = typer.Option(20, "--show", min=0, help="List at most this many changed dice."),
     ) -> None:
         """Re-derive the rule-based truth (faces by rule, cocked, verdicts) with the current truth code."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
         from datasets.synth.relabel import BACKUP_DIR, RelabelError, relabel_dataset
 
         total = len(list((folder / "labels").glob("*.json"))) if (folder / "labels").is_dir() else 0
-        with Progress(
-            TextColumn("relabel"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
-        ) as bar:
+        with _progress("relabel") as bar:
             task = bar.add_task("scenes", total=min(total, limit) if limit else total)
             try:
                 report = relabel_dataset(
