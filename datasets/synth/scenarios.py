@@ -154,6 +154,33 @@ def _stacks(rng: Rng, layout: ThrowBoxLayout, count: int, *, heights: tuple[int,
     return stacks
 
 
+Attempt = Callable[[list[int]], tuple[SimResult, str] | str | None]
+
+
+def _staged(
+    world: PhysicsWorld, first: SimResult, attempt: Attempt, *, min_candidates: int, failed: str
+) -> tuple[SimResult, str]:
+    """Stage something on a thrown roll: up to `RETRIES` tries, each given the dice lying flat on the felt.
+
+    `attempt` returns the re-settled result and its note when the staging held, a note when it was tried and
+    did not hold, or None when its draw did not fit (no room: draw again). With fewer than `min_candidates`
+    flat dice, or when no try held, the scene is the plain throw with the last note (`failed` if none).
+    """
+    note = failed
+    for _ in range(RETRIES):
+        candidates = _on_felt(world, first)
+        if len(candidates) < min_candidates:
+            break
+        outcome = attempt(candidates)
+        if outcome is None:
+            continue
+        if isinstance(outcome, str):
+            note = outcome
+            continue
+        return outcome
+    return first, note
+
+
 def normal(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     """A plain throw of all the dice into the box."""
     world = PhysicsWorld(layout)
@@ -210,11 +237,8 @@ def cocked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     world = PhysicsWorld(layout, chips=(lean_stack, *others))
     first = simulate(world, throw_starts(rng, layout, n_dice))
     edge = world.die_edge_mm
-    result, note = first, "staging failed: no die leaning"
-    for _ in range(RETRIES):
-        candidates = _on_felt(world, first)
-        if not candidates:
-            break
+
+    def attempt(candidates: list[int]) -> tuple[SimResult, str] | str | None:
         die = int(rng.choice(candidates))
         h = lean_stack.height_mm
         lo = np.degrees(np.arcsin(min(0.95, (h + 2.0) / edge)))
@@ -230,13 +254,14 @@ def cocked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
             edge_mm=edge,
         )
         if not _clear_of(first.poses, xy, 1.6 * edge, {die}) or not layout.box.contains(*xy):
-            continue
+            return None
         trial = resettle(world, first.poses, {die: start})
         t = physical_truth(trial.poses[die], trial.contacts[die], layout)
         if t.cocked and t.rests_on == "chips" and t.sides_resting == 1:
-            result, note = trial, f"die {die} leaning {lean:.0f} deg on {lean_stack.n_chips} chips"
-            break
-        note = "staging failed: the leaning die did not stay cocked"
+            return trial, f"die {die} leaning {lean:.0f} deg on {lean_stack.n_chips} chips"
+        return "staging failed: the leaning die did not stay cocked"
+
+    result, note = _staged(world, first, attempt, min_candidates=1, failed="staging failed: no die leaning")
     return ScenarioOutcome("cocked", world, result, n_dice, (False,) * n_dice, note=note)
 
 
@@ -257,14 +282,11 @@ def wedged(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
         chips=(ChipStack(float(a[0]), float(a[1]), n_chips), ChipStack(float(b[0]), float(b[1]), n_chips)),
     )
     first = simulate(world, throw_starts(rng, layout, n_dice))
-    result, note = first, "staging failed: no die wedged"
-    for _ in range(RETRIES):
-        candidates = _on_felt(world, first)
-        if not candidates:
-            break
+
+    def attempt(candidates: list[int]) -> tuple[SimResult, str] | str | None:
         die = int(rng.choice(candidates))
         if not _clear_of(first.poses, (float(mid[0]), float(mid[1])), 1.6 * edge, {die}):
-            continue
+            return None
         # Edge down: the two faces adjacent to the bottom edge look down-and-out at +-45 degrees.
         tilt = np.radians(45.0 + rng.normal(0.0, 4.0))
         z = np.array([0.0, 0.0, 1.0])
@@ -285,9 +307,10 @@ def wedged(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
         )
         t = physical_truth(trial.poses[die], trial.contacts[die], layout)
         if t.cocked and t.sides_resting > 1:
-            result, note = trial, f"die {die} wedged between two stacks of {n_chips} chips, gap {gap:.1f} mm"
-            break
-        note = "staging failed: the die did not stay wedged"
+            return trial, f"die {die} wedged between two stacks of {n_chips} chips, gap {gap:.1f} mm"
+        return "staging failed: the die did not stay wedged"
+
+    result, note = _staged(world, first, attempt, min_candidates=1, failed="staging failed: no die wedged")
     return ScenarioOutcome("wedged", world, result, n_dice, (False,) * n_dice, note=note)
 
 
@@ -296,11 +319,8 @@ def stacked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     world = PhysicsWorld(layout)
     first = simulate(world, throw_starts(rng, layout, n_dice))
     edge = world.die_edge_mm
-    result, note = first, "staging failed: no die on a die"
-    for _ in range(RETRIES):
-        candidates = _on_felt(world, first)
-        if len(candidates) < 2:
-            break
+
+    def attempt(candidates: list[int]) -> tuple[SimResult, str] | str | None:
         base, top = (int(v) for v in rng.choice(candidates, size=2, replace=False))
         bx, by, bz = first.poses[base].position_mm
         off = rng.uniform(-3.5, 3.5, size=2)
@@ -310,9 +330,10 @@ def stacked(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
         )
         trial = resettle(world, first.poses, {top: start})
         if physical_truth(trial.poses[top], trial.contacts[top], layout).stacked:
-            result, note = trial, f"die {top} on die {base}"
-            break
-        note = "staging failed: the top die slid off"
+            return trial, f"die {top} on die {base}"
+        return "staging failed: the top die slid off"
+
+    result, note = _staged(world, first, attempt, min_candidates=2, failed="staging failed: no die on a die")
     return ScenarioOutcome("stacked", world, result, n_dice, (False,) * n_dice, note=note)
 
 
@@ -378,11 +399,8 @@ def propped(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     world = PhysicsWorld(layout)
     first = simulate(world, throw_starts(rng, layout, n_dice))
     edge = world.die_edge_mm
-    result, note = first, "staging failed: no die propped"
-    for _ in range(RETRIES):
-        candidates = _on_felt(world, first)
-        if len(candidates) < 2:
-            break
+
+    def attempt(candidates: list[int]) -> tuple[SimResult, str] | str | None:
         base, die = (int(v) for v in rng.choice(candidates, size=2, replace=False))
         lean = float(rng.uniform(36.0, 44.0))
         face, second = _random_face_pair(rng)
@@ -395,13 +413,14 @@ def propped(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
             edge_mm=edge,
         )
         if not _clear_of(first.poses, xy, 1.6 * edge, {die, base}) or not layout.throw_area.contains(*xy):
-            continue
+            return None
         trial = resettle(world, first.poses, {die: start})
         t = physical_truth(trial.poses[die], trial.contacts[die], layout)
         if t.cocked and t.rests_on == "die" and t.sides_resting == 1:
-            result, note = trial, f"die {die} propped {t.tilt_deg:.0f} deg against die {base}"
-            break
-        note = "staging failed: the propped die did not stay cocked"
+            return trial, f"die {die} propped {t.tilt_deg:.0f} deg against die {base}"
+        return "staging failed: the propped die did not stay cocked"
+
+    result, note = _staged(world, first, attempt, min_candidates=2, failed="staging failed: no die propped")
     return ScenarioOutcome("propped", world, result, n_dice, (False,) * n_dice, note=note)
 
 
