@@ -80,9 +80,12 @@ class PipCountConfig:
                 raise ValueError(f"PipCountConfig.{name} is a Lab distance >= 0 (0: off), got {value}")
 
 
+_DEFAULT_CONFIG = PipCountConfig()  # made (and checked) once, not on every die counted
+
+
 def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) -> int | None:
     """Pip count 1..6 of a die crop cut by `crop_die`, or None when the picture gives no clear count."""
-    cfg = config or PipCountConfig()
+    cfg = config or _DEFAULT_CONFIG
     img = cv2.resize(crop_bgr, (WORK_PX, WORK_PX), interpolation=cv2.INTER_LINEAR)
     # The die spans 1 / (1 + CROP_PAD) of the crop; keep the face interior only.
     die_px = WORK_PX / (1.0 + CROP_PAD)
