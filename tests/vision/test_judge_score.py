@@ -11,7 +11,7 @@ import pytest
 from calibration.camera import Camera, CameraPose
 from tests.vision.fakes import one_hot
 from tests.vision.test_judge_rules import FLAT, _box_at, _overhead_geometry, _state
-from vision.judge.evaluate import SceneRecord, TrueDie, camera_kind, score, score_by_camera
+from vision.judge.evaluate import SceneRecord, TrueDie, camera_kind, score, score_by_camera, sweep
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import COCKED
 from vision.judge.state import FLAT as FLAT_STATE
@@ -114,3 +114,18 @@ def test_scores_split_by_camera_tilt() -> None:
     assert split["top_down"]["wrong_dice_in_rolls_read_valid"] == 1
     assert split["oblique"]["wrong_dice_in_rolls_read_valid"] == 0
     assert list(score_by_camera([top], ValidityConfig())) == ["top_down"]  # no empty group
+
+
+def test_the_sweep_shows_wrong_settlements_per_threshold() -> None:
+    """A bar that makes a wrongly read die uncertain stops the wrong settlement: the sweep must show it."""
+    rec = _flat_pair(6, 5)
+    rec = replace(
+        rec, readings=(rec.readings[0], FaceReading(face_probs=tuple(one_hot(6, 0.95)), pip_count=None))
+    )
+    base = ValidityConfig()
+    assert score([rec], base)["rolls_read_valid_with_a_wrong_die"] == 1
+    rows = {r["min_state_confidence"]: r for r in sweep([rec], base)["min_state_confidence"]}
+    assert rows[0.5]["rolls_read_valid_with_a_wrong_die"] == 1
+    assert rows[0.5]["read_valid_wrong_pct"] == 100.0
+    strict = sweep([rec], replace(base, min_confidence=0.99))["min_state_confidence"][0]
+    assert strict["rolls_read_valid_with_a_wrong_die"] == 0 and strict["read_valid_wrong_pct"] is None

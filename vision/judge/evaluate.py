@@ -310,6 +310,11 @@ def sweep(records: Sequence[SceneRecord], base: ValidityConfig) -> dict[str, lis
                     "valid_called_invalid_or_void_pct": s["valid_called_invalid_or_void_pct"],
                     "valid_no_decision_pct": s["valid_no_decision_pct"],
                     **{f"recall_{k}_pct": r for k, r in s["recall_pct"].items()},
+                    # Wrong settlements: rolls read valid holding a wrongly read die, per 100 read valid.
+                    "rolls_read_valid_with_a_wrong_die": s["rolls_read_valid_with_a_wrong_die"],
+                    "read_valid_wrong_pct": _pct(
+                        s["rolls_read_valid_with_a_wrong_die"], s["rolls_read_valid"]
+                    ),
                 }
             )
         out[name] = rows
@@ -362,11 +367,14 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
             ("recall_die_off_table_pct", "g--"),
             ("recall_void_pct", "m--"),
             ("recall_cocked_read_by_rule_pct", "c--"),
+            ("read_valid_wrong_pct", "k-s"),
         ):
             ys = [np.nan if row[key] is None else row[key] for row in rows]
-            ax.plot(xs, ys, style, label=key.replace("_pct", "").replace("_", " "), markersize=3)
+            label = "wrong settlements (of read valid)" if key == "read_valid_wrong_pct" else key
+            ax.plot(xs, ys, style, label=label.replace("_pct", "").replace("_", " "), markersize=3)
         ax.axvline(getattr(JudgeConfig(), name), color="grey", lw=0.8)
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=0.0)  # every figure is a percentage: no negative axis below the zero lines
         ax.set_xlabel(f"{name} (grey: default)")
         ax.set_ylabel("%")
         ax.grid(alpha=0.3)
@@ -374,7 +382,7 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
         ax.set_visible(False)  # an odd number of thresholds leaves the last panel empty
     axes.flat[0].legend(fontsize=7, loc="center left")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 0.985))  # room for the title above the first row
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
