@@ -25,7 +25,7 @@ from vision.onnx_session import (
     load_model,
 )
 from vision.pips.classical import PipCountConfig
-from vision.pips.classifier import FaceReader
+from vision.pips.classifier import SECOND_LOOK_BELOW, FaceReader
 from vision.types import Frame, Roll, Verdict
 from vision.validity import ValidityConfig, judge
 
@@ -37,6 +37,8 @@ class ReaderConfig:
     detector: DetectorConfig = field(default_factory=DetectorConfig)
     pips: PipCountConfig = field(default_factory=PipCountConfig)
     validity: ValidityConfig = field(default_factory=ValidityConfig)
+    # The face stage's second look at dice under this top probability (vision/pips/classifier.py); None: off.
+    second_look_below: float | None = SECOND_LOOK_BELOW
 
 
 def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:
@@ -86,7 +88,12 @@ class Reader:
         second_model = load("pips_second") if "pips_second" in listed else None
         self.load_ms = (time.perf_counter() - start) * 1000
         self.detector = DieDetector(det_model, self.config.detector)
-        self.faces = FaceReader(pip_model, self.config.pips, second_model=second_model)
+        self.faces = FaceReader(
+            pip_model,
+            self.config.pips,
+            second_look_below=self.config.second_look_below,
+            second_model=second_model,
+        )
         self.models = {"detector": det_model.spec.tag, "pips": pip_model.spec.tag}
         if second_model is not None:
             self.models["pips_second"] = second_model.spec.tag

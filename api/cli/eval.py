@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
         from models.evaluate import Tally
         from vision.image import UnreadableImageError, load_image
         from vision.onnx_session import MANIFEST_PATH, ModelError
-        from vision.reader import Reader
+        from vision.reader import Reader, ReaderConfig
         from vision.types import DieCandidate, Frame
 
         try:
@@ -126,13 +126,14 @@ def register(app: typer.Typer) -> None:
         if not items:
             typer.echo(f"throwbox eval: no labelled images in {dataset} ({split})", err=True)
             raise typer.Exit(2)
+        config = ReaderConfig()  # the shipped second look, unless the caller weighs another bar
+        if second_look_below is not None:
+            config = ReaderConfig(second_look_below=second_look_below)
         try:
-            reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH)
+            reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH, config=config)
         except ModelError as exc:
             typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc
-        if second_look_below is not None:
-            reader.faces.second_look_below = second_look_below
         box_kind = items[0].box_kind
         tally = Tally()
         oracle_right = oracle_total = 0  # the face classifier alone, on the labelled boxes

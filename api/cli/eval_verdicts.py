@@ -67,7 +67,10 @@ def run(
             read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
             look: float | None = None
         else:
-            reader = Reader(threads=threads, manifest_path=manifest_path)
+            reader_config = ReaderConfig()  # the shipped second look, unless the caller weighs another bar
+            if second_look_below is not None:
+                reader_config = ReaderConfig(second_look_below=second_look_below)
+            reader = Reader(threads=threads, manifest_path=manifest_path, config=reader_config)
             if reader.die_state is None:
                 raise ModelError("models/manifest.json lists no die_state model")
             state = reader.die_state
@@ -78,8 +81,6 @@ def run(
                 return detector.detect_with_weak(image, weak_score=weak_floor)
 
             detect = detect_with_weak
-            if second_look_below is not None:
-                reader.faces.second_look_below = second_look_below
             read_faces, models = reader.faces, dict(reader.models)
             look = reader.faces.second_look_below
     except ModelError as exc:

@@ -15,7 +15,8 @@ import pytest
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.annotate import annotate
-from vision.reader import Reader, classify_faces
+from vision.pips.classifier import SECOND_LOOK_BELOW
+from vision.reader import Reader, ReaderConfig, classify_faces
 from vision.types import Frame, Verdict
 
 FACES = (6, 6, 2)  # left to right
@@ -99,3 +100,18 @@ def test_classify_faces_uses_the_rules_engine(
 def test_frame_rejects_non_images() -> None:
     with pytest.raises(ValueError, match="uint8 BGR"):
         Frame(image=np.zeros((4, 4), np.uint8))
+
+
+@pytest.mark.parametrize("below", [None, 0.5, 1.01])
+def test_the_second_look_bar_is_a_reader_setting(tmp_path: Path, below: float | None) -> None:
+    """`ReaderConfig.second_look_below` reaches the face stage (None: no second look), as `eval` weighs it."""
+    _, boxes = _scene()
+    manifest = write_manifest(tmp_path)
+    sessions = factory(FakeDetectorSession(boxes), FakeFaceSession([one_hot(6)] * 3))
+    reader = Reader(
+        manifest_path=manifest, session_factory=sessions, config=ReaderConfig(second_look_below=below)
+    )
+    assert reader.faces.second_look_below == below
+    assert Reader(manifest_path=manifest, session_factory=sessions).faces.second_look_below == (
+        SECOND_LOOK_BELOW
+    )
