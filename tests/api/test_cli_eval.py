@@ -100,6 +100,9 @@ def test_the_second_look_bar_can_be_weighed_and_is_recorded(tmp_path: Path) -> N
         docs[bar] = json.loads(result.output)
     assert docs[None]["second_look_below"] == SECOND_LOOK_BELOW  # the shipped bar
     assert docs[1.01]["second_look_below"] == 1.01  # every die looked at again
+    # the face and detection scores (no --verdicts) record the bar they read with, too
+    assert _eval(tmp_path)["second_look_below"] == SECOND_LOOK_BELOW
+    assert _eval(tmp_path, "--second-look-below", "1.01")["second_look_below"] == 1.01
     too_high = ["eval", str(root), "--verdicts", "--second-look-below", "2", "--plot", plot]
     refused = runner.invoke(app, too_high)
     assert refused.exit_code == 2
