@@ -88,6 +88,12 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
+        from vision.reader import ReaderConfig
+
+        # The shipped settings, with the second-look bar the caller weighs, if any (both scores read with it).
+        reader_config = ReaderConfig()
+        if second_look_below is not None:
+            reader_config = ReaderConfig(second_look_below=second_look_below)
         if verdicts:
             from api.cli.eval_verdicts import run
 
@@ -102,7 +108,7 @@ def register(app: typer.Typer) -> None:
                 misses_dir=misses,
                 skip=skip,
                 manifest_path=manifest,
-                second_look_below=second_look_below,
+                reader_config=reader_config,
             )
             return
         import numpy as np
@@ -112,7 +118,7 @@ def register(app: typer.Typer) -> None:
         from models.evaluate import Tally
         from vision.image import UnreadableImageError, load_image
         from vision.onnx_session import MANIFEST_PATH, ModelError
-        from vision.reader import Reader, ReaderConfig
+        from vision.reader import Reader
         from vision.types import DieCandidate, Frame
 
         try:
@@ -126,11 +132,8 @@ def register(app: typer.Typer) -> None:
         if not items:
             typer.echo(f"throwbox eval: no labelled images in {dataset} ({split})", err=True)
             raise typer.Exit(2)
-        config = ReaderConfig()  # the shipped second look, unless the caller weighs another bar
-        if second_look_below is not None:
-            config = ReaderConfig(second_look_below=second_look_below)
         try:
-            reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH, config=config)
+            reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH, config=reader_config)
         except ModelError as exc:
             typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc

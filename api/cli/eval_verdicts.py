@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from vision.reader import ReaderConfig
 
 
 def run(
@@ -27,9 +30,12 @@ def run(
     misses_dir: Path | None = None,
     manifest_path: Path | None = None,
     skip: int = 0,
-    second_look_below: float | None = None,
+    reader_config: ReaderConfig | None = None,
 ) -> None:
-    """Score the verdicts on `dataset` (a `throwbox synth` folder) and report."""
+    """Score the verdicts on `dataset` (a `throwbox synth` folder) and report.
+
+    `reader_config`: the reader's settings (default: the shipped ones); its `validity` judges the records.
+    """
     from rich.progress import track
 
     from vision.judge.evaluate import (
@@ -52,6 +58,7 @@ def run(
     from vision.reader import Reader, ReaderConfig
 
     manifest_path = manifest_path or MANIFEST_PATH
+    reader_config = reader_config or ReaderConfig()
 
     if not (dataset / "labels").is_dir():
         typer.echo(f"throwbox eval --verdicts: {dataset} is not a synthetic data set (no labels/)", err=True)
@@ -67,9 +74,6 @@ def run(
             read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
             look: float | None = None
         else:
-            reader_config = ReaderConfig()  # the shipped second look, unless the caller weighs another bar
-            if second_look_below is not None:
-                reader_config = ReaderConfig(second_look_below=second_look_below)
             reader = Reader(threads=threads, manifest_path=manifest_path, config=reader_config)
             if reader.die_state is None:
                 raise ModelError("models/manifest.json lists no die_state model")
@@ -95,7 +99,7 @@ def run(
             typer.echo(f"throwbox eval --verdicts: {exc}", err=True)
             raise typer.Exit(2) from exc
         records.append(record_scene(scene, image, detect=detect, read_faces=read_faces, die_state=state))
-    config = ReaderConfig().validity
+    config = reader_config.validity
     summary: dict[str, Any] = {
         "dataset": str(dataset),
         "mode": "judge only (ground-truth boxes and faces)" if oracle_boxes else "whole reader",

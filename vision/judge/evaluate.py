@@ -360,18 +360,17 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
     fig, axes = plt.subplots(n_rows, 2, figsize=(11.0, 4.0 * n_rows), squeeze=False)
     for ax, (name, rows) in zip(axes.flat, curves.items(), strict=False):
         xs = [row[name] for row in rows]
-        for key, style in (
-            ("valid_called_invalid_or_void_pct", "r-o"),
-            ("valid_no_decision_pct", "y-o"),
-            ("recall_die_on_die_pct", "b--"),
-            ("recall_die_off_table_pct", "g--"),
-            ("recall_void_pct", "m--"),
-            ("recall_cocked_read_by_rule_pct", "c--"),
-            ("read_valid_wrong_pct", "k-s"),
+        for key, style, label in (
+            ("valid_called_invalid_or_void_pct", "r-o", "valid called invalid or void"),
+            ("valid_no_decision_pct", "y-o", "valid no decision"),
+            ("recall_die_on_die_pct", "b--", "recall die on die"),
+            ("recall_die_off_table_pct", "g--", "recall die off table"),
+            ("recall_void_pct", "m--", "recall void"),
+            ("recall_cocked_read_by_rule_pct", "c--", "recall cocked read by rule"),
+            ("read_valid_wrong_pct", "k-s", "wrong settlements (of read valid)"),
         ):
             ys = [np.nan if row[key] is None else row[key] for row in rows]
-            label = "wrong settlements (of read valid)" if key == "read_valid_wrong_pct" else key
-            ax.plot(xs, ys, style, label=label.replace("_pct", "").replace("_", " "), markersize=3)
+            ax.plot(xs, ys, style, label=label, markersize=3)
         ax.axvline(getattr(JudgeConfig(), name), color="grey", lw=0.8)
         ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylim(bottom=0.0)  # every figure is a percentage: no negative axis below the zero lines
