@@ -25,6 +25,7 @@ from vision.pips.crops import CROP_PX, crop_die
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
 WIDE_MODEL_DIR = Path(__file__).resolve().parent / "pips_wide"
+CALIBRATION_CROPS = 512  # crops that rebuild the batch norms when --init is an ONNX export
 # --hold-back: the parts of the real train folders kept for tuning (models.data.held_back); matteop65's
 # third is the one the die-state model holds back too.
 NELLBYLER_HELD_BACK = 1 / 5
@@ -113,7 +114,13 @@ def main() -> None:
         default=[],
         help="more synthetic scene folders, every scene (repeat; e.g. the judge's chips and layout boxes)",
     )
-    parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
+    parser.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="start from this checkpoint (.pt) or from an ONNX export of the same net (.onnx: its batch "
+        "norms are rebuilt from a batch of training crops, models/from_onnx.py)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--arch",
@@ -159,7 +166,14 @@ def main() -> None:
     wide = args.arch == "wide"
     model = WideFaceClassifier() if wide else FaceClassifier()
     out_dir: Path = args.out or (WIDE_MODEL_DIR if wide else MODEL_DIR)
-    if args.init is not None:
+    if args.init is not None and args.init.suffix == ".onnx":
+        from models.from_onnx import init_from_onnx
+
+        crops = [sampler.sample()[0] for _ in range(CALIBRATION_CROPS)]
+        calibration = torch.from_numpy(crops_to_tensor(crops))
+        init_from_onnx(model, args.init, calibration)
+        print(f"started from {args.init} (batch norms from {CALIBRATION_CROPS} training crops)")
+    elif args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     out_dir.mkdir(parents=True, exist_ok=True)

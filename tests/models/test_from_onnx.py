@@ -1,0 +1,84 @@
+"""Starting a training run from a committed ONNX export (models/from_onnx.py); needs the `train` extra."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="training only: pip install -e '.[train]'")
+pytest.importorskip("onnx")
+
+from models.from_onnx import init_from_onnx  # noqa: E402
+from models.nets import FaceClassifier, WideFaceClassifier  # noqa: E402
+from vision.onnx_session import DEFAULT_PROVIDERS, onnxruntime_session  # noqa: E402
+
+# torch's legacy exporter (the one the training scripts use, for its batch-norm folding) warns of its own end
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _export(model: Any, path: Path) -> None:
+    """As models/train_pips.py exports: eval mode, the legacy exporter (which folds each batch norm)."""
+    model.eval()
+    torch.onnx.export(
+        model,
+        (torch.zeros(2, 3, 64, 64),),
+        str(path),
+        dynamo=False,
+        opset_version=17,
+        input_names=["crops"],
+        output_names=["probs"],
+        dynamic_axes={"crops": {0: "n"}, "probs": {0: "n"}},
+    )
+
+
+def _onnx_probs(path: Path, crops: Any) -> np.ndarray:
+    return np.asarray(onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"crops": crops.numpy()})[0])
+
+
+def _trained_looking(model: Any, seed: int) -> Any:
+    """Batch norms with statistics and scales far from their defaults, as after training."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=g))
+                m.running_var.copy_(torch.rand(n, generator=g) * 3 + 0.2)
+                m.weight.copy_(torch.randn(n, generator=g))
+                m.bias.copy_(torch.randn(n, generator=g))
+    return model
+
+
+def test_the_rebuilt_net_computes_the_exports_function(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = tmp_path / "face.onnx"
+    _export(_trained_looking(FaceClassifier(), seed=1), path)
+    crops = torch.rand(96, 3, 64, 64)
+
+    fresh = FaceClassifier()
+    with torch.no_grad():
+        before = fresh.eval()(crops[:16]).numpy()
+    init_from_onnx(fresh, path, calibration=crops)
+    fresh.eval()
+    with torch.no_grad():
+        ours = fresh(crops[:16]).numpy()
+    theirs = _onnx_probs(path, crops[:16])
+    assert np.abs(ours - theirs).max() < 1e-4
+    assert np.abs(before - theirs).max() > 1e-2  # the fresh net computed something else before
+
+    # in train mode (dropout aside) the batch statistics of the calibration crops give the same function
+    fresh.train()
+    fresh.dropout.eval()
+    with torch.no_grad():
+        trained_mode = fresh(crops).numpy()
+    assert np.abs(trained_mode - _onnx_probs(path, crops)).max() < 1e-3
+
+
+def test_a_file_of_another_net_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "wide.onnx"
+    _export(WideFaceClassifier(), path)
+    with pytest.raises(ValueError, match=r"wide\.onnx"):
+        init_from_onnx(FaceClassifier(), path, calibration=torch.rand(8, 3, 64, 64))
