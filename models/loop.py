@@ -95,3 +95,32 @@ def train_for(
                 print(f"step {step} loss {ema:.3f} lr {lr:.5f} {time.monotonic() - start:.0f}s", flush=True)
                 torch.save(model.state_dict(), checkpoint)
     return TrainRun(steps=step, started_s=start)
+
+
+def export_onnx(
+    model: Any,
+    path: Path,
+    *,
+    example_shape: tuple[int, ...],
+    input_name: str,
+    output_name: str,
+    dynamic_axes: dict[str, dict[int, str]],
+) -> None:
+    """Export `model` in eval mode with torch's legacy (TorchScript) exporter, opset 17.
+
+    The legacy exporter folds each batch norm into the convolution before it (models/from_onnx.py undoes
+    that to train on from a committed file); every training script exports through here.
+    """
+    import torch
+
+    model.eval()
+    torch.onnx.export(
+        model,
+        (torch.zeros(*example_shape),),
+        str(path),
+        dynamo=False,
+        opset_version=17,
+        input_names=[input_name],
+        output_names=[output_name],
+        dynamic_axes=dynamic_axes,
+    )

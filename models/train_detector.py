@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from models.augment import flip_rotate, paste_dice, photometric, random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import require_torch, train_for
+from models.loop import export_onnx, require_torch, train_for
 from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
@@ -304,16 +304,13 @@ def main() -> None:
     )
 
     torch.save(model.state_dict(), args.out / "last.pt")
-    model.eval()
     onnx_path = args.out / dated_name("detect", "centernet")
-    torch.onnx.export(
+    export_onnx(
         model,
-        (torch.zeros(1, 3, 480, 640),),
-        str(onnx_path),
-        dynamo=False,
-        opset_version=17,
-        input_names=["image"],
-        output_names=["head"],
+        onnx_path,
+        example_shape=(1, 3, 480, 640),
+        input_name="image",
+        output_name="head",
         dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
     )
     minutes = (time.monotonic() - run.started_s) / 60

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
-from models.loop import require_torch, train_for
+from models.loop import export_onnx, require_torch, train_for
 from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
@@ -445,14 +445,12 @@ def main() -> None:
             top["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
     print(f"held-back real photos: {real}; top-face set: {top}")
     onnx_path = args.out / dated_name("judge", "diestate")
-    torch.onnx.export(
+    export_onnx(
         wrapper,
-        (torch.zeros(2, 3, STATE_CROP_PX, STATE_CROP_PX),),
-        str(onnx_path),
-        dynamo=False,
-        opset_version=17,
-        input_names=["crops"],
-        output_names=["state"],
+        onnx_path,
+        example_shape=(2, 3, STATE_CROP_PX, STATE_CROP_PX),
+        input_name="crops",
+        output_name="state",
         dynamic_axes={"crops": {0: "n"}, "state": {0: "n"}},
     )
     entry = register(

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from models.augment import photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import require_torch, train_for
+from models.loop import export_onnx, require_torch, train_for
 from vision.pips.crops import CROP_PX, crop_die
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
@@ -188,16 +188,13 @@ def main() -> None:
         model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="faces", step_loss=step_loss
     )
     torch.save(model.state_dict(), out_dir / "last.pt")
-    model.eval()
     onnx_path = out_dir / dated_name("pips", "wide" if wide else "facenet")
-    torch.onnx.export(
+    export_onnx(
         model,
-        (torch.zeros(2, 3, CROP_PX, CROP_PX),),
-        str(onnx_path),
-        dynamo=False,
-        opset_version=17,
-        input_names=["crops"],
-        output_names=["probs"],
+        onnx_path,
+        example_shape=(2, 3, CROP_PX, CROP_PX),
+        input_name="crops",
+        output_name="probs",
         dynamic_axes={"crops": {0: "n"}, "probs": {0: "n"}},
     )
     if args.no_register:

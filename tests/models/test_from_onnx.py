@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch", reason="training only: pip install -e '.[tr
 pytest.importorskip("onnx")
 
 from models.from_onnx import init_from_onnx  # noqa: E402
+from models.loop import export_onnx  # noqa: E402
 from models.nets import FaceClassifier, WideFaceClassifier  # noqa: E402
 from vision.onnx_session import DEFAULT_PROVIDERS, onnxruntime_session  # noqa: E402
 
@@ -20,16 +21,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _export(model: Any, path: Path) -> None:
-    """As models/train_pips.py exports: eval mode, the legacy exporter (which folds each batch norm)."""
-    model.eval()
-    torch.onnx.export(
+    """As models/train_pips.py exports (the legacy exporter folds each batch norm into its conv)."""
+    export_onnx(
         model,
-        (torch.zeros(2, 3, 64, 64),),
-        str(path),
-        dynamo=False,
-        opset_version=17,
-        input_names=["crops"],
-        output_names=["probs"],
+        path,
+        example_shape=(2, 3, 64, 64),
+        input_name="crops",
+        output_name="probs",
         dynamic_axes={"crops": {0: "n"}, "probs": {0: "n"}},
     )
 
