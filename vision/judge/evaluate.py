@@ -31,7 +31,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.state import COCKED, STATE_LABELS, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
 from vision.types import DieCandidate, DieReading, FaceReading, Verdict
-from vision.validity import ValidityConfig, judge
+from vision.validity import Judgement, ValidityConfig, judge
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
 READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")
@@ -72,6 +72,18 @@ class SceneRecord:
     # The detector's peaks from `WEAK_FLOOR` up to its threshold (none with oracle boxes), so that
     # `JudgeConfig.weak_peak_score` can be swept without running the detector again.
     weak_peaks: tuple[DieCandidate, ...] = ()
+
+    def judged(self, config: ValidityConfig) -> Judgement:
+        """The judge on this scene's kept model outputs, with `config`."""
+        return judge(
+            self.candidates,
+            self.readings,
+            expected_dice=self.expected_dice,
+            config=config,
+            states=self.states,
+            geometry=self.geometry,
+            weak_peaks=self.weak_peaks,
+        )
 
 
 def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
@@ -159,15 +171,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     wrong_detail: list[dict[str, Any]] = []
     reasons_on_valid: Counter[str] = Counter()
     for rec in records:
-        j = judge(
-            rec.candidates,
-            rec.readings,
-            expected_dice=rec.expected_dice,
-            config=config,
-            states=rec.states,
-            geometry=rec.geometry,
-            weak_peaks=rec.weak_peaks,
-        )
+        j = rec.judged(config)
         read = j.verdict.value
         confusion[rec.truth_verdict][read] += 1
         codes = {f.reason for f in j.findings if f.verdict is j.verdict}

@@ -34,7 +34,7 @@ from vision.judge.evaluate import MATCH_IOU, MIN_VISIBLE, SceneRecord, box_iou
 from vision.judge.state import STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
 from vision.types import DieReading, Verdict
-from vision.validity import ValidityConfig, judge
+from vision.validity import ValidityConfig
 
 NEAR_WALL_MM = 19.0  # a die whose centre is within one die edge of an inner wall lies against it
 TOUCHING_EDGES = 1.6  # centres closer than this many edges: the dice touch (a flat die's diagonal is 1.41)
@@ -158,15 +158,7 @@ def find_misses(
     for rec in records:
         if rec.truth_verdict != "valid":
             continue
-        j = judge(
-            rec.candidates,
-            rec.readings,
-            expected_dice=rec.expected_dice,
-            config=config,
-            states=rec.states,
-            geometry=rec.geometry,
-            weak_peaks=rec.weak_peaks,
-        )
+        j = rec.judged(config)
         if j.verdict is Verdict.VALID:
             continue
         scene = scenes[rec.scene_id]
