@@ -121,6 +121,7 @@ def score(
     return {
         "accuracy_pct": round(100.0 * float(right.mean()), 2),
         "sure_pct": round(100.0 * float(sure.mean()), 1),
+        "sure_dice": int(sure.sum()),  # the exact count behind sure_pct (which rounds to a tenth)
         "accuracy_when_sure_pct": round(100.0 * float(right[sure].mean()), 3) if sure.any() else float("nan"),
         "sure_wrong": wrong,
         "sure_wrong_per_1000_low": round(1000.0 * low, 2),
@@ -224,7 +225,7 @@ def main() -> None:
     )
     print(
         "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "
-        "| sure % | accuracy when sure % | sure but wrong | per 1,000 sure, 95 % interval "
+        "| sure % (dice) | accuracy when sure % | sure but wrong | per 1,000 sure, 95 % interval "
         "| vetoes: face right / face wrong |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -248,7 +249,8 @@ def main() -> None:
                         s = score(probs, pip_counts, truth, bar=bar)
                         print(
                             f"| {name} | {len(truth)} | {label} | {weight:g} | {at} | {bar:g} | "
-                            f"{s['accuracy_pct']} | {s['sure_pct']} | {s['accuracy_when_sure_pct']} | "
+                            f"{s['accuracy_pct']} | {s['sure_pct']} ({s['sure_dice']}) | "
+                            f"{s['accuracy_when_sure_pct']} | "
                             f"{s['sure_wrong']} | {s['sure_wrong_per_1000_low']:g}-"
                             f"{s['sure_wrong_per_1000_high']:g} | {s['vetoes_learned_right']} / "
                             f"{s['vetoes_learned_wrong']} |"

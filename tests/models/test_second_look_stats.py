@@ -58,6 +58,7 @@ def test_score_counts_sure_dice_and_the_pip_count_veto() -> None:
     )
     s = score(probs, [None, 2, 4, None], np.array([1, 3, 3, 1]), bar=0.9)
     assert s["sure_pct"] == 50.0
+    assert s["sure_dice"] == 2
     assert s["sure_wrong"] == 1
     assert s["accuracy_when_sure_pct"] == 50.0
     low, high = wilson_interval(1, 2)
