@@ -32,58 +32,89 @@ def _module_path(node: onnx.NodeProto) -> str:
     return scope.rsplit("/", 1)[-1]
 
 
-def _next_batch_norm(model: nn.Module, conv_path: str) -> tuple[nn.BatchNorm2d, Tensor, Tensor]:
-    """The batch norm after a conv in its Sequential, with its running mean and variance."""
+def _layer(model: nn.Module, path: str, onnx_name: str) -> nn.Module:
+    try:
+        return model.get_submodule(path)
+    except AttributeError as exc:
+        raise ValueError(f"{onnx_name}: {path!r} is not a layer of {type(model).__name__}") from exc
+
+
+def _next_batch_norm(
+    model: nn.Module, conv_path: str, onnx_name: str
+) -> tuple[str, nn.BatchNorm2d, Tensor, Tensor]:
+    """The batch norm after a conv in its Sequential (its path, itself, its running mean and variance)."""
     parent_path, _, index = conv_path.rpartition(".")
-    parent = model.get_submodule(parent_path) if parent_path else model
-    bn = parent.get_submodule(str(int(index) + 1))
+    if not index.isdigit():
+        raise ValueError(f"{onnx_name}: {conv_path!r} is not a conv inside a Sequential of the net")
+    bn_path = f"{parent_path}.{int(index) + 1}" if parent_path else str(int(index) + 1)
+    bn = _layer(model, bn_path, onnx_name)
     if not isinstance(bn, nn.BatchNorm2d) or bn.running_mean is None or bn.running_var is None:
-        raise ValueError(f"{conv_path} is not followed by a batch norm in {type(model).__name__}")
-    return bn, bn.running_mean, bn.running_var
+        raise ValueError(
+            f"{onnx_name}: {conv_path} is not followed by a batch norm in {type(model).__name__}"
+        )
+    return bn_path, bn, bn.running_mean, bn.running_var
 
 
-@torch.no_grad()
 def init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> list[str]:
-    """Load `onnx_path`'s weights into `model` (same architecture); return the parameters set.
+    """Load `onnx_path`'s weights into `model` (same architecture); return the layers set.
 
-    Raises ValueError when the file does not fit the net (a missing or extra layer, another shape), so a
-    wrong file never starts a run silently.
+    Raises ValueError when the file does not fit the net (a layer it lacks or the net lacks, another shape,
+    a parameter of the net left unset), so a wrong file never starts a run silently.
     """
+    with torch.no_grad():
+        return _init_from_onnx(model, onnx_path, calibration)
+
+
+def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> list[str]:
+    name = onnx_path.name
     graph = onnx.load(str(onnx_path)).graph
     weights = {
         t.name: torch.from_numpy(numpy_helper.to_array(t).astype(np.float32)) for t in graph.initializer
     }
+    # the exporter shares equal initializers (all-zero biases of an untrained net) through Identity nodes
+    alias = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Identity"}
+
+    def value(key: str) -> Tensor:
+        while key not in weights and key in alias:
+            key = alias[key]
+        if key not in weights:
+            raise ValueError(f"{name}: no constant weight {key!r} (not an export of a net like this one)")
+        return weights[key]
+
     params = dict(model.named_parameters())
+    set_params: set[str] = set()
     loaded: list[str] = []
     folded: list[tuple[nn.Conv2d, nn.BatchNorm2d, Tensor, Tensor, Tensor]] = []
     for node in graph.node:
         if node.op_type == "Conv":
             path = _module_path(node)
-            conv = model.get_submodule(path)
-            if not isinstance(conv, nn.Conv2d) or conv.bias is not None:
-                raise ValueError(f"{onnx_path.name}: {path} is not a bias-free convolution of the net")
-            w, b = weights[node.input[1]], weights[node.input[2]]
+            conv = _layer(model, path, name)
+            if not isinstance(conv, nn.Conv2d) or conv.bias is not None or len(node.input) < 3:
+                raise ValueError(f"{name}: {path} is not a bias-free convolution of the net")
+            w, b = value(node.input[1]), value(node.input[2])
             if w.shape != conv.weight.shape:
                 raise ValueError(
-                    f"{onnx_path.name}: {path} has shape {tuple(w.shape)}, the net {tuple(conv.weight.shape)}"
+                    f"{name}: {path} has shape {tuple(w.shape)}, the net {tuple(conv.weight.shape)}"
                 )
             conv.weight.copy_(w)
-            bn, mean, var = _next_batch_norm(model, path)
+            bn_path, bn, mean, var = _next_batch_norm(model, path, name)
             bn.weight.fill_(1.0)
             bn.bias.copy_(b)
             mean.zero_()
             var.fill_(1.0 - bn.eps)
             folded.append((conv, bn, mean, var, b))
+            set_params |= {f"{path}.weight", f"{bn_path}.weight", f"{bn_path}.bias"}
             loaded.append(f"{path} (and its batch norm)")
         elif node.op_type == "Gemm":
-            for name in node.input[1:]:
-                if name not in params or params[name].shape != weights[name].shape:
-                    raise ValueError(f"{onnx_path.name}: {name} does not fit the net")
-                params[name].copy_(weights[name])
-                loaded.append(name)
-    convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
-    if len(folded) != len(convs):
-        raise ValueError(f"{onnx_path.name} has {len(folded)} convolutions, the net {len(convs)}")
+            for key in node.input[1:]:
+                if key not in params or params[key].shape != value(key).shape:
+                    raise ValueError(f"{name}: {key} does not fit the net")
+                params[key].copy_(value(key))
+                set_params.add(key)
+                loaded.append(key)
+    unset = sorted(set(params) - set_params)
+    if unset:
+        raise ValueError(f"{name} leaves parameters of {type(model).__name__} unset: {', '.join(unset)}")
 
     # statistics of each folded conv's output (W x, before the bias) with every earlier layer already exact
     stats: dict[nn.Conv2d, tuple[Tensor, Tensor]] = {}

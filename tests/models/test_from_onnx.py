@@ -13,7 +13,7 @@ pytest.importorskip("onnx")
 
 from models.from_onnx import init_from_onnx  # noqa: E402
 from models.loop import export_onnx  # noqa: E402
-from models.nets import FaceClassifier, WideFaceClassifier  # noqa: E402
+from models.nets import DieDetector, FaceClassifier, WideFaceClassifier  # noqa: E402
 from vision.onnx_session import DEFAULT_PROVIDERS, onnxruntime_session  # noqa: E402
 
 # torch's legacy exporter (the one the training scripts use, for its batch-norm folding) warns of its own end
@@ -75,8 +75,32 @@ def test_the_rebuilt_net_computes_the_exports_function(tmp_path: Path) -> None:
     assert np.abs(trained_mode - _onnx_probs(path, crops)).max() < 1e-3
 
 
-def test_a_file_of_another_net_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "wide.onnx"
-    _export(WideFaceClassifier(), path)
-    with pytest.raises(ValueError, match=r"wide\.onnx"):
+def test_an_untrained_export_with_shared_zero_biases_loads(tmp_path: Path) -> None:
+    """The exporter shares equal initializers (all-zero folded biases) through Identity nodes."""
+    torch.manual_seed(2)
+    path = tmp_path / "fresh.onnx"
+    _export(FaceClassifier(), path)
+    crops = torch.rand(32, 3, 64, 64)
+    net = FaceClassifier()
+    init_from_onnx(net, path, calibration=crops)
+    with torch.no_grad():
+        ours = net.eval()(crops).numpy()
+    assert np.abs(ours - _onnx_probs(path, crops)).max() < 1e-4
+
+
+@pytest.mark.parametrize("other", ["wide", "detector"])
+def test_a_file_of_another_net_is_refused(tmp_path: Path, other: str) -> None:
+    path = tmp_path / f"{other}.onnx"
+    if other == "wide":
+        _export(WideFaceClassifier(), path)  # same layer names, other shapes
+    else:
+        export_onnx(  # other layer names
+            DieDetector(),
+            path,
+            example_shape=(1, 3, 64, 64),
+            input_name="image",
+            output_name="head",
+            dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
+        )
+    with pytest.raises(ValueError, match=rf"{other}\.onnx"):
         init_from_onnx(FaceClassifier(), path, calibration=torch.rand(8, 3, 64, 64))
