@@ -1,4 +1,4 @@
-"""`throwbox read IMAGE... [--expect N] [--table ID] [--json] [--annotate OUT_DIR]`: read dice in photos.
+"""`throwbox read IMAGE... [--expect N] [--table ID] [--json] [--annotate DIR] [--manifest FILE]`: read dice.
 
 With `--table ID`, the table's stored calibration (`throwbox calibrate table`, in `--calibration-dir`) is
 loaded and checked against each image's resolution; the judge then places every die on the felt (off the
@@ -33,6 +33,12 @@ def register(app: typer.Typer) -> None:
             None, "--annotate", help="Write an annotated evidence frame per image into this folder."
         ),
         threads: int = typer.Option(1, min=0, help="onnxruntime threads (0 = all cores)."),
+        manifest: Path | None = typer.Option(
+            None,
+            "--manifest",
+            help="Model manifest (default: models/manifest.json), to look at a model's reads before "
+            "registering it.",
+        ),
     ) -> None:
         """Find every die and read its top face; exit 1 if any image could not be read."""
         import cv2
@@ -43,7 +49,7 @@ def register(app: typer.Typer) -> None:
         from vision.annotate import annotate
         from vision.image import UnreadableImageError, load_image
         from vision.judge.geometry import TableGeometry
-        from vision.onnx_session import ModelError
+        from vision.onnx_session import MANIFEST_PATH, ModelError
         from vision.reader import Reader
         from vision.types import Frame
 
@@ -58,7 +64,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2) from exc
 
         try:
-            reader = Reader(threads=threads)
+            reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH)
         except ModelError as exc:
             typer.echo(f"throwbox read: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc

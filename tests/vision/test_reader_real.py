@@ -76,3 +76,28 @@ def test_read_cli_reports_bad_files_and_exits_1(tmp_path: Path) -> None:
     assert [Path(d["image"]).name for d in docs] == ["IMG_20191208_111702.jpg", "bad.jpg"]
     assert docs[0]["verdict"] and docs[0]["dice"] and Path(docs[0]["annotated"]).is_file()
     assert docs[1]["verdict"] is None and "not a readable image" in docs[1]["error"]
+
+
+def test_read_cli_reads_with_another_manifest(tmp_path: Path) -> None:
+    """`--manifest` names the models to read with (a candidate's); a file that does not match is refused."""
+    good = FIXTURES / "IMG_20191208_111702.jpg"
+    manifest = json.loads((REPO / "models" / "manifest.json").read_text())
+    for entry in manifest["models"].values():
+        entry["file"] = str((REPO / "models" / entry["file"]).resolve())
+    ok = tmp_path / "manifest.json"
+    ok.write_text(json.dumps(manifest))
+    manifest["models"]["pips"]["sha256"] = "0" * 64
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(manifest))
+
+    def read(with_manifest: Path) -> subprocess.CompletedProcess[str]:
+        args = ["read", str(good), "--json", "--manifest", str(with_manifest)]
+        cmd = [sys.executable, "-c", "from api.cli import main; main()", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+
+    out = read(ok)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["models"]["pips"] == "pips_facenet_2026nov"
+    out = read(bad)
+    assert out.returncode == 2
+    assert "cannot load the models" in out.stderr and "pips" in out.stderr
