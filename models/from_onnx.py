@@ -55,17 +55,17 @@ def _next_batch_norm(
     return bn_path, bn, bn.running_mean, bn.running_var
 
 
-def init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> list[str]:
-    """Load `onnx_path`'s weights into `model` (same architecture); return the layers set.
+def init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> None:
+    """Load `onnx_path`'s weights into `model` (same architecture).
 
     Raises ValueError when the file does not fit the net (a layer it lacks or the net lacks, another shape,
     a parameter of the net left unset), so a wrong file never starts a run silently.
     """
     with torch.no_grad():
-        return _init_from_onnx(model, onnx_path, calibration)
+        _init_from_onnx(model, onnx_path, calibration)
 
 
-def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> list[str]:
+def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> None:
     name = onnx_path.name
     graph = onnx.load(str(onnx_path)).graph
     weights = {
@@ -83,7 +83,6 @@ def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> l
 
     params = dict(model.named_parameters())
     set_params: set[str] = set()
-    loaded: list[str] = []
     folded: list[tuple[nn.Conv2d, nn.BatchNorm2d, Tensor, Tensor, Tensor]] = []
     for node in graph.node:
         if node.op_type == "Conv":
@@ -104,14 +103,12 @@ def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> l
             var.fill_(1.0 - bn.eps)
             folded.append((conv, bn, mean, var, b))
             set_params |= {f"{path}.weight", f"{bn_path}.weight", f"{bn_path}.bias"}
-            loaded.append(f"{path} (and its batch norm)")
         elif node.op_type == "Gemm":
             for key in node.input[1:]:
                 if key not in params or params[key].shape != value(key).shape:
                     raise ValueError(f"{name}: {key} does not fit the net")
                 params[key].copy_(value(key))
                 set_params.add(key)
-                loaded.append(key)
     unset = sorted(set(params) - set_params)
     if unset:
         raise ValueError(f"{name} leaves parameters of {type(model).__name__} unset: {', '.join(unset)}")
@@ -138,4 +135,3 @@ def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> l
         bn.weight.copy_((running_var + bn.eps).sqrt())
         bn.bias.copy_(mu + b)
     model.train(was_training)
-    return loaded

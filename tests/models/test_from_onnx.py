@@ -108,21 +108,13 @@ def test_a_file_of_another_net_is_refused(tmp_path: Path, other: str) -> None:
 
 
 def _fake_die(face: int, px: int = 48) -> np.ndarray:
-    """A white die seen from above with `face` black pips (enough for the training script to cut crops)."""
+    """A white die with black pips seen from above: the generator's own face texture, shrunk."""
     import cv2
 
-    img = np.full((px, px, 3), 255, np.uint8)
-    spots = {
-        1: [(2, 2)],
-        2: [(1, 1), (3, 3)],
-        3: [(1, 1), (2, 2), (3, 3)],
-        4: [(1, 1), (1, 3), (3, 1), (3, 3)],
-        5: [(1, 1), (1, 3), (2, 2), (3, 1), (3, 3)],
-        6: [(1, 1), (2, 1), (3, 1), (1, 3), (2, 3), (3, 3)],
-    }[face]
-    for x, y in spots:
-        cv2.circle(img, (x * px // 4, y * px // 4), px // 10, (0, 0, 0), -1)
-    return img
+    from datasets.synth.textures import DIE_STYLES, face_texture
+
+    white = next(st for st in DIE_STYLES if st.name == "white-black")
+    return np.asarray(cv2.resize(face_texture(white, face), (px, px), interpolation=cv2.INTER_AREA), np.uint8)
 
 
 def _fake_real_sets(root: Path) -> None:
