@@ -27,9 +27,21 @@ from torch import Tensor, nn
 
 
 def _module_path(node: onnx.NodeProto) -> str:
-    """'/features/features.0/features.0.0/Conv_output_0' -> 'features.0.0' (the legacy exporter's names)."""
-    scope: str = node.output[0].rsplit("/", 1)[0]
-    return scope.rsplit("/", 1)[-1]
+    """The layer's path in the exported module, from the legacy exporter's scope names.
+
+    '/features/features.0/features.0.0/Conv_output_0' -> 'features.0.0'; a wrapped net (the die-state
+    export, `ExportWrapper(net)`) gives '/net/features/features.0/features.0.0/Conv_output_0' ->
+    'net.features.0.0': a scope that repeats its parent's name with a suffix replaces it, any other is
+    a child.
+    """
+    parts = node.output[0].split("/")[1:-1]
+    path: list[str] = []
+    for part in parts:
+        if path and part.startswith(path[-1] + "."):
+            path[-1] = part
+        else:
+            path.append(part)
+    return ".".join(path)
 
 
 def _layer(model: nn.Module, path: str, onnx_name: str) -> nn.Module:

@@ -35,6 +35,8 @@ from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_c
 from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
 
+CALIBRATION_CROPS = 512  # crops that rebuild the batch norms when --init is an ONNX export
+
 MODEL_DIR = Path(__file__).resolve().parent / "judge_diestate"
 MIN_VISIBLE = 0.25  # dice hidden more than this are not asked of the classifier (the detector misses them)
 SPLIT_SEED = 0  # which scenes and photos are held back: fixed, see main()
@@ -271,7 +273,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared).")
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
-    parser.add_argument("--init", type=Path, default=None, help="Start from these weights (a last.pt).")
+    parser.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="Start from these weights: a last.pt, or a committed .onnx export (its batch norms rebuilt from "
+        f"{CALIBRATION_CROPS} training crops, models/from_onnx.py).",
+    )
     parser.add_argument(
         "--manifest", type=Path, default=MANIFEST_PATH, help="Manifest to record the model in."
     )
@@ -380,7 +388,14 @@ def main() -> None:
         weight = torch.ones(len(STATE_LABELS))  # the sampling already lifts the rare states
 
     model = DieStateNet(states=len(STATE_LABELS))
-    if args.init is not None:
+    if args.init is not None and args.init.suffix == ".onnx":
+        from models.from_onnx import init_from_onnx
+
+        pick = rng.choice(len(x_tr), size=CALIBRATION_CROPS, p=draw)
+        calibration = torch.from_numpy(crops_to_tensor([augment(x_tr[i], rng) for i in pick]))
+        init_from_onnx(ExportWrapper(model), args.init, calibration)
+        print(f"starting from {args.init} (batch norms from {CALIBRATION_CROPS} training crops)")
+    elif args.init is not None:
         load_widened(model, torch.load(args.init, weights_only=True))
         print(f"starting from {args.init}")
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)

@@ -89,6 +89,33 @@ def test_an_untrained_export_with_shared_zero_biases_loads(tmp_path: Path) -> No
     assert np.abs(ours - _onnx_probs(path, crops)).max() < 1e-4
 
 
+def test_the_die_state_export_wrapped_for_its_softmax_loads_into_the_wrapper(tmp_path: Path) -> None:
+    """The die-state export is `ExportWrapper(net)`: its layers are scoped under /net/ (train_die_state)."""
+    from models.nets_die_state import DieStateNet, ExportWrapper
+
+    torch.manual_seed(0)
+    path = tmp_path / "state.onnx"
+    export_onnx(
+        ExportWrapper(_trained_looking(DieStateNet(states=7), seed=3)).eval(),
+        path,
+        example_shape=(2, 3, 64, 64),
+        input_name="crops",
+        output_name="states",
+        dynamic_axes={"crops": {0: "n"}, "states": {0: "n"}},
+    )
+    crops = torch.rand(96, 3, 64, 64)
+    fresh = ExportWrapper(DieStateNet(states=7))
+    init_from_onnx(fresh, path, calibration=crops)
+    with torch.no_grad():
+        ours = fresh.eval()(crops[:16]).numpy()
+    theirs = np.asarray(
+        onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"crops": crops[:16].numpy()})[0]
+    )
+    assert np.abs(ours - theirs).max() < 1e-3  # the tilt is in degrees (x 90): 1e-3 of a degree
+    with pytest.raises(ValueError, match=r"state\.onnx"):  # the bare net has no /net/ scope
+        init_from_onnx(DieStateNet(states=7), path, calibration=crops)
+
+
 @pytest.mark.parametrize("other", ["wide", "detector"])
 def test_a_file_of_another_net_is_refused(tmp_path: Path, other: str) -> None:
     path = tmp_path / f"{other}.onnx"
