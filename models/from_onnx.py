@@ -32,7 +32,8 @@ def _module_path(node: onnx.NodeProto) -> str:
     '/features/features.0/features.0.0/Conv_output_0' -> 'features.0.0'; a wrapped net (the die-state
     export, `ExportWrapper(net)`) gives '/net/features/features.0/features.0.0/Conv_output_0' ->
     'net.features.0.0': a scope that repeats its parent's name with a suffix replaces it, any other is
-    a child.
+    a child. Shapes the project's nets do not have can come out wrong (a ModuleDict's scope holds only its
+    key); such a path names no layer of the net and the load stops with a ValueError.
     """
     parts = node.output[0].split("/")[1:-1]
     path: list[str] = []
