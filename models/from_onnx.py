@@ -33,7 +33,7 @@ def _module_path(node: onnx.NodeProto) -> str:
     export, `ExportWrapper(net)`) gives '/net/features/features.0/features.0.0/Conv_output_0' ->
     'net.features.0.0': a scope that repeats its parent's name with a suffix replaces it, any other is
     a child. Shapes the project's nets do not have can come out wrong (a ModuleDict's scope holds only its
-    key); such a path names no layer of the net and the load stops with a ValueError.
+    key); such a path almost always names no layer of the net, and the load stops with a ValueError.
     """
     parts = node.output[0].split("/")[1:-1]
     path: list[str] = []
