@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Training crops that rebuild the batch norms when a run starts from a committed ONNX export
+# (`--init FILE.onnx` of train_pips and train_die_state; models/from_onnx.py).
+CALIBRATION_CROPS = 512
+
 
 def require_torch() -> None:
     """Exit with the install command when torch (the `train` extra) is missing, not with a traceback."""

@@ -30,12 +30,10 @@ from numpy.typing import NDArray
 
 from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
-from models.loop import export_onnx, require_torch, train_for
+from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
 from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
-
-CALIBRATION_CROPS = 512  # crops that rebuild the batch norms when --init is an ONNX export
 
 MODEL_DIR = Path(__file__).resolve().parent / "judge_diestate"
 MIN_VISIBLE = 0.25  # dice hidden more than this are not asked of the classifier (the detector misses them)

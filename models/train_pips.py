@@ -20,12 +20,11 @@ from numpy.typing import NDArray
 
 from models.augment import photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import export_onnx, require_torch, train_for
+from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
 from vision.pips.crops import CROP_PX, crop_die
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
 WIDE_MODEL_DIR = Path(__file__).resolve().parent / "pips_wide"
-CALIBRATION_CROPS = 512  # crops that rebuild the batch norms when --init is an ONNX export
 # --hold-back: the parts of the real train folders kept for tuning (models.data.held_back); matteop65's
 # third is the one the die-state model holds back too.
 NELLBYLER_HELD_BACK = 1 / 5
