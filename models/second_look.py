@@ -44,17 +44,21 @@ from models.train_pips import (  # matteop65 boxes hold the top face only: widen
     TOP_TO_DIE,
 )
 from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
-from vision.pips.classical import PipCountConfig, count_pips
-from vision.pips.classifier import FaceReader
+from vision.pips.classical import PipCountConfig, count_pips, steady_count
+from vision.pips.classifier import FaceReader, scaled_box
 from vision.pips.crops import CROP_PX, crop_die
 from vision.types import ImageArray
 from vision.validity import ValidityConfig
 
 
-def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.int64]]:
-    """The reader's crop of every labelled die, and its true face."""
+def die_crops(
+    items: list[LabelledImage], pip_config: PipCountConfig
+) -> tuple[list[ImageArray], NDArray[np.int64], list[dict[float, int | None]]]:
+    """The reader's crop of every labelled die, its true face, and its pip counts on the crops cut from
+    its box scaled by each of `pip_config.recount_scales` (the face stage's recount, `steady_count`)."""
     crops: list[ImageArray] = []
     faces: list[int] = []
+    recounts: list[dict[float, int | None]] = []
     # The progress bar goes to stderr, so the table on stdout can be redirected as clean markdown.
     for it in track(items, description="crops", transient=True, console=Console(stderr=True)):
         img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
@@ -65,9 +69,16 @@ def die_crops(items: list[LabelledImage]) -> tuple[list[ImageArray], NDArray[np.
             if it.box_kind == "top":
                 c, half = (b[:2] + b[2:]) / 2, (b[2:] - b[:2]) / 2 * TOP_TO_DIE
                 b = np.concatenate([c - half, c + half])
-            crops.append(crop_die(np.asarray(img, np.uint8), tuple(float(v) for v in b)))
+            box = tuple(float(v) for v in b)
+            crops.append(crop_die(np.asarray(img, np.uint8), box))
             faces.append(int(face))
-    return crops, np.asarray(faces, np.int64)
+            recounts.append(
+                {
+                    k: count_pips(crop_die(np.asarray(img, np.uint8), scaled_box(box, k)), config=pip_config)
+                    for k in pip_config.recount_scales
+                }
+            )
+    return crops, np.asarray(faces, np.int64), recounts
 
 
 def unregistered(path: Path, name: str = "pips") -> OnnxModel:
@@ -167,6 +178,12 @@ def main() -> None:
         help="the pip count's faint-pip bar (PipCountConfig.min_pip_contrast, default 0: none; 48 was tried)",
     )
     parser.add_argument(
+        "--recount-scales",
+        default=",".join(f"{k:g}" for k in PipCountConfig().recount_scales),
+        help="box scales at which a count against the learned face is recounted and must hold "
+        "(PipCountConfig.recount_scales; 'none': no recount, the reader before 2026-12-01)",
+    )
+    parser.add_argument(
         "--held-back",
         action="store_true",
         help="only the real train photos that `train_pips --hold-back` kept out of training",
@@ -182,9 +199,11 @@ def main() -> None:
     if any(not 0.0 <= w <= 1.0 for w in weights_asked):
         parser.error("--second-weight values must lie in [0, 1]")
     try:  # PipCountConfig checks its own values (a negative or NaN contrast is refused there)
-        pip_config = PipCountConfig(min_pip_contrast=args.min_pip_contrast)
+        asked = args.recount_scales
+        scales = () if asked == "none" else tuple(float(v) for v in asked.split(","))
+        pip_config = PipCountConfig(min_pip_contrast=args.min_pip_contrast, recount_scales=scales)
     except ValueError as exc:
-        parser.error(f"--min-pip-contrast must be 0 or more ({exc})")
+        parser.error(f"--min-pip-contrast must be 0 or more, --recount-scales numbers in [0.5, 2] ({exc})")
     if args.second_onnx is None and (args.second_accept != "none" or args.second_weight != "1.0"):
         parser.error("--second-weight and --second-accept need --second-onnx (the wide model they weigh)")
 
@@ -230,8 +249,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, items in sets.items():
-        crops, truth = die_crops(items)
-        pip_counts = [count_pips(c, config=pip_config) for c in crops]
+        crops, truth, recounts = die_crops(items, pip_config)
+        first_counts = [count_pips(c, config=pip_config) for c in crops]
         for below in bars:
             for weight in weights if below is not None else [0.0]:
                 for accept in accepts if weight else [None]:
@@ -243,6 +262,11 @@ def main() -> None:
                         second_accept=accept,
                     )
                     probs = reader.probabilities(crops)
+                    # As the face stage does: a count against the learned face must hold when recounted.
+                    pip_counts = [
+                        steady_count(c, int(row.argmax()) + 1, r.__getitem__, pip_config.recount_scales)
+                        for c, row, r in zip(first_counts, probs, recounts, strict=True)
+                    ]
                     label = "off" if below is None else f"{below:g}"
                     at = "-" if accept is None else f"{accept:g}"
                     for bar in sure_bars:

@@ -10,6 +10,7 @@ Hand-written on OpenCV primitives because no library counts pips.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -46,6 +47,13 @@ class PipCountConfig:
     # pips: tried, withdrawn": on facetune-s12 dice sure and wrong 9 -> 11). A second opinion that is often
     # wrong still stops errors when it disagrees.
     min_pip_contrast: float = 0.0
+    # A count that differs from the learned face is an opinion only if the die's crop cut again from its box
+    # scaled by each of these factors (same centre) counts the same (`steady_count`, used by the face stage,
+    # vision/pips/classifier.py): a count that changes when the crop moves by a few pixels was reading
+    # blur, glare or a side face, not pips. Only disagreeing counts are recounted, so a count that agrees
+    # costs nothing more. () turns it off. Chosen on tuning scenes (README, "A count must hold when the
+    # crop moves").
+    recount_scales: tuple[float, ...] = (0.94, 1.06)
 
     def __post_init__(self) -> None:
         fractions = (
@@ -74,6 +82,9 @@ class PipCountConfig:
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 1.0):
                 raise ValueError(f"PipCountConfig.{name} is an aspect ratio >= 1, got {value}")
+        for scale in self.recount_scales:
+            if not (np.isfinite(scale) and 0.5 <= scale <= 2.0):
+                raise ValueError(f"PipCountConfig.recount_scales are box scales in [0.5, 2], got {scale}")
         for name in ("min_contrast", "min_pip_contrast"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
@@ -184,6 +195,22 @@ def count_pips(crop_bgr: ImageArray, *, config: PipCountConfig | None = None) ->
     if not layout_fits(np.array(kept), face_centre=face_centre, die_px=die_px):
         return None
     return len(kept)
+
+
+def steady_count(
+    count: int | None, learned_face: int, recount: Callable[[float], int | None], scales: tuple[float, ...]
+) -> int | None:
+    """The count as an opinion: one that differs from the learned face stands only if `recount(scale)`,
+    the count of the crop cut from the die's box scaled by `scale`, gives the same for every scale.
+
+    A count that agrees with the face, or gives none, is returned as is (nothing recounted).
+    """
+    if count is None or count == learned_face:
+        return count
+    for scale in scales:
+        if recount(scale) != count:
+            return None
+    return count
 
 
 def layout_fits(points: np.ndarray, *, face_centre: np.ndarray, die_px: float) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vision.onnx_session import OnnxModel
-from vision.pips.classical import PipCountConfig, count_pips
+from vision.pips.classical import PipCountConfig, count_pips, steady_count
 from vision.pips.crops import crop_die, crops_to_tensor
 from vision.types import DieCandidate, FaceReading, ImageArray
 
@@ -39,6 +39,13 @@ def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
     """Mean log-probabilities (n, 6) -> probabilities summing to 1 per row."""
     merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
     return np.asarray(merged / merged.sum(axis=1, keepdims=True), np.float32)
+
+
+def scaled_box(box_xyxy: tuple[float, ...], scale: float) -> tuple[float, float, float, float]:
+    """The box scaled by `scale` about its centre."""
+    x0, y0, x1, y1 = box_xyxy
+    cx, cy, hw, hh = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2 * scale, (y1 - y0) / 2 * scale
+    return (cx - hw, cy - hh, cx + hw, cy + hh)
 
 
 class FaceReader:
@@ -111,10 +118,17 @@ class FaceReader:
             return ()
         crops = [crop_die(image_bgr, c.box_xyxy) for c in candidates]
         probs = self.probabilities(crops)
-        return tuple(
-            FaceReading(
-                face_probs=tuple(float(p) for p in row),
-                pip_count=count_pips(crop, config=self.pip_config),
+        readings = []
+        for row, crop, cand in zip(probs, crops, candidates, strict=True):
+
+            def recount(scale: float, box: tuple[float, ...] = cand.box_xyxy) -> int | None:
+                return count_pips(crop_die(image_bgr, scaled_box(box, scale)), config=self.pip_config)
+
+            count = steady_count(
+                count_pips(crop, config=self.pip_config),
+                int(np.argmax(row)) + 1,
+                recount,
+                self.pip_config.recount_scales,
             )
-            for row, crop in zip(probs, crops, strict=True)
-        )
+            readings.append(FaceReading(face_probs=tuple(float(p) for p in row), pip_count=count))
+        return tuple(readings)
