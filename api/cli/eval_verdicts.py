@@ -136,6 +136,10 @@ def run(
         f"| {s['die_on_die']} rolls |"
     )
     typer.echo(f"  | die off table: recall | {r['die_off_table']}% | {s['die_off_table']} rolls |")
+    typer.echo(
+        f"  | die off table, the throw box wholly in view (issue 5's condition): recall "
+        f"| {r['die_off_table_box_in_view']}% | {s['die_off_table_box_in_view']} rolls |"
+    )
     typer.echo(f"  | void (more than one side resting): recall | {r['void']}% | {s['void']} rolls |")
     typer.echo(
         f"  | cocked dice found and read by rule | {r['cocked_read_by_rule']}% | {s['cocked_dice']} dice |"

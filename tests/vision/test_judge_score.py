@@ -131,3 +131,42 @@ def test_the_sweep_shows_wrong_settlements_per_threshold() -> None:
     assert rows[0.5]["read_valid_wrong_pct"] == 50.0  # 1 wrong of the 2 rolls read valid
     assert rows[0.7]["rolls_read_valid_with_a_wrong_die"] == 0
     assert rows[0.7]["read_valid_wrong_pct"] == 0.0  # the right roll is still read valid
+
+
+def _short_count(geo: TableGeometry) -> SceneRecord:
+    """A roll of two dice with one left the table: one die found."""
+    box = _box_at(geo, 300.0, 200.0)
+    quad = ((box[0], box[1]), (box[2], box[1]), (box[2], box[3]), (box[0], box[3]))
+    cand = DieCandidate(box_xyxy=box, top_quad=quad, score=0.9)
+    return SceneRecord(
+        scene_id="off",
+        truth_verdict="invalid",
+        truth_reasons=("missing",),
+        expected_dice=2,
+        candidates=(cand,),
+        readings=(FaceReading(face_probs=tuple(one_hot(2, 0.99)), pip_count=None),),
+        states=(FLAT,),
+        geometry=geo,
+        true_dice=(TrueDie(box, 2, FLAT_STATE),),
+    )
+
+
+def test_off_table_recall_is_also_given_where_the_throw_box_is_wholly_in_view() -> None:
+    """675a.4(b); issue 5: a short count means a die left the table only with the throw box fully visible."""
+    seen = _overhead_geometry()
+    assert seen.box_in_view()
+    # The same camera lowered over the box's middle: part of the box floor leaves the frame.
+    pose = CameraPose.look_at(eye_mm=(300.0, 225.0, 300.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0))
+    cut = TableGeometry(camera=Camera(seen.camera.intrinsics, pose), layout=seen.layout)
+    assert not cut.box_in_view()
+    s = score([_short_count(seen), replace(_short_count(cut), scene_id="cut")], ValidityConfig())
+    assert s["confusion_truth_rows_read_cols"]["invalid"] == {
+        "valid": 0,
+        "invalid": 1,
+        "void": 0,
+        "no_decision": 1,
+    }
+    assert s["recall_pct"]["die_off_table"] == 50.0
+    assert s["support"]["die_off_table"] == 2
+    assert s["recall_pct"]["die_off_table_box_in_view"] == 100.0
+    assert s["support"]["die_off_table_box_in_view"] == 1

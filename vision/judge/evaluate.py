@@ -161,6 +161,10 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     """Judge every record with `config` and compute the verdict figures."""
     confusion = {t: dict.fromkeys(READ_VERDICTS, 0) for t in TRUTH_VERDICTS}
     kinds = {k: [0, 0] for k in ("die_on_die", "die_off_table", "void")}  # [found, total]
+    # Issue 5 defines a die off the table by a short count "with the throw box fully visible": where the
+    # camera does not see the whole box, a die not found may lie in the unseen part, and the judge leaves
+    # the roll to a person (count_mismatch). Those rolls stay in `die_off_table`; this counts the others.
+    off_in_view = [0, 0]
     # A die on a die hides the one beneath it more often than not (the count is then short, which the
     # judge reports as die_off_table): so also count such rolls called invalid for any reason.
     on_die_invalid = 0
@@ -180,8 +184,12 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             kinds["die_on_die"][0] += int(j.verdict is Verdict.INVALID and "die_on_die" in codes)
             on_die_invalid += int(j.verdict is Verdict.INVALID)
         if "off_table" in rec.truth_reasons or "missing" in rec.truth_reasons:
+            called = int(j.verdict is Verdict.INVALID and "die_off_table" in codes)
             kinds["die_off_table"][1] += 1
-            kinds["die_off_table"][0] += int(j.verdict is Verdict.INVALID and "die_off_table" in codes)
+            kinds["die_off_table"][0] += called
+            if rec.geometry.box_in_view():
+                off_in_view[1] += 1
+                off_in_view[0] += called
         if rec.truth_verdict == "void":
             kinds["void"][1] += 1
             kinds["void"][0] += int(j.verdict is Verdict.VOID)
@@ -227,9 +235,11 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "recall_pct": {k: _pct(v[0], v[1]) for k, v in kinds.items()}
         | {
             "die_on_die_invalid_any_reason": _pct(on_die_invalid, kinds["die_on_die"][1]),
+            "die_off_table_box_in_view": _pct(off_in_view[0], off_in_view[1]),
             "cocked_read_by_rule": _pct(cocked_found, cocked_total),
         },
-        "support": {k: v[1] for k, v in kinds.items()} | {"cocked_dice": cocked_total},
+        "support": {k: v[1] for k, v in kinds.items()}
+        | {"die_off_table_box_in_view": off_in_view[1], "cocked_dice": cocked_total},
         "cocked_value_right_pct": _pct(cocked_value_right, cocked_found),
         "valid_rolls": valid_total,
         "valid_called_invalid_or_void_pct": _pct(valid_rethrow, valid_total),
