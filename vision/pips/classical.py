@@ -5,6 +5,8 @@ white on red, gold on green...). On the die crop: the face colour is the median 
 ring, every pixel's Lab distance to it is thresholded (Otsu), and round connected components of
 pip-like size inside the face are counted. A count outside 1..6, or an ambiguous picture, gives None:
 no opinion, never a guess (faint pips can be made to give none too: `PipCountConfig.min_pip_contrast`).
+A count against the learned face is an opinion only if it holds on crops cut again from the die's box
+scaled by `PipCountConfig.recount_scales` (`steady_count`, called by the face stage).
 Hand-written on OpenCV primitives because no library counts pips.
 """
 
