@@ -51,6 +51,7 @@ def run(
         record_scene,
         score,
         score_by_camera,
+        score_by_camera_and_frame,
         sweep,
     )
     from vision.judge.state import DieStateClassifier
@@ -107,6 +108,7 @@ def run(
         "second_look_below": look,
         **score(records, config),
         "by_camera": score_by_camera(records, config),
+        "by_camera_and_frame": score_by_camera_and_frame(records, config),
         "model_seconds": round(time.perf_counter() - start, 1),
     }
     curves = sweep(records, config)
@@ -182,6 +184,16 @@ def run(
             f"  | {kind} | {k['scenes']} | {k['valid_no_decision_pct']}% | "
             f"{k['valid_called_invalid_or_void_pct']}% | {bad_valid} | "
             f"{k['rolls_read_valid_with_a_wrong_die']} of {k['rolls_read_valid']} |"
+        )
+    typer.echo("  by camera and frame (motion_blur: the generator's camera shake, 3-9 px; still: none)")
+    typer.echo(
+        "  | camera/frame | scenes | valid rolls | no_decision | sent back | read valid with a wrong die |"
+    )
+    for key, k in summary["by_camera_and_frame"].items():
+        typer.echo(
+            f"  | {key} | {k['scenes']} | {k['valid_rolls']} | {k['valid_no_decision_pct']}% | "
+            f"{k['valid_called_invalid_or_void_pct']}% | {k['rolls_read_valid_with_a_wrong_die']} of "
+            f"{k['rolls_read_valid']} |"
         )
     typer.echo(f"  plots: {plot}, {sweep_plot}")
     if misses_dir is not None:

@@ -11,7 +11,16 @@ import pytest
 from calibration.camera import Camera, CameraPose
 from tests.vision.fakes import one_hot
 from tests.vision.test_judge_rules import FLAT, _box_at, _overhead_geometry, _state
-from vision.judge.evaluate import SceneRecord, TrueDie, camera_kind, score, score_by_camera, sweep
+from vision.judge.evaluate import (
+    SceneRecord,
+    TrueDie,
+    camera_kind,
+    frame_kind,
+    score,
+    score_by_camera,
+    score_by_camera_and_frame,
+    sweep,
+)
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import COCKED
 from vision.judge.state import FLAT as FLAT_STATE
@@ -170,3 +179,13 @@ def test_off_table_recall_is_also_given_where_the_throw_box_is_wholly_in_view() 
     assert s["support"]["die_off_table"] == 2
     assert s["recall_pct"]["die_off_table_box_in_view"] == 100.0
     assert s["support"]["die_off_table_box_in_view"] == 1
+
+
+def test_rolls_are_also_scored_by_camera_and_frame() -> None:
+    """A frame blurred by camera shake is scored apart from the still frames (`throwbox eval --verdicts`)."""
+    still, shaken = _flat_pair(5, 5), replace(_flat_pair(5, 5), scene_id="shaken", motion_blur_px=6)
+    assert (frame_kind(still), frame_kind(shaken)) == ("still", "motion_blur")
+    by = score_by_camera_and_frame([still, shaken, replace(still, scene_id="still 2")], ValidityConfig())
+    assert sorted(by) == ["top_down/motion_blur", "top_down/still"]
+    assert by["top_down/still"]["valid_rolls"] == 2
+    assert by["top_down/motion_blur"]["valid_rolls"] == 1

@@ -72,6 +72,9 @@ class SceneRecord:
     # The detector's peaks from `WEAK_FLOOR` up to its threshold (none with oracle boxes), so that
     # `JudgeConfig.weak_peak_score` can be swept without running the detector again.
     weak_peaks: tuple[DieCandidate, ...] = ()
+    # The camera shake the generator blurred the frame with (px; 0: a still frame), from the label's
+    # `render.degradation.motion_px`: a frame the reader should not be asked to settle from alone.
+    motion_blur_px: int = 0
 
     def judged(self, config: ValidityConfig) -> Judgement:
         """The judge on this scene's kept model outputs, with `config`."""
@@ -150,6 +153,7 @@ def record_scene(
         geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
         true_dice=truth,
         weak_peaks=weak,
+        motion_blur_px=int(scene.render.get("degradation", {}).get("motion_px", 0) or 0),
     )
 
 
@@ -281,6 +285,24 @@ def _wrong_die(rec: SceneRecord, index: int, die: DieReading) -> dict[str, Any] 
 def camera_kind(rec: SceneRecord) -> str:
     """ "top_down" or "oblique" (`OBLIQUE_TILT_DEG`), from the scene's true camera."""
     return "oblique" if rec.geometry.camera.pose.tilt_deg > OBLIQUE_TILT_DEG else "top_down"
+
+
+def frame_kind(rec: SceneRecord) -> str:
+    """ "motion_blur" for a frame the generator blurred with camera shake (more than 1 px), else "still"."""
+    return "motion_blur" if rec.motion_blur_px > 1 else "still"
+
+
+def score_by_camera_and_frame(
+    records: Sequence[SceneRecord], config: ValidityConfig
+) -> dict[str, dict[str, Any]]:
+    """`score` for each camera kind and frame kind ("top_down/still", "oblique/motion_blur", ...)."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind in ("top_down", "oblique"):
+        for frame in ("still", "motion_blur"):
+            subset = [r for r in records if camera_kind(r) == kind and frame_kind(r) == frame]
+            if subset:
+                out[f"{kind}/{frame}"] = score(subset, config)
+    return out
 
 
 def score_by_camera(records: Sequence[SceneRecord], config: ValidityConfig) -> dict[str, dict[str, Any]]:
