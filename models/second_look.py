@@ -181,7 +181,7 @@ def main() -> None:
         "--recount-scales",
         default=",".join(f"{k:g}" for k in PipCountConfig().recount_scales),
         help="box scales at which a count against the learned face is recounted and must hold "
-        "(PipCountConfig.recount_scales; 'none': no recount, the reader before 2026-12-01)",
+        "(PipCountConfig.recount_scales; 'none': no recount, the reader before 2026-11-30 23:00 UTC)",
     )
     parser.add_argument(
         "--held-back",

@@ -16,6 +16,7 @@ from tests.vision.fakes import FakeFaceSession, factory, one_hot, write_manifest
 from vision.onnx_session import load_model
 from vision.pips.classical import PipCountConfig, steady_count
 from vision.pips.classifier import FaceReader, scaled_box
+from vision.pips.crops import crop_die
 from vision.types import DieCandidate, ImageArray
 
 
@@ -48,10 +49,10 @@ def test_no_scales_is_no_recount() -> None:
     assert steady_count(2, 6, never, ()) == 2
 
 
-@pytest.mark.parametrize("bad", [(0.0,), (3.0,), (float("nan"),)])
+@pytest.mark.parametrize("bad", [(0.0,), (3.0,), (float("nan"),), [0.94, 1.06]])
 def test_recount_scales_are_checked(bad: tuple[float, ...]) -> None:
     with pytest.raises(ValueError, match="recount_scales"):
-        PipCountConfig(recount_scales=bad)
+        PipCountConfig(recount_scales=bad)  # a list is refused too: the config is frozen and hashable
 
 
 def test_scaled_box_keeps_the_centre() -> None:
@@ -84,17 +85,23 @@ def test_a_count_that_moves_with_the_crop_is_dropped(tmp_path: Path, monkeypatch
     reader, image, candidates = _three(tmp_path, face_read=5)
     real = vision.pips.classical.count_pips
     calls: list[int | None] = []
+    crops: list[ImageArray] = []
 
     def flaky(crop: ImageArray, *, config: PipCountConfig | None = None) -> int | None:
         # The reader's own crop counts as the real counter does; the rescaled crops count one pip fewer.
         n = real(crop, config=config)
         calls.append(n)
+        crops.append(crop)
         return n if len(calls) == 1 else 2
 
     monkeypatch.setattr(classifier_module, "count_pips", flaky)
     (reading,) = reader(image, candidates)
     assert calls[0] == 3 and len(calls) == 2  # the first count, then recounts until one differs
     assert reading.pip_count is None
+    # The recount reads the crop cut from the box scaled by the first recount scale, not the same crop.
+    scale = PipCountConfig().recount_scales[0]
+    np.testing.assert_array_equal(crops[1], crop_die(image, scaled_box(candidates[0].box_xyxy, scale)))
+    assert not np.array_equal(crops[1], crops[0])
 
 
 def test_a_count_that_agrees_is_counted_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

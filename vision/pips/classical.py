@@ -84,6 +84,8 @@ class PipCountConfig:
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 1.0):
                 raise ValueError(f"PipCountConfig.{name} is an aspect ratio >= 1, got {value}")
+        if not isinstance(self.recount_scales, tuple):
+            raise ValueError(f"PipCountConfig.recount_scales is a tuple, got {self.recount_scales!r}")
         for scale in self.recount_scales:
             if not (np.isfinite(scale) and 0.5 <= scale <= 2.0):
                 raise ValueError(f"PipCountConfig.recount_scales are box scales in [0.5, 2], got {scale}")

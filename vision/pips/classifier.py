@@ -49,7 +49,8 @@ def scaled_box(box_xyxy: tuple[float, ...], scale: float) -> tuple[float, float,
 
 
 class FaceReader:
-    """Read the top face of each candidate: the ONNX classifier and, independently, the pip counter."""
+    """Read the top face of each candidate: the ONNX classifier and the pip counter, which counts from the
+    image alone (only where its count disagrees with the classifier is it recounted, `steady_count`)."""
 
     def __init__(
         self,
