@@ -437,6 +437,7 @@ def describe(cal: TableCalibration) -> dict[str, Any]:
         "intrinsics_rms_px": round(cal.intrinsics_rms_px, 4),
         "plane_fit_rms_mm": round(cal.plane_rms_mm, 4),
         "camera_position_mm": [round(float(v), 1) for v in cam],
+        "camera_tilt_deg": round(cal.pose.tilt_deg, 1),
         "die_edge_px_range": [round(min(grid), 2), round(max(grid), 2)],
         "felt_score_p99": None if cal.felt is None else round(cal.felt.felt_score_p99, 3),
     }

@@ -51,6 +51,21 @@ def _emit(doc: dict[str, Any], *, as_json: bool, lines: list[str]) -> None:
             typer.echo(line)
 
 
+def oblique_advice(tilt_deg: float) -> str | None:
+    """What a camera leaning past `JudgeConfig.max_cocked_camera_tilt_deg` costs; None below it."""
+    from vision.judge.config import JudgeConfig
+
+    limit = JudgeConfig().max_cocked_camera_tilt_deg
+    if tilt_deg <= limit:
+        return None
+    return (
+        f"over {limit:g} deg, the reader leaves every die cocked on one side to a person (an oblique camera "
+        "reads the face turned toward it, not the uppermost one), and on synthetic throws it leaves far more "
+        "good rolls to a person, and sends more back, than from straight above (README, 'Wrong settlements, "
+        "and top-down against oblique cameras'); mount the camera over the box if the table allows"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Attach the `calibrate` command group to the CLI."""
     calib = typer.Typer(
@@ -222,6 +237,10 @@ def register(app: typer.Typer) -> None:
             _fail("table", exc)
         doc = {"path": str(path), **describe(cal)}
         source_text = "corner markers" if cal.source == "markers" else "hand-given corners"
+        tilt_line = f"  camera tilt {doc['camera_tilt_deg']:.1f} deg from straight down"
+        if advice := oblique_advice(doc["camera_tilt_deg"]):
+            doc["camera_advice"] = advice
+            tilt_line += f": {advice}"
         if overlay is not None:
             doc["overlay"] = str(overlay)
         _emit(
@@ -232,6 +251,7 @@ def register(app: typer.Typer) -> None:
                 f"  plane fit RMS {cal.plane_rms_mm:.3f} mm; camera at "
                 + ", ".join(f"{v:.0f}" for v in doc["camera_position_mm"])
                 + " mm",
+                tilt_line,
                 f"  die edge {doc['die_edge_px_range'][0]:.1f}..{doc['die_edge_px_range'][1]:.1f} px "
                 "across the box",
                 f"  felt score p99 {doc['felt_score_p99']}",

@@ -41,7 +41,7 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_full_flow(files: Path) -> None:
+def test_full_flow(files: Path, scenes: Scenes) -> None:
     data = files / "data"
     boards = [str(p) for p in sorted(files.glob("board_*.png"))]
     code, out = _run(
@@ -69,6 +69,9 @@ def test_full_flow(files: Path) -> None:
     assert code == 0, out
     doc = json.loads(out)
     assert doc["source"] == "markers" and doc["resolution_wh"] == [640, 360]
+    # The camera's lean, measured from the markers, as the scene was rendered (within a degree).
+    assert doc["camera_tilt_deg"] == pytest.approx(scenes.scene.pose.tilt_deg, abs=1.0)
+    assert ("camera_advice" in doc) == (scenes.scene.pose.tilt_deg > 10.0)
     written = cv2.imread(str(overlay))
     assert written is not None and written.shape == (360, 640, 3)
     original = cv2.imread(str(files / "empty.png"))
@@ -146,3 +149,13 @@ def test_board_printout(tmp_path: Path) -> None:
     assert code == 0, text
     img = cv2.imread(str(out), cv2.IMREAD_GRAYSCALE)
     assert img is not None and img.shape == (400, 560)
+
+
+@pytest.mark.parametrize(("tilt", "advised"), [(0.0, False), (10.0, False), (10.5, True), (40.0, True)])
+def test_an_oblique_camera_is_told_what_it_costs(tilt: float, advised: bool) -> None:
+    from api.cli.calibrate import oblique_advice
+
+    advice = oblique_advice(tilt)
+    assert (advice is not None) == advised
+    if advice is not None:
+        assert "cocked" in advice and "straight above" in advice
