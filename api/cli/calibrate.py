@@ -59,10 +59,11 @@ def oblique_advice(tilt_deg: float) -> str | None:
     if tilt_deg <= limit:
         return None
     return (
-        f"over {limit:g} deg, the reader leaves every die cocked on one side to a person (an oblique camera "
-        "reads the face turned toward it, not the uppermost one), and on synthetic throws it leaves far more "
-        "good rolls to a person, and sends more back, than from straight above (README, 'Wrong settlements, "
-        "and top-down against oblique cameras'); mount the camera over the box if the table allows"
+        f"over {limit:g} deg, the reader leaves every die it sees cocked on one side to a person (an "
+        "oblique camera reads the face turned toward it, not the uppermost one), and on synthetic throws it "
+        "leaves far more good rolls to a person, and sends more back, than from straight above (README, "
+        "'Wrong settlements, and top-down against oblique cameras'); mount the camera over the box if the "
+        "table allows"
     )
 
 
@@ -238,7 +239,7 @@ def register(app: typer.Typer) -> None:
         doc = {"path": str(path), **describe(cal)}
         source_text = "corner markers" if cal.source == "markers" else "hand-given corners"
         tilt_line = f"  camera tilt {doc['camera_tilt_deg']:.1f} deg from straight down"
-        if advice := oblique_advice(doc["camera_tilt_deg"]):
+        if advice := oblique_advice(cal.pose.tilt_deg):  # unrounded, as the judge compares it
             doc["camera_advice"] = advice
             tilt_line += f": {advice}"
         if overlay is not None:

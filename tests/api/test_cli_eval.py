@@ -87,6 +87,35 @@ def test_verdicts_report_wrong_settlements_and_split_by_camera(tmp_path: Path) -
     table = runner.invoke(app, ["eval", str(root), "--verdicts", "--oracle-boxes", "--plot", plot])
     assert table.exit_code == 0, table.output
     assert "by camera" in table.output and "rolls read valid with a wrong or unmatched die" in table.output
+    assert "die off table, the throw box wholly in view" in table.output
+    assert "by camera and frame" in table.output
+    # Every committed frame is a still one (the label's render.degradation.motion_px is 0).
+    frames = summary["by_camera_and_frame"]
+    assert {key.split("/")[1] for key in frames} == {"still"}
+    assert sum(k["scenes"] for k in frames.values()) == 6
+
+
+def test_verdicts_split_frames_by_the_labels_camera_shake(tmp_path: Path) -> None:
+    root = _judge_set(tmp_path)
+    labels = sorted((root / "labels").glob("*.json"))
+    shaken, untold, told_null = labels[0], labels[1], labels[2]
+    for label, degradation in ((shaken, "shake"), (untold, "drop"), (told_null, "null")):
+        doc = json.loads(label.read_text(encoding="utf-8"))
+        if degradation == "shake":
+            doc["render"]["degradation"]["motion_px"] = 6
+        elif degradation == "drop":
+            del doc["render"]["degradation"]
+        else:
+            doc["render"]["degradation"] = None
+        label.write_text(json.dumps(doc), encoding="utf-8")
+    plot = str(tmp_path / "v.png")
+    result = runner.invoke(app, ["eval", str(root), "--verdicts", "--oracle-boxes", "--json", "--plot", plot])
+    assert result.exit_code == 0, result.output
+    frames = json.loads(result.output)["by_camera_and_frame"]
+    by_frame: dict[str, int] = {}
+    for key, k in frames.items():
+        by_frame[key.split("/")[1]] = by_frame.get(key.split("/")[1], 0) + k["scenes"]
+    assert by_frame == {"motion_blur": 1, "unknown": 2, "still": 3}
 
 
 def test_the_second_look_bar_can_be_weighed_and_is_recorded(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from datasets.calib_scenes import displaced
 from tests.calibration.conftest import Scenes
+from vision.judge.config import JudgeConfig
 
 BOARD = "charuco:7x5:40:30:DICT_5X5_100"
 LAYOUT_ARGS = [
@@ -71,12 +72,22 @@ def test_full_flow(files: Path, scenes: Scenes) -> None:
     assert doc["source"] == "markers" and doc["resolution_wh"] == [640, 360]
     # The camera's lean, measured from the markers, as the scene was rendered (within a degree).
     assert doc["camera_tilt_deg"] == pytest.approx(scenes.scene.pose.tilt_deg, abs=1.0)
-    assert ("camera_advice" in doc) == (scenes.scene.pose.tilt_deg > 10.0)
+    limit = JudgeConfig().max_cocked_camera_tilt_deg
+    assert ("camera_advice" in doc) == (scenes.scene.pose.tilt_deg > limit)
     written = cv2.imread(str(overlay))
     assert written is not None and written.shape == (360, 640, 3)
     original = cv2.imread(str(files / "empty.png"))
     assert original is not None
     assert np.abs(written.astype(int) - original.astype(int)).sum() > 0  # something was drawn
+
+    # The same calibration, as a person reads it: the tilt line, with the advice only past the limit.
+    code, out = _run(
+        "calibrate", "table", "--table", "t1", str(files / "empty.png"), "--data-dir", str(data),
+        *LAYOUT_ARGS,
+    )  # fmt: skip
+    assert code == 0, out
+    assert f"camera tilt {doc['camera_tilt_deg']:.1f} deg from straight down" in out
+    assert ("mount the camera over the box" in out) == (scenes.scene.pose.tilt_deg > limit)
 
     code, out = _run(
         "calibrate", "check", "--table", "t1", str(files / "unmoved.png"), "--data-dir", str(data)
@@ -151,7 +162,7 @@ def test_board_printout(tmp_path: Path) -> None:
     assert img is not None and img.shape == (400, 560)
 
 
-@pytest.mark.parametrize(("tilt", "advised"), [(0.0, False), (10.0, False), (10.5, True), (40.0, True)])
+@pytest.mark.parametrize(("tilt", "advised"), [(0.0, False), (10.0, False), (10.01, True), (40.0, True)])
 def test_an_oblique_camera_is_told_what_it_costs(tilt: float, advised: bool) -> None:
     from api.cli.calibrate import oblique_advice
 

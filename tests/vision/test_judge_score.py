@@ -183,8 +183,10 @@ def test_off_table_recall_is_also_given_where_the_throw_box_is_wholly_in_view() 
 
 def test_rolls_are_also_scored_by_camera_and_frame() -> None:
     """A frame blurred by camera shake is scored apart from the still frames (`throwbox eval --verdicts`)."""
-    still, shaken = _flat_pair(5, 5), replace(_flat_pair(5, 5), scene_id="shaken", motion_blur_px=6)
+    still = replace(_flat_pair(5, 5), motion_blur_px=0)
+    shaken = replace(_flat_pair(5, 5), scene_id="shaken", motion_blur_px=6)
     assert (frame_kind(still), frame_kind(shaken)) == ("still", "motion_blur")
+    assert frame_kind(_flat_pair(5, 5)) == "unknown"  # a record whose label did not say
     by = score_by_camera_and_frame([still, shaken, replace(still, scene_id="still 2")], ValidityConfig())
     assert sorted(by) == ["top_down/motion_blur", "top_down/still"]
     assert by["top_down/still"]["valid_rolls"] == 2

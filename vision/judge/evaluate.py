@@ -73,8 +73,8 @@ class SceneRecord:
     # `JudgeConfig.weak_peak_score` can be swept without running the detector again.
     weak_peaks: tuple[DieCandidate, ...] = ()
     # The camera shake the generator blurred the frame with (px; 0: a still frame), from the label's
-    # `render.degradation.motion_px`: a frame the reader should not be asked to settle from alone.
-    motion_blur_px: int = 0
+    # `render.degradation.motion_px`; None where the label does not say.
+    motion_blur_px: int | None = None
 
     def judged(self, config: ValidityConfig) -> Judgement:
         """The judge on this scene's kept model outputs, with `config`."""
@@ -153,8 +153,14 @@ def record_scene(
         geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
         true_dice=truth,
         weak_peaks=weak,
-        motion_blur_px=int(scene.render.get("degradation", {}).get("motion_px", 0) or 0),
+        motion_blur_px=_motion_px(scene.render),
     )
+
+
+def _motion_px(render: dict[str, Any]) -> int | None:
+    """The label's camera-shake blur (`render.degradation.motion_px`), or None where it is not given."""
+    motion = (render.get("degradation") or {}).get("motion_px")
+    return None if motion is None else int(motion)
 
 
 def _pct(num: int, den: int) -> float | None:
@@ -288,7 +294,10 @@ def camera_kind(rec: SceneRecord) -> str:
 
 
 def frame_kind(rec: SceneRecord) -> str:
-    """ "motion_blur" for a frame the generator blurred with camera shake (more than 1 px), else "still"."""
+    """ "motion_blur" for a frame the generator blurred with camera shake (more than 1 px), "still" for one
+    it did not, "unknown" where the label does not say."""
+    if rec.motion_blur_px is None:
+        return "unknown"
     return "motion_blur" if rec.motion_blur_px > 1 else "still"
 
 
@@ -298,7 +307,7 @@ def score_by_camera_and_frame(
     """`score` for each camera kind and frame kind ("top_down/still", "oblique/motion_blur", ...)."""
     out: dict[str, dict[str, Any]] = {}
     for kind in ("top_down", "oblique"):
-        for frame in ("still", "motion_blur"):
+        for frame in ("still", "motion_blur", "unknown"):
             subset = [r for r in records if camera_kind(r) == kind and frame_kind(r) == frame]
             if subset:
                 out[f"{kind}/{frame}"] = score(subset, config)
