@@ -172,9 +172,11 @@ def test_train_pips_continues_from_the_committed_file(
     """`train_pips --init <committed .onnx>` with a learning rate too small to move the weights exports
     (nearly) the committed model's function: the whole path, init, train mode, export, keeps it."""
     from models import train_pips
-    from vision.onnx_session import MODELS_DIR
+    from models.export import dated_name
+    from vision.onnx_session import MANIFEST_PATH, load_manifest
 
-    committed = MODELS_DIR / "pips_facenet" / "pips_facenet_2026nov.onnx"
+    # The committed file as the manifest names it; the run writes this month's name (models.export).
+    committed = MANIFEST_PATH.parent / load_manifest()["pips"].file
     _fake_real_sets(tmp_path / "real")
     out = tmp_path / "out"
     monkeypatch.setattr(
@@ -194,7 +196,7 @@ def test_train_pips_continues_from_the_committed_file(
     train_pips.main()
     assert f"started from {committed}" in capsys.readouterr().out
     crops = torch.from_numpy(crops_to_tensor([crop_die(_fake_die(f), (0, 0, 48, 48)) for f in range(1, 7)]))
-    before, after = _onnx_probs(committed, crops), _onnx_probs(out / committed.name, crops)
+    before, after = _onnx_probs(committed, crops), _onnx_probs(out / dated_name("pips", "facenet"), crops)
     # the running statistics move a little with the few training batches (0.03 seen); unfolded wrongly
     # (batch norms left at weight 1), the function is another one altogether
     assert np.abs(before - after).max() < 0.1
