@@ -45,40 +45,42 @@ from models.train_pips import (  # matteop65 boxes hold the top face only: widen
 )
 from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
 from vision.pips.classical import PipCountConfig, count_pips, steady_count
-from vision.pips.classifier import FaceReader, scaled_box
-from vision.pips.crops import CROP_PX, crop_die
+from vision.pips.classifier import FaceReader
+from vision.pips.crops import CROP_PX, crop_die, scaled_box
 from vision.types import ImageArray
 from vision.validity import ValidityConfig
 
 
 def die_crops(
     items: list[LabelledImage], pip_config: PipCountConfig
-) -> tuple[list[ImageArray], NDArray[np.int64], list[dict[float, int | None]]]:
-    """The reader's crop of every labelled die, its true face, and its pip counts on the crops cut from
-    its box scaled by each of `pip_config.recount_scales` (the face stage's recount, `steady_count`)."""
+) -> tuple[list[ImageArray], NDArray[np.int64], list[int | None], list[dict[float, int | None]]]:
+    """The reader's crop of every labelled die, its true face, its pip count, and, where it has one, its
+    counts on the crops cut from its box scaled by each of `pip_config.recount_scales` (the face stage's
+    recount, `steady_count`, which asks for them only then)."""
     crops: list[ImageArray] = []
     faces: list[int] = []
+    counts: list[int | None] = []
     recounts: list[dict[float, int | None]] = []
     # The progress bar goes to stderr, so the table on stdout can be redirected as clean markdown.
     for it in track(items, description="crops", transient=True, console=Console(stderr=True)):
-        img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
-        if img is None:
+        read = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
+        if read is None:
             raise SystemExit(f"unreadable tuning image {it.path}")
-        for box, face in zip(it.boxes_xyxy, it.faces, strict=True):
-            b = box.astype(np.float64)
+        img = np.asarray(read, np.uint8)
+        for box_array, face in zip(it.boxes_xyxy, it.faces, strict=True):
+            box = tuple(float(v) for v in box_array)
             if it.box_kind == "top":
-                c, half = (b[:2] + b[2:]) / 2, (b[2:] - b[:2]) / 2 * TOP_TO_DIE
-                b = np.concatenate([c - half, c + half])
-            box = tuple(float(v) for v in b)
-            crops.append(crop_die(np.asarray(img, np.uint8), box))
+                box = scaled_box(box, TOP_TO_DIE)
+            crop = crop_die(img, box)
+            count = count_pips(crop, config=pip_config)
+            crops.append(crop)
             faces.append(int(face))
+            counts.append(count)
+            scales = () if count is None else pip_config.recount_scales
             recounts.append(
-                {
-                    k: count_pips(crop_die(np.asarray(img, np.uint8), scaled_box(box, k)), config=pip_config)
-                    for k in pip_config.recount_scales
-                }
+                {k: count_pips(crop_die(img, scaled_box(box, k)), config=pip_config) for k in scales}
             )
-    return crops, np.asarray(faces, np.int64), recounts
+    return crops, np.asarray(faces, np.int64), counts, recounts
 
 
 def unregistered(path: Path, name: str = "pips") -> OnnxModel:
@@ -249,8 +251,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, items in sets.items():
-        crops, truth, recounts = die_crops(items, pip_config)
-        first_counts = [count_pips(c, config=pip_config) for c in crops]
+        crops, truth, first_counts, recounts = die_crops(items, pip_config)
         for below in bars:
             for weight in weights if below is not None else [0.0]:
                 for accept in accepts if weight else [None]:

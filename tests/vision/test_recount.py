@@ -15,8 +15,8 @@ from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeFaceSession, factory, one_hot, write_manifest
 from vision.onnx_session import load_model
 from vision.pips.classical import PipCountConfig, steady_count
-from vision.pips.classifier import FaceReader, scaled_box
-from vision.pips.crops import crop_die
+from vision.pips.classifier import FaceReader
+from vision.pips.crops import crop_die, scaled_box
 from vision.types import DieCandidate, ImageArray
 
 

@@ -301,27 +301,30 @@ def frame_kind(rec: SceneRecord) -> str:
     return "motion_blur" if rec.motion_blur_px > 1 else "still"
 
 
+def _score_groups(
+    records: Sequence[SceneRecord],
+    config: ValidityConfig,
+    group: Callable[[SceneRecord], str],
+    order: Sequence[str],
+) -> dict[str, dict[str, Any]]:
+    """`score` for each group of `order` that holds a record (`group(record)` names a record's group)."""
+    members: dict[str, list[SceneRecord]] = {}
+    for rec in records:
+        members.setdefault(group(rec), []).append(rec)
+    return {key: score(members[key], config) for key in order if key in members}
+
+
 def score_by_camera_and_frame(
     records: Sequence[SceneRecord], config: ValidityConfig
 ) -> dict[str, dict[str, Any]]:
     """`score` for each camera kind and frame kind ("top_down/still", "oblique/motion_blur", ...)."""
-    out: dict[str, dict[str, Any]] = {}
-    for kind in ("top_down", "oblique"):
-        for frame in ("still", "motion_blur", "unknown"):
-            subset = [r for r in records if camera_kind(r) == kind and frame_kind(r) == frame]
-            if subset:
-                out[f"{kind}/{frame}"] = score(subset, config)
-    return out
+    order = [f"{k}/{f}" for k in ("top_down", "oblique") for f in ("still", "motion_blur", "unknown")]
+    return _score_groups(records, config, lambda r: f"{camera_kind(r)}/{frame_kind(r)}", order)
 
 
 def score_by_camera(records: Sequence[SceneRecord], config: ValidityConfig) -> dict[str, dict[str, Any]]:
     """`score` for the scenes of each camera kind (top-down, as a table mounts it, and oblique)."""
-    out: dict[str, dict[str, Any]] = {}
-    for kind in ("top_down", "oblique"):
-        subset = [r for r in records if camera_kind(r) == kind]
-        if subset:
-            out[kind] = score(subset, config)
-    return out
+    return _score_groups(records, config, camera_kind, ("top_down", "oblique"))
 
 
 SWEEPS: dict[str, tuple[float, ...]] = {

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from vision.onnx_session import OnnxModel
 from vision.pips.classical import PipCountConfig, count_pips, steady_count
-from vision.pips.crops import crop_die, crops_to_tensor
+from vision.pips.crops import crop_die, crops_to_tensor, scaled_box
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 SECOND_LOOK_BELOW = 0.90
@@ -39,13 +39,6 @@ def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
     """Mean log-probabilities (n, 6) -> probabilities summing to 1 per row."""
     merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
     return np.asarray(merged / merged.sum(axis=1, keepdims=True), np.float32)
-
-
-def scaled_box(box_xyxy: tuple[float, ...], scale: float) -> tuple[float, float, float, float]:
-    """The box scaled by `scale` about its centre."""
-    x0, y0, x1, y1 = box_xyxy
-    cx, cy, hw, hh = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2 * scale, (y1 - y0) / 2 * scale
-    return (cx - hw, cy - hh, cx + hw, cy + hh)
 
 
 class FaceReader:

@@ -56,6 +56,13 @@ def crop_die(
     return np.asarray(out, np.uint8)
 
 
+def scaled_box(box_xyxy: tuple[float, ...], scale: float) -> tuple[float, float, float, float]:
+    """The box scaled by `scale` about its centre (the pip count's recount cuts its crops from these)."""
+    x0, y0, x1, y1 = box_xyxy
+    cx, cy, hw, hh = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2 * scale, (y1 - y0) / 2 * scale
+    return (cx - hw, cy - hh, cx + hw, cy + hh)
+
+
 def crops_to_tensor(crops: list[ImageArray]) -> NDArray[np.float32]:
     """BGR uint8 crops -> (N, 3, H, W) float32 RGB in [0, 1], the classifier's input."""
     if not crops:
