@@ -185,7 +185,10 @@ def run(
             f"{k['valid_called_invalid_or_void_pct']}% | {bad_valid} | "
             f"{k['rolls_read_valid_with_a_wrong_die']} of {k['rolls_read_valid']} |"
         )
-    typer.echo("  by camera and frame (motion_blur: the generator's camera shake, 3-9 px; still: none)")
+    typer.echo(
+        "  by camera and frame (motion_blur: the generator's camera shake, 3-9 px; still: none; "
+        "unknown: the label does not say)"
+    )
     typer.echo(
         "  | camera/frame | scenes | valid rolls | no_decision | sent back | read valid with a wrong die |"
     )
