@@ -68,6 +68,18 @@ def _next_batch_norm(
     return bn_path, bn, bn.running_mean, bn.running_var
 
 
+def _followed_by_batch_norm(model: nn.Module, conv_path: str) -> bool:
+    """Whether the layer after `conv_path` in its Sequential is a batch norm (the export folded it in)."""
+    parent_path, _, index = conv_path.rpartition(".")
+    if not index.isdigit():
+        return False
+    try:
+        after = model.get_submodule(f"{parent_path}.{int(index) + 1}" if parent_path else str(int(index) + 1))
+    except AttributeError:
+        return False
+    return isinstance(after, nn.BatchNorm2d)
+
+
 def init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> None:
     """Load `onnx_path`'s weights into `model` (same architecture).
 
@@ -101,6 +113,23 @@ def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> N
         if node.op_type == "Conv":
             path = _module_path(node)
             conv = _layer(model, path, name)
+            if (
+                isinstance(conv, nn.Conv2d)
+                and conv.bias is not None
+                and len(node.input) == 3
+                and not _followed_by_batch_norm(model, path)
+            ):
+                # A conv with its own bias and no batch norm after it (the detector's output layer): the
+                # exporter keeps its parameters unfolded, copied as they are.
+                for key, param in ((node.input[1], conv.weight), (node.input[2], conv.bias)):
+                    if value(key).shape != param.shape:
+                        raise ValueError(
+                            f"{name}: {path} has shape {tuple(value(key).shape)}, the net "
+                            f"{tuple(param.shape)}"
+                        )
+                    param.copy_(value(key))
+                set_params |= {f"{path}.weight", f"{path}.bias"}
+                continue
             if not isinstance(conv, nn.Conv2d) or conv.bias is not None or len(node.input) < 3:
                 raise ValueError(f"{name}: {path} is not a bias-free convolution of the net")
             w, b = value(node.input[1]), value(node.input[2])

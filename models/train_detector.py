@@ -24,6 +24,9 @@ from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
 CROP = 160  # training crops; small because two shared CPU cores train it (dice 6-70 px inside)
+CALIBRATION_CROPS = (
+    64  # crops whose statistics rebuild the batch norms of an --init .onnx (models/from_onnx.py)
+)
 
 
 def _load(
@@ -39,31 +42,40 @@ def _load(
 
 
 def mine_false_alarms(
-    scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]], *, threshold: float = 0.2
+    scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]],
+    *,
+    threshold: float = 0.2,
+    manifest_path: Path | None = None,
 ) -> list[NDArray[np.float32]]:
     """Centres (n, 2) in scene px where the registered detector fires with no labelled die there.
 
     Hard negatives: the crops around these (sheet-protector holes, tray edges, shadows) are drawn more
-    often. Uses the ONNX model in `models/manifest.json`, as the reader would run it.
+    often. Uses the ONNX model in `models/manifest.json` (or `manifest_path`: a candidate's own false
+    alarms), as the reader would run it.
     """
     from vision.detect.centernet import DetectorConfig, decode, preprocess
-    from vision.onnx_session import load_model
+    from vision.onnx_session import MANIFEST_PATH, load_model
 
-    model = load_model("detector")
+    model = load_model("detector", manifest_path=manifest_path or MANIFEST_PATH)
     config = DetectorConfig(score_threshold=threshold)
     out = []
     for img, boxes, _ in scenes:
         h, w = img.shape[:2]
         tensor, letterbox = preprocess(img, input_long_px=config.input_long_px)
         pred, _ = decode(model.run(tensor)[0], letterbox=letterbox, image_wh=(w, h), config=config)
-        centres = (pred[:, :2] + pred[:, 2:]) / 2
-        # A detection whose centre lies in a (slightly grown) labelled box is not a false alarm.
-        grow = 0.1 * (boxes[:, 2:] - boxes[:, :2])
-        lo, hi = boxes[:, :2] - grow, boxes[:, 2:] + grow
-        inside = (centres[:, None, :] >= lo[None]) & (centres[:, None, :] <= hi[None])
-        on_die: NDArray[np.bool_] = np.asarray(np.all(inside, axis=2), bool).reshape(len(centres), -1)
-        out.append(centres[~np.any(on_die, axis=1)].astype(np.float32))
+        out.append(false_alarm_centres(pred, boxes))
     return out
+
+
+def false_alarm_centres(pred: NDArray[np.float32], boxes: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Centres (n, 2) of the detected boxes `pred` that lie in no (slightly grown) labelled box."""
+    centres = (pred[:, :2] + pred[:, 2:]) / 2
+    grow = 0.1 * (boxes[:, 2:] - boxes[:, :2])
+    lo, hi = boxes[:, :2] - grow, boxes[:, 2:] + grow
+    inside = (centres[:, None, :] >= lo[None]) & (centres[:, None, :] <= hi[None])
+    # (detections, labelled boxes); either may be none (an image the detector finds nothing on)
+    on_die = np.asarray(np.all(inside, axis=2), bool).reshape(len(centres), len(boxes))
+    return np.asarray(centres[~np.any(on_die, axis=1)], np.float32).reshape(-1, 2)
 
 
 class Sampler:
@@ -210,7 +222,13 @@ def main() -> None:
     parser.add_argument(
         "--synth-limit", type=int, default=300, help="use the first N scenes of each synthetic folder"
     )
-    parser.add_argument("--init", type=Path, default=None, help="start from this checkpoint (.pt)")
+    parser.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="start from these weights: a last.pt checkpoint, or a committed .onnx export (its batch norms "
+        f"rebuilt from {CALIBRATION_CROPS} training crops, models/from_onnx.py)",
+    )
     parser.add_argument(
         "--matteop65", type=Path, default=None, help="matteop65 train/ folder (top-face boxes widened 1.2x)"
     )
@@ -227,6 +245,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--real-repeat", type=int, default=1, help="draw each nellbyler train photo this many times as often"
+    )
+    parser.add_argument(
+        "--mine-manifest",
+        type=Path,
+        default=None,
+        help="mine the hard negatives with the detector this manifest names (default: the registered one), "
+        "e.g. a candidate's own false alarms",
     )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
@@ -250,7 +275,9 @@ def main() -> None:
             wide = np.concatenate([c - half, c + half], axis=1).astype(np.float32)
             items.append(LabelledImage(path=it.path, boxes_xyxy=wide, faces=it.faces, box_kind="die"))
     scenes = _load(items)
-    false_alarms = mine_false_alarms(scenes) if args.hard_negatives > 0 else None
+    false_alarms = (
+        mine_false_alarms(scenes, manifest_path=args.mine_manifest) if args.hard_negatives > 0 else None
+    )
     # --real-repeat: the real photos appear that many times in the lists the sampler draws from (loaded and
     # mined once; the copies are the same arrays).
     repeat = max(1, args.real_repeat)
@@ -264,7 +291,18 @@ def main() -> None:
     print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
 
     model = DieDetector()
-    if args.init is not None:
+    if args.init is not None and args.init.suffix == ".onnx":
+        from models.from_onnx import init_from_onnx
+
+        # The calibration crops come from a sampler of their own, so the run's draws stay those of --seed.
+        calib = Sampler(scenes, args.seed + 1, false_alarms=false_alarms, hard_share=args.hard_negatives)
+        crops = [calib.sample()[0] for _ in range(CALIBRATION_CROPS)]
+        calibration = torch.from_numpy(
+            np.stack([c[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255 for c in crops])
+        )
+        init_from_onnx(model, args.init, calibration)
+        print(f"starting from {args.init} (batch norms from {CALIBRATION_CROPS} training crops)")
+    elif args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     args.out.mkdir(parents=True, exist_ok=True)

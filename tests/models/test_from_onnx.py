@@ -116,20 +116,61 @@ def test_the_die_state_export_wrapped_for_its_softmax_loads_into_the_wrapper(tmp
         init_from_onnx(DieStateNet(states=7), path, calibration=crops)
 
 
+def _export_detector(model: Any, path: Path) -> None:
+    """As models/train_detector.py exports it."""
+    export_onnx(
+        model,
+        path,
+        example_shape=(1, 3, 64, 64),
+        input_name="image",
+        output_name="head",
+        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
+    )
+
+
+def test_the_detector_with_its_biased_output_layer_loads(tmp_path: Path) -> None:
+    """The detector's last conv keeps its own bias (no batch norm after it): copied, not unfolded."""
+    torch.manual_seed(4)
+    path = tmp_path / "detector.onnx"
+    source = _trained_looking(DieDetector(), seed=5)
+    with torch.no_grad():
+        source.head[1].bias.copy_(torch.randn(5))
+    _export_detector(source.eval(), path)
+    images = torch.rand(8, 3, 96, 128)
+    fresh = DieDetector()
+    init_from_onnx(fresh, path, calibration=images)
+    with torch.no_grad():
+        ours = fresh.eval()(images[:1]).numpy()
+    theirs = np.asarray(
+        onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"image": images[:1].numpy()})[0]
+    )
+    assert np.abs(ours - theirs).max() < 1e-4
+    assert np.abs(fresh.head[1].bias.detach().numpy() - source.head[1].bias.detach().numpy()).max() < 1e-6
+
+
+def test_the_committed_detector_loads_back() -> None:
+    """`train_detector --init` the registered .onnx: the rebuilt net reads as onnxruntime does."""
+    from vision.onnx_session import MANIFEST_PATH, MODELS_DIR, load_manifest
+
+    path = MODELS_DIR / load_manifest(MANIFEST_PATH)["detector"].file
+    images = torch.rand(4, 3, 160, 160)
+    net = DieDetector()
+    init_from_onnx(net, path, calibration=images)
+    with torch.no_grad():
+        ours = net.eval()(images[:1]).numpy()
+    theirs = np.asarray(
+        onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"image": images[:1].numpy()})[0]
+    )
+    assert np.abs(ours - theirs).max() < 1e-4
+
+
 @pytest.mark.parametrize("other", ["wide", "detector"])
 def test_a_file_of_another_net_is_refused(tmp_path: Path, other: str) -> None:
     path = tmp_path / f"{other}.onnx"
     if other == "wide":
         _export(WideFaceClassifier(), path)  # same layer names, other shapes
     else:
-        export_onnx(  # other layer names
-            DieDetector(),
-            path,
-            example_shape=(1, 3, 64, 64),
-            input_name="image",
-            output_name="head",
-            dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
-        )
+        _export_detector(DieDetector(), path)  # other layer names
     with pytest.raises(ValueError, match=rf"{other}\.onnx"):
         init_from_onnx(FaceClassifier(), path, calibration=torch.rand(8, 3, 64, 64))
 
