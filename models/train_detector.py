@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -201,6 +202,18 @@ def targets(boxes: NDArray[np.float32], size: int) -> NDArray[np.float32]:
     return t
 
 
+def export_detector(model: Any, path: Path, *, example_hw: tuple[int, int] = (480, 640)) -> None:
+    """The detector's ONNX export: input "image" (1, 3, H, W), output "head" (1, 5, H/4, W/4); H, W free."""
+    export_onnx(
+        model,
+        path,
+        example_shape=(1, 3, *example_hw),
+        input_name="image",
+        output_name="head",
+        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
+    )
+
+
 def main() -> None:
     require_torch()
     import torch
@@ -343,14 +356,7 @@ def main() -> None:
 
     torch.save(model.state_dict(), args.out / "last.pt")
     onnx_path = args.out / dated_name("detect", "centernet")
-    export_onnx(
-        model,
-        onnx_path,
-        example_shape=(1, 3, 480, 640),
-        input_name="image",
-        output_name="head",
-        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
-    )
+    export_detector(model, onnx_path)
     minutes = (time.monotonic() - run.started_s) / 60
     if args.no_register:
         print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} (not registered)")

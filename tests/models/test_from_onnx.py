@@ -117,15 +117,20 @@ def test_the_die_state_export_wrapped_for_its_softmax_loads_into_the_wrapper(tmp
 
 
 def _export_detector(model: Any, path: Path) -> None:
-    """As models/train_detector.py exports it."""
-    export_onnx(
-        model,
-        path,
-        example_shape=(1, 3, 64, 64),
-        input_name="image",
-        output_name="head",
-        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
+    """As models/train_detector.py exports it (a small example frame: the export's H and W are free)."""
+    from models.train_detector import export_detector
+
+    export_detector(model, path, example_hw=(64, 64))
+
+
+def _torch_and_onnx_heads(net: Any, path: Path, image: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The rebuilt net's head (eval mode) and onnxruntime's on the same (1, 3, H, W) image."""
+    with torch.no_grad():
+        ours = net.eval()(image).numpy()
+    theirs = np.asarray(
+        onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"image": image.numpy()})[0]
     )
+    return ours, theirs
 
 
 def test_the_detector_with_its_biased_output_layer_loads(tmp_path: Path) -> None:
@@ -133,19 +138,19 @@ def test_the_detector_with_its_biased_output_layer_loads(tmp_path: Path) -> None
     torch.manual_seed(4)
     path = tmp_path / "detector.onnx"
     source = _trained_looking(DieDetector(), seed=5)
+    last = source.head[1]
+    assert isinstance(last, torch.nn.Conv2d) and last.bias is not None
     with torch.no_grad():
-        source.head[1].bias.copy_(torch.randn(5))
+        last.bias.copy_(torch.randn(5))
     _export_detector(source.eval(), path)
     images = torch.rand(8, 3, 96, 128)
     fresh = DieDetector()
     init_from_onnx(fresh, path, calibration=images)
-    with torch.no_grad():
-        ours = fresh.eval()(images[:1]).numpy()
-    theirs = np.asarray(
-        onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"image": images[:1].numpy()})[0]
-    )
+    ours, theirs = _torch_and_onnx_heads(fresh, path, images[:1])
     assert np.abs(ours - theirs).max() < 1e-4
-    assert np.abs(fresh.head[1].bias.detach().numpy() - source.head[1].bias.detach().numpy()).max() < 1e-6
+    rebuilt = fresh.head[1]
+    assert isinstance(rebuilt, torch.nn.Conv2d) and rebuilt.bias is not None
+    assert torch.equal(rebuilt.bias, last.bias)  # copied, not unfolded from calibration statistics
 
 
 def test_the_committed_detector_loads_back() -> None:
@@ -156,11 +161,7 @@ def test_the_committed_detector_loads_back() -> None:
     images = torch.rand(4, 3, 160, 160)
     net = DieDetector()
     init_from_onnx(net, path, calibration=images)
-    with torch.no_grad():
-        ours = net.eval()(images[:1]).numpy()
-    theirs = np.asarray(
-        onnxruntime_session(path, 1, DEFAULT_PROVIDERS).run(None, {"image": images[:1].numpy()})[0]
-    )
+    ours, theirs = _torch_and_onnx_heads(net, path, images[:1])
     assert np.abs(ours - theirs).max() < 1e-4
 
 
