@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,10 +175,19 @@ class OnnxModel:
         if len(inputs) != 1:
             raise ModelFileError(f"model {path} must have exactly one input, has {len(inputs)}")
         self._input_name: str = str(inputs[0].name)
+        # Wall time spent inside the session's run, summed over every call (ms), and the number of calls:
+        # what a benchmark subtracts to tell the models' share of a read from the code around them (a
+        # diagnostic: reads of one model from several threads at once may lose an addition).
+        self.run_ms = 0.0
+        self.runs = 0
 
     def run(self, batch: NDArray[np.float32]) -> list[NDArray[np.float32]]:
         """Run the model on one input tensor; return every output as float32 arrays."""
-        outputs = self._session.run(None, {self._input_name: np.ascontiguousarray(batch, dtype=np.float32)})
+        feed = {self._input_name: np.ascontiguousarray(batch, dtype=np.float32)}
+        start = time.perf_counter()
+        outputs = self._session.run(None, feed)
+        self.run_ms += (time.perf_counter() - start) * 1000
+        self.runs += 1
         return [np.asarray(o, dtype=np.float32) for o in outputs]
 
 

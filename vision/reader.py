@@ -95,6 +95,12 @@ class Reader:
             second_model=second_model,
         )
         self.models = {"detector": det_model.spec.tag, "pips": pip_model.spec.tag}
+        # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read).
+        self.onnx_models: dict[str, OnnxModel] = {"detector": det_model, "pips": pip_model}
+        if self.die_state is not None:
+            self.onnx_models["die_state"] = self.die_state.model
+        if second_model is not None:
+            self.onnx_models["pips_second"] = second_model
         if second_model is not None:
             self.models["pips_second"] = second_model.spec.tag
         if self.die_state is not None:

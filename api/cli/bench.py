@@ -212,13 +212,19 @@ def register(app: typer.Typer) -> None:
             found = [len(reader.read(Frame(image=img), expected_dice=10).dice) for img in images]  # warms up
             lat, cpu = [], []
             stages: dict[str, list[float]] = {}
+            # Time inside each model's onnxruntime call per read; the rest of a read is the code around them.
+            in_models: dict[str, list[float]] = {name: [] for name in reader.onnx_models}
             for i in track(range(frames), description=f"bench {label}", transient=True, disable=as_json):
+                before = {name: m.run_ms for name, m in reader.onnx_models.items()}
                 t, c = time.perf_counter(), time.thread_time()
                 roll = reader.read(Frame(image=images[i % len(images)]), expected_dice=10)
                 lat.append((time.perf_counter() - t) * 1000)
                 cpu.append((time.thread_time() - c) * 1000)
+                for name, m in reader.onnx_models.items():
+                    in_models[name].append(m.run_ms - before[name])
                 for stage, ms in roll.timing_ms.items():
                     stages.setdefault(stage, []).append(ms)
+            models_per_read = np.sum([in_models[name] for name in in_models], axis=0)
             arr = np.asarray(lat)
             results[label] = {
                 "p50_ms": round(float(np.percentile(arr, 50)), 2),
@@ -230,6 +236,12 @@ def register(app: typer.Typer) -> None:
                 "thread_cpu_p50_ms": round(float(np.percentile(cpu, 50)), 2),
                 "dice_found_per_frame": found,
                 "stage_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
+                # p50 per read of the time inside each model's onnxruntime call, of all of them together,
+                # and of the rest of the read (OpenCV, numpy and Python around the models: latency minus
+                # the models' time, read by read).
+                "model_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in in_models.items()},
+                "all_models_p50_ms": round(float(np.percentile(models_per_read, 50)), 2),
+                "outside_models_p50_ms": round(float(np.percentile(arr - models_per_read, 50)), 2),
                 "opencv_threads": cv2.getNumThreads(),
             }
         cv2.setNumThreads(opencv_default_threads)
@@ -243,5 +255,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"{label:12s} p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  mean {r['mean_ms']} ms  "
                 f"thread CPU p50 {r['thread_cpu_p50_ms']} ms  "
-                f"(dice found per frame: {r['dice_found_per_frame']}; stage p50 {r['stage_p50_ms']})"
+                f"(dice found per frame: {r['dice_found_per_frame']}; stage p50 {r['stage_p50_ms']}; "
+                f"inside the models p50 {r['all_models_p50_ms']} ms {r['model_p50_ms']}, "
+                f"outside them {r['outside_models_p50_ms']} ms)"
             )

@@ -35,6 +35,11 @@ def test_bench_reports_latency_per_setting_with_the_pinned_manifest() -> None:
         stages = r["stage_p50_ms"]
         assert set(stages) == {"detect", "faces", "judge", "total"}
         assert stages["detect"] + stages["faces"] + stages["judge"] <= stages["total"] * 1.5
+        # The models' share of a read and the rest: every model the reader loaded, each took some time.
+        assert set(r["model_p50_ms"]) == {"detector", "pips", "die_state"}
+        assert all(ms > 0 for ms in r["model_p50_ms"].values())
+        assert 0 < r["all_models_p50_ms"] < stages["total"] * 1.5
+        assert 0 < r["outside_models_p50_ms"] < r["p99_ms"]
 
 
 def test_bench_refuses_a_missing_manifest(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,6 +38,25 @@ def test_fake_session_runs_through_the_wrapper(tmp_path: Path) -> None:
     assert probs.dtype == np.float32
     assert int(np.argmax(probs[0])) == 3
     assert model.spec.tag == "pips_fake_2026nov"
+
+
+def test_the_wrapper_sums_the_time_spent_in_the_session(tmp_path: Path) -> None:
+    """`OnnxModel.run_ms` and `runs`: what `throwbox bench` subtracts to split a read into models and rest."""
+    import time
+
+    class SlowSession(FakeFaceSession):
+        def run(self, output_names: Any, input_feed: Any) -> list[Any]:
+            time.sleep(0.02)
+            return super().run(output_names, input_feed)
+
+    manifest = write_manifest(tmp_path)
+    slow = SlowSession([one_hot(2)])
+    model = load_model("pips", manifest_path=manifest, session_factory=factory(slow, slow))
+    assert (model.run_ms, model.runs) == (0.0, 0)
+    for _ in range(2):
+        model.run(np.zeros((1, 3, 64, 64), np.float32))
+    assert model.runs == 2
+    assert 40.0 <= model.run_ms < 2000.0  # two sleeps of 20 ms, however slow the machine
 
 
 def test_changed_weights_are_refused_with_both_hashes(tmp_path: Path) -> None:
