@@ -52,14 +52,21 @@ def _layer(model: nn.Module, path: str, onnx_name: str) -> nn.Module:
         raise ValueError(f"{onnx_name}: {path!r} is not a layer of {type(model).__name__}") from exc
 
 
+def _next_in_sequential(conv_path: str) -> str | None:
+    """The path of the layer after `conv_path` in its Sequential ('a.b.0' -> 'a.b.1'), None outside one."""
+    parent_path, _, index = conv_path.rpartition(".")
+    if not index.isdigit():
+        return None
+    return f"{parent_path}.{int(index) + 1}" if parent_path else str(int(index) + 1)
+
+
 def _next_batch_norm(
     model: nn.Module, conv_path: str, onnx_name: str
 ) -> tuple[str, nn.BatchNorm2d, Tensor, Tensor]:
     """The batch norm after a conv in its Sequential (its path, itself, its running mean and variance)."""
-    parent_path, _, index = conv_path.rpartition(".")
-    if not index.isdigit():
+    bn_path = _next_in_sequential(conv_path)
+    if bn_path is None:
         raise ValueError(f"{onnx_name}: {conv_path!r} is not a conv inside a Sequential of the net")
-    bn_path = f"{parent_path}.{int(index) + 1}" if parent_path else str(int(index) + 1)
     bn = _layer(model, bn_path, onnx_name)
     if not isinstance(bn, nn.BatchNorm2d) or bn.running_mean is None or bn.running_var is None:
         raise ValueError(
@@ -70,14 +77,13 @@ def _next_batch_norm(
 
 def _followed_by_batch_norm(model: nn.Module, conv_path: str) -> bool:
     """Whether the layer after `conv_path` in its Sequential is a batch norm (the export folded it in)."""
-    parent_path, _, index = conv_path.rpartition(".")
-    if not index.isdigit():
+    after_path = _next_in_sequential(conv_path)
+    if after_path is None:
         return False
     try:
-        after = model.get_submodule(f"{parent_path}.{int(index) + 1}" if parent_path else str(int(index) + 1))
+        return isinstance(model.get_submodule(after_path), nn.BatchNorm2d)
     except AttributeError:
         return False
-    return isinstance(after, nn.BatchNorm2d)
 
 
 def init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> None:
@@ -152,6 +158,18 @@ def _init_from_onnx(model: nn.Module, onnx_path: Path, calibration: Tensor) -> N
                 params[key].copy_(value(key))
                 set_params.add(key)
     unset = sorted(set(params) - set_params)
+    # Every batch norm of the net must be one the export folded into the conv before it: one anywhere else
+    # (after an activation, or after a conv copied as unfolded) leaves the loaded net computing another
+    # function.
+    stray = [
+        path
+        for path, m in model.named_modules()
+        if isinstance(m, nn.BatchNorm2d) and all(m is not f[1] for f in folded)
+    ]
+    if stray:
+        raise ValueError(
+            f"{name} does not fold these batch norms of {type(model).__name__}: {', '.join(stray)}"
+        )
     if unset:
         raise ValueError(f"{name} leaves parameters of {type(model).__name__} unset: {', '.join(unset)}")
 

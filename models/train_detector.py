@@ -25,9 +25,8 @@ from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
 CROP = 160  # training crops; small because two shared CPU cores train it (dice 6-70 px inside)
-CALIBRATION_CROPS = (
-    64  # crops whose statistics rebuild the batch norms of an --init .onnx (models/from_onnx.py)
-)
+# Crops whose statistics rebuild the batch norms of an --init .onnx (models/from_onnx.py).
+CALIBRATION_CROPS = 64
 
 
 def _load(
@@ -64,18 +63,20 @@ def mine_false_alarms(
         h, w = img.shape[:2]
         tensor, letterbox = preprocess(img, input_long_px=config.input_long_px)
         pred, _ = decode(model.run(tensor)[0], letterbox=letterbox, image_wh=(w, h), config=config)
-        out.append(false_alarm_centres(pred, boxes))
+        out.append(false_alarm_centres(pred, labelled_xyxy=boxes))
     return out
 
 
-def false_alarm_centres(pred: NDArray[np.float32], boxes: NDArray[np.float32]) -> NDArray[np.float32]:
-    """Centres (n, 2) of the detected boxes `pred` that lie in no (slightly grown) labelled box."""
-    centres = (pred[:, :2] + pred[:, 2:]) / 2
-    grow = 0.1 * (boxes[:, 2:] - boxes[:, :2])
-    lo, hi = boxes[:, :2] - grow, boxes[:, 2:] + grow
+def false_alarm_centres(
+    detected_xyxy: NDArray[np.float32], *, labelled_xyxy: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """Centres (n, 2) of the detected boxes that lie in no labelled box grown by 10 % of its size a side."""
+    centres = (detected_xyxy[:, :2] + detected_xyxy[:, 2:]) / 2
+    grow = 0.1 * (labelled_xyxy[:, 2:] - labelled_xyxy[:, :2])
+    lo, hi = labelled_xyxy[:, :2] - grow, labelled_xyxy[:, 2:] + grow
     inside = (centres[:, None, :] >= lo[None]) & (centres[:, None, :] <= hi[None])
     # (detections, labelled boxes); either may be none (an image the detector finds nothing on)
-    on_die = np.asarray(np.all(inside, axis=2), bool).reshape(len(centres), len(boxes))
+    on_die = np.asarray(np.all(inside, axis=2), bool).reshape(len(centres), len(labelled_xyxy))
     return np.asarray(centres[~np.any(on_die, axis=1)], np.float32).reshape(-1, 2)
 
 
@@ -314,6 +315,7 @@ def main() -> None:
             np.stack([c[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255 for c in crops])
         )
         init_from_onnx(model, args.init, calibration)
+        del calib, crops, calibration  # the second sampler holds a copy of every die patch
         print(f"starting from {args.init} (batch norms from {CALIBRATION_CROPS} training crops)")
     elif args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))

@@ -101,7 +101,6 @@ class Reader:
             self.onnx_models["die_state"] = self.die_state.model
         if second_model is not None:
             self.onnx_models["pips_second"] = second_model
-        if second_model is not None:
             self.models["pips_second"] = second_model.spec.tag
         if self.die_state is not None:
             self.models["die_state"] = self.die_state.model.spec.tag

@@ -165,6 +165,32 @@ def test_the_committed_detector_loads_back() -> None:
     assert np.abs(ours - theirs).max() < 1e-4
 
 
+def test_a_batch_norm_the_export_did_not_fold_is_refused(tmp_path: Path) -> None:
+    """A conv with its own bias copied as is must not leave a batch norm behind it unloaded (after a ReLU)."""
+
+    class Odd(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Sequential(
+                torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.BatchNorm2d(4, affine=False)
+            )
+
+        def forward(self, x: Any) -> Any:
+            return self.body(x)
+
+    path = tmp_path / "odd.onnx"
+    export_onnx(
+        Odd().eval(),
+        path,
+        example_shape=(1, 3, 16, 16),
+        input_name="image",
+        output_name="out",
+        dynamic_axes={},
+    )
+    with pytest.raises(ValueError, match=r"odd\.onnx does not fold these batch norms of Odd: body\.2"):
+        init_from_onnx(Odd(), path, calibration=torch.rand(4, 3, 16, 16))
+
+
 @pytest.mark.parametrize("other", ["wide", "detector"])
 def test_a_file_of_another_net_is_refused(tmp_path: Path, other: str) -> None:
     path = tmp_path / f"{other}.onnx"

@@ -22,18 +22,3 @@ def test_a_box_on_a_die_is_not_taken_as_no_die() -> None:
 def test_a_chip_stack_beside_a_die_is_no_die() -> None:
     """A chip stack a die leans on overlaps the die's box a little: still no die."""
     assert on_no_die((135.0, 100.0, 185.0, 150.0), [DIE])
-
-
-def test_the_detectors_false_alarms_are_the_boxes_off_every_labelled_die() -> None:
-    """`train_detector --hard-negatives`: what is mined; an image with no detection or no die is fine."""
-    import numpy as np
-
-    from models.train_detector import false_alarm_centres
-
-    dice = np.array([DIE], np.float32)
-    pred = np.array([[101, 99, 139, 141], [300, 300, 340, 340]], np.float32)
-    assert false_alarm_centres(pred, dice).tolist() == [[320.0, 320.0]]
-    none = np.zeros((0, 4), np.float32)
-    assert false_alarm_centres(none, dice).shape == (0, 2)  # failed before: reshape(0, -1)
-    assert false_alarm_centres(none, none).shape == (0, 2)
-    assert false_alarm_centres(pred, none).shape == (2, 2)

@@ -38,8 +38,10 @@ def test_bench_reports_latency_per_setting_with_the_pinned_manifest() -> None:
         # The models' share of a read and the rest: every model the reader loaded, each took some time.
         assert set(r["model_p50_ms"]) == {"detector", "pips", "die_state"}
         assert all(ms > 0 for ms in r["model_p50_ms"].values())
-        assert 0 < r["all_models_p50_ms"] < stages["total"] * 1.5
-        assert 0 < r["outside_models_p50_ms"] < r["p99_ms"]
+        # Read by read, the models' sum is at least each model's time and at most the read's, and the rest is
+        # the read less the models: so their medians keep the same order.
+        assert max(r["model_p50_ms"].values()) <= r["all_models_p50_ms"] <= r["p50_ms"]
+        assert 0 < r["outside_models_p50_ms"] < r["p50_ms"]
 
 
 def test_bench_refuses_a_missing_manifest(tmp_path: Path) -> None:
