@@ -248,7 +248,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(results))
             return
-        typer.echo(f"model load (both models, median of 5): {results['model_load_ms_median']} ms")
+        typer.echo(f"model load (every model, median of 5): {results['model_load_ms_median']} ms")
         for label in ("one_thread", "all_threads"):
             r = results[label]
             assert isinstance(r, dict)
