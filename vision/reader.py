@@ -94,16 +94,14 @@ class Reader:
             second_look_below=self.config.second_look_below,
             second_model=second_model,
         )
-        self.models = {"detector": det_model.spec.tag, "pips": pip_model.spec.tag}
-        # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read).
+        # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read),
+        # and their tags, which every read reports.
         self.onnx_models: dict[str, OnnxModel] = {"detector": det_model, "pips": pip_model}
-        if self.die_state is not None:
-            self.onnx_models["die_state"] = self.die_state.model
         if second_model is not None:
             self.onnx_models["pips_second"] = second_model
-            self.models["pips_second"] = second_model.spec.tag
         if self.die_state is not None:
-            self.models["die_state"] = self.die_state.model.spec.tag
+            self.onnx_models["die_state"] = self.die_state.model
+        self.models = {name: model.spec.tag for name, model in self.onnx_models.items()}
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
