@@ -159,6 +159,11 @@ def run(
         f"  | rolls read valid with a wrong or unmatched die (a wrong settlement) | "
         f"{summary['rolls_read_valid_with_a_wrong_die']} | {summary['rolls_read_valid']} rolls read valid |"
     )
+    if summary["rolls_read_valid_settled_wrong"] is not None:
+        typer.echo(
+            f"  | rolls read valid that settle wrong (not a valid roll, or other faces than the truth's) | "
+            f"{summary['rolls_read_valid_settled_wrong']} | {summary['rolls_read_valid']} rolls read valid |"
+        )
     if wrong_scenes := summary["scenes_read_valid_with_a_wrong_die"]:
         typer.echo(f"  read valid with a wrong die: {', '.join(wrong_scenes)}")
         for w in summary["wrong_dice_in_rolls_read_valid_detail"]:

@@ -84,9 +84,13 @@ def test_verdicts_report_wrong_settlements_and_split_by_camera(tmp_path: Path) -
     # Oracle boxes and true faces: every roll read valid is read right.
     assert summary["rolls_read_valid"] >= 1
     assert summary["rolls_read_valid_with_a_wrong_die"] == 0
+    # ... so a roll settles wrong only if it was not a valid roll
+    conf = summary["confusion_truth_rows_read_cols"]
+    assert summary["rolls_read_valid_settled_wrong"] == conf["invalid"]["valid"] + conf["void"]["valid"]
     table = runner.invoke(app, ["eval", str(root), "--verdicts", "--oracle-boxes", "--plot", plot])
     assert table.exit_code == 0, table.output
     assert "by camera" in table.output and "rolls read valid with a wrong or unmatched die" in table.output
+    assert "rolls read valid that settle wrong" in table.output
     assert "die off table, the throw box wholly in view" in table.output
     assert "by camera and frame" in table.output
     # Every committed frame is a still one (the label's render.degradation.motion_px is 0).

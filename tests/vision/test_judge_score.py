@@ -103,6 +103,29 @@ def test_a_die_with_no_face_or_no_die_read_into_a_valid_roll_is_wrong() -> None:
     assert (unmatched["true_face"], unmatched["true_state"], unmatched["iou"]) == (None, None, 0.0)
 
 
+def test_a_roll_settles_wrong_by_its_faces_not_by_which_die_shows_them() -> None:
+    """The wagers are settled on how many dice show each face: a roll read valid with the right faces on
+    swapped or badly boxed dice is a wrong die but a right settlement; a wrong face, a die with no face by
+    the rules, or a roll that was not valid settle wrong."""
+    right = replace(_flat_pair(5, 5), true_faces=(2, 5))
+    swapped = replace(_flat_pair(2, 5), scene_id="swapped", true_faces=(2, 5))  # read 5, 2 on dice 2, 5
+    swapped = replace(swapped, readings=(FaceReading(face_probs=tuple(one_hot(5, 0.99)), pip_count=5),))
+    swapped = replace(swapped, readings=(*swapped.readings, FaceReading(tuple(one_hot(2, 0.99)), None)))
+    far = replace(_flat_pair(5, 5), scene_id="far", true_faces=(2, 5))
+    far = replace(far, true_dice=(far.true_dice[0], TrueDie((0.0, 0.0, 5.0, 5.0), 5, FLAT_STATE)))
+    wrong = replace(_flat_pair(6, 5), scene_id="wrong", true_faces=(2, 5))
+    no_face = replace(_flat_pair(5, None), scene_id="no_face", true_faces=(2, None))
+    not_valid = replace(_flat_pair(5, 5), scene_id="not_valid", truth_verdict="invalid", true_faces=(2, 5))
+    s = score([right, swapped, far, wrong, no_face, not_valid], ValidityConfig())
+    assert s["rolls_read_valid"] == 6
+    # per die, a roll that was not valid but whose dice are right is no wrong die (it is in the confusion)
+    assert s["scenes_read_valid_with_a_wrong_die"] == ["swapped", "far", "wrong", "no_face"]
+    assert s["scenes_read_valid_settled_wrong"] == ["wrong", "no_face", "not_valid"]
+    assert s["rolls_read_valid_settled_wrong"] == 3
+    # records without their true faces (kept before the field existed) give no settlement figure
+    assert score([_flat_pair(5, 5)], ValidityConfig())["rolls_read_valid_settled_wrong"] is None
+
+
 def _tilted(rec: SceneRecord, tilt_deg: float) -> SceneRecord:
     cam = rec.geometry.camera
     dy = 900.0 * np.tan(np.radians(tilt_deg))

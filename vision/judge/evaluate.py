@@ -75,6 +75,9 @@ class SceneRecord:
     # The camera shake the generator blurred the frame with (px; 0: a still frame), from the label's
     # `render.degradation.motion_px`; None where the label does not say.
     motion_blur_px: int | None = None
+    # Every present die's face by the rules, in die order (`SceneTruth.faces`; None for a die with no face),
+    # whether or not it can be seen: what a roll read valid must show to be settled right. () where unknown.
+    true_faces: tuple[int | None, ...] = ()
 
     def judged(self, config: ValidityConfig) -> Judgement:
         """The judge on this scene's kept model outputs, with `config`."""
@@ -154,6 +157,7 @@ def record_scene(
         true_dice=truth,
         weak_peaks=weak,
         motion_blur_px=_motion_px(scene.render),
+        true_faces=scene.faces,
     )
 
 
@@ -181,6 +185,8 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     cocked_total = cocked_found = cocked_value_right = 0
     valid_total = valid_rethrow = valid_nd = 0
     read_valid = read_valid_wrong = wrong_dice = 0
+    settled_wrong: list[str] = []
+    settled_known = True
     wrong_scenes: list[str] = []
     wrong_detail: list[dict[str, Any]] = []
     reasons_on_valid: Counter[str] = Counter()
@@ -213,6 +219,9 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             wrong_detail += wrong
             if wrong:
                 wrong_scenes.append(rec.scene_id)
+            settled_known &= bool(rec.true_faces)
+            if _settled_wrong(rec, j):
+                settled_wrong.append(rec.scene_id)
         if rec.truth_verdict == "valid":
             valid_total += 1
             valid_rethrow += int(j.verdict in (Verdict.INVALID, Verdict.VOID))
@@ -260,7 +269,27 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "wrong_dice_in_rolls_read_valid": wrong_dice,
         "scenes_read_valid_with_a_wrong_die": wrong_scenes,
         "wrong_dice_in_rolls_read_valid_detail": wrong_detail,
+        # What the wagers are settled on: None when a record does not carry its true faces.
+        "rolls_read_valid_settled_wrong": len(settled_wrong) if settled_known else None,
+        "scenes_read_valid_settled_wrong": settled_wrong if settled_known else None,
     }
+
+
+def _settled_wrong(rec: SceneRecord, j: Judgement) -> bool:
+    """True when a roll read valid would settle the wagers wrong: the roll was not valid, or its faces read
+    differ from the true faces as a multiset (every High Roll Dice wager - Pip Street's winner, Like Kind's
+    match count, Millionaire Row, the Extra Roll's non-matching dice - is settled on how many dice show
+    each face, not on which die shows it).
+
+    Stricter per die is `rolls_read_valid_with_a_wrong_die`, which also counts a roll whose faces are right
+    but whose die boxes do not match the true ones (IoU < `MATCH_IOU`) or swap two faces between dice.
+    """
+    if rec.truth_verdict != "valid":
+        return True
+    if not rec.true_faces:
+        return False
+    read = sorted(d.face if d.face is not None else 0 for d in j.dice)
+    return read != sorted(f if f is not None else 0 for f in rec.true_faces) or 0 in read
 
 
 def _wrong_die(rec: SceneRecord, index: int, die: DieReading) -> dict[str, Any] | None:
