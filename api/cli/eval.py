@@ -80,6 +80,12 @@ def register(app: typer.Typer) -> None:
             help="Read with the face stage's second look at dice under this top probability instead of the "
             "shipped bar (vision/pips/classifier.py SECOND_LOOK_BELOW; 1.01 = every die), to weigh a change.",
         ),
+        layout_moves: bool = typer.Option(
+            False,
+            "--layout-moves",
+            help="Score the dealer's-move check instead (593.4(e); synthetic scenes of the move): false "
+            "alarms on right moves, wrong moves let through, problems named exactly (vision/layout_eval.py).",
+        ),
         misses: Path | None = typer.Option(
             None,
             "--misses",
@@ -94,6 +100,18 @@ def register(app: typer.Typer) -> None:
         reader_config = ReaderConfig()
         if second_look_below is not None:
             reader_config = ReaderConfig(second_look_below=second_look_below)
+        if layout_moves:
+            from api.cli.eval_layout import run as run_layout
+
+            run_layout(
+                dataset=dataset,
+                limit=limit,
+                skip=skip,
+                threads=threads,
+                as_json=as_json,
+                manifest_path=manifest,
+            )
+            return
         if verdicts:
             from api.cli.eval_verdicts import run
 

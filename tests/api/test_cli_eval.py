@@ -139,3 +139,40 @@ def test_the_second_look_bar_can_be_weighed_and_is_recorded(tmp_path: Path) -> N
     too_high = ["eval", str(root), "--verdicts", "--second-look-below", "2", "--plot", plot]
     refused = runner.invoke(app, too_high)
     assert refused.exit_code == 2
+
+
+def _layout_set(tmp_path: Path) -> Path:
+    """The four committed dealer's-move frames (tests/fixtures/layout) as a `throwbox synth` folder."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
+    root = tmp_path / "layout-set"
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    for label in sorted(src.glob("*.json")):
+        doc = json.loads(label.read_text(encoding="utf-8"))
+        (root / "images" / doc["image"]).write_bytes((src / doc["image"]).read_bytes())
+        doc["image"] = f"images/{doc['image']}"
+        (root / "labels" / label.name).write_text(json.dumps(doc), encoding="utf-8")
+    return root
+
+
+@pytest.mark.skipif(not manifest_lists("detector", "pips", "die_state"), reason="models not committed")
+def test_layout_moves_scores_the_dealers_move_check(tmp_path: Path) -> None:
+    root = _layout_set(tmp_path)
+    result = runner.invoke(app, ["eval", str(root), "--layout-moves", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["moves"] == 4
+    assert {k: v["moves"] for k, v in summary["by_kind"].items()} == dict.fromkeys(
+        ("none", "wrong_box", "missing", "extra"), 1
+    )
+    alerted_right = summary["by_kind"]["none"]["alerts"]
+    assert summary["right_moves_alerted"] == alerted_right == len(summary["scenes_right_move_alerted"])
+    table = runner.invoke(app, ["eval", str(root), "--layout-moves"])
+    assert table.exit_code == 0, table.output
+    assert "right moves alerted (false alarms)" in table.output and "| wrong_box | 1 |" in table.output
+
+
+def test_layout_moves_says_when_no_scene_records_a_move(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", str(_judge_set(tmp_path)), "--layout-moves"])
+    assert result.exit_code == 2
+    assert "no scene" in result.output and "records a dealer's move" in result.output

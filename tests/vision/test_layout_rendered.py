@@ -20,6 +20,7 @@ The new generator scenarios are also checked in physics (no rendering): each sta
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from datasets.synth.generator import GeneratorConfig, simulate_scene
 from datasets.synth.truth import physical_truth
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import LayoutCheck, check_layout_move
+from vision.layout_eval import expected_problems
 from vision.types import DieCandidate, DieReading, Frame
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
@@ -50,20 +52,6 @@ CASES: tuple[tuple[str, str], ...] = (  # fixture, the dealer's error it shows
     ("extra", "extra"),
 )
 Expected = dict[str, tuple[int, ...]]  # problem code -> the scene's die ids it concerns
-
-
-def expected_problems(move: LayoutMoveTruth) -> Expected:
-    """What check_layout_move must report for this move, from the record and 593.4(e) alone."""
-    moved = tuple(sorted(move.moved))
-    if move.error == "none":
-        return {}
-    if move.error == "wrong_box":  # the dice sit in another box; the winner's box is empty
-        return {"wrong_box": moved, "missing_match": ()}
-    if move.error == "missing":
-        left = tuple(sorted(set(move.right_dice) - set(moved)))
-        return {"missing_match": moved, "match_left_behind": left}
-    extra = tuple(i for i in moved if move.first_faces[i] != move.winner)
-    return {"wrong_face": extra, "extra_dice": moved}
 
 
 def load_case(case: str) -> tuple[SceneTruth, np.ndarray, LayoutMoveTruth]:
@@ -264,3 +252,22 @@ def test_593_4_e_layout_move_read_by_the_whole_reader(case: str, reader: Any) ->
         (to_scene[i], d.face, d.layout_box) for i, d in enumerate(roll.dice)
     ]
     assert check.in_winner_box == sum(1 for t in scene.dice if t.layout_box == move.winner)
+
+
+@pytest.mark.parametrize("case", [c for c, _ in CASES])
+def test_the_move_evaluation_reads_and_checks_as_the_live_loop(case: str, reader: Any) -> None:
+    """`vision.layout_eval.check_scene` (behind `throwbox eval --layout-moves`) reads the frame as the test
+    above does (no expected count, the frame's calibration) and records what the check named, right or not."""
+    from vision.layout_eval import check_scene
+
+    scene, image, move = load_case(case)
+    roll = reader.read(Frame(image=image, frame_id=case), expected_dice=None, geometry=geometry_of(scene))
+    check = check_layout_move(dice=roll.dice, winner=move.winner, match_count=move.match_count)
+    outcome = check_scene(reader, scene, image)
+    assert outcome is not None
+    assert outcome.scene_id == scene.scene_id and outcome.error == move.error
+    assert outcome.named == tuple(p.reason for p in check.problems)
+    assert outcome.expected == tuple(expected_problems(move))
+    assert outcome.in_winner_box == check.in_winner_box
+    assert outcome.truly_in_winner_box == sum(1 for t in scene.dice if t.layout_box == move.winner)
+    assert check_scene(reader, replace(scene, layout_move=None), image) is None  # a plain throw: no move

@@ -1,0 +1,90 @@
+"""`throwbox eval DATASET --layout-moves`: the dealer's-move check (593.4(e)) through the whole reader, on
+labelled synthetic scenes of the move. Called by `api/cli/eval.py`; the work is in `vision.layout_eval`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def run(
+    *, dataset: Path, limit: int, skip: int, threads: int, as_json: bool, manifest_path: Path | None
+) -> None:
+    """Check every labelled move of `dataset` (a `throwbox synth` folder) and report."""
+    from rich.progress import track
+
+    from vision.judge.evaluate import load_image, load_scenes
+    from vision.layout_eval import ERRORS, check_scene, score_moves
+    from vision.onnx_session import MANIFEST_PATH, ModelError
+    from vision.reader import Reader
+
+    if not (dataset / "labels").is_dir():
+        typer.echo(
+            f"throwbox eval --layout-moves: {dataset} is not a synthetic data set (no labels/)", err=True
+        )
+        raise typer.Exit(2)
+    scenes = [s for s in load_scenes(dataset, limit=limit, skip=skip) if s.layout_move is not None]
+    if not scenes:
+        typer.echo(
+            f"throwbox eval --layout-moves: no scene in {dataset} records a dealer's move (make some with "
+            "`throwbox synth DIR --mix layout=1,layout_wrong_box=1,layout_missing=1,layout_extra=1`)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    try:
+        reader = Reader(threads=threads, manifest_path=manifest_path or MANIFEST_PATH)
+    except ModelError as exc:
+        typer.echo(f"throwbox eval --layout-moves: cannot load the models: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    start = time.perf_counter()
+    outcomes = []
+    for scene in track(scenes, description=f"moves {dataset.name}", transient=True, disable=as_json):
+        try:
+            image = load_image(dataset, scene)
+        except ValueError as exc:
+            typer.echo(f"throwbox eval --layout-moves: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        outcome = check_scene(reader, scene, image)
+        if outcome is not None:
+            outcomes.append(outcome)
+    summary: dict[str, Any] = {
+        "dataset": str(dataset),
+        "models": dict(reader.models),
+        **score_moves(outcomes),
+        "model_seconds": round(time.perf_counter() - start, 1),
+    }
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    typer.echo(
+        f"{dataset.name}: the dealer's move checked on {summary['moves']} scenes "
+        f"({summary['model_seconds']} s)"
+    )
+    typer.echo(
+        "  | move | scenes | dealer_error raised | problems named exactly | winner's box count right |"
+    )
+    for kind in ERRORS:
+        if (k := summary["by_kind"].get(kind)) is not None:
+            typer.echo(
+                f"  | {kind} | {k['moves']} | {k['alerts']} ({k['alert_pct']}%) "
+                f"| {k['exact']} ({k['exact_pct']}%) | {k['winner_box_count_right']} |"
+            )
+    typer.echo(
+        f"  right moves alerted (false alarms): {summary['right_moves_alerted']} "
+        f"({summary['right_moves_alerted_pct']}%), "
+        f"by problem named: {summary['right_move_false_alarm_codes']}"
+    )
+    typer.echo(
+        f"  wrong moves not alerted: {summary['wrong_moves_not_alerted']} "
+        f"(alerted {summary['wrong_moves_alerted_pct']}%)"
+    )
+    for key, label in (
+        ("scenes_right_move_alerted", "right moves alerted"),
+        ("scenes_wrong_move_not_alerted", "wrong moves let through"),
+    ):
+        if summary[key]:
+            typer.echo(f"  {label}: {', '.join(summary[key])}")

@@ -1,0 +1,132 @@
+"""How well the dealer's-move check (593.4(e), `vision.layout_check`) works through the whole reader, on
+labelled synthetic scenes of the move (`throwbox synth --mix layout=1,layout_wrong_box=1,...`).
+
+Each scene's label records the first roll and the move (`SceneTruth.layout_move`); what the check must
+report is worked out here from that record and 593.4(e) alone (exactly the first roll's winning dice, in
+the winner's box), never from the check itself. The reader reads the frame as the live loop does after a
+dealer's move: no expected count, the table's calibration (the scene's camera over the default throw box).
+
+What a pit cares about, per move: a right move must raise no `dealer_error` alert (a false alarm stops the
+game for nothing), a wrong one must raise one (a miss lets a wrong payout stand), and the alert should name
+exactly the move's problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from calibration.layout import ThrowBoxLayout
+from datasets.format import LayoutMoveTruth, SceneTruth
+from vision.judge.geometry import TableGeometry
+from vision.layout_check import check_layout_move
+from vision.types import Frame
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vision.reader import Reader
+
+ERRORS = ("none", "wrong_box", "missing", "extra")  # the generator's move kinds (LayoutMoveTruth.error)
+
+
+def expected_problems(move: LayoutMoveTruth) -> dict[str, tuple[int, ...]]:
+    """What `check_layout_move` must report for this move (problem code -> the scene's die ids), from the
+    record and 593.4(e) alone."""
+    moved = tuple(sorted(move.moved))
+    if move.error == "none":
+        return {}
+    if move.error == "wrong_box":  # the dice sit in another box; the winner's box is empty
+        return {"wrong_box": moved, "missing_match": ()}
+    if move.error == "missing":
+        left = tuple(sorted(set(move.right_dice) - set(moved)))
+        return {"missing_match": moved, "match_left_behind": left}
+    extra = tuple(i for i in moved if move.first_faces[i] != move.winner)
+    return {"wrong_face": extra, "extra_dice": moved}
+
+
+@dataclass(frozen=True)
+class MoveOutcome:
+    """One scene's move: its kind, the problem codes the check had to name and those it named."""
+
+    scene_id: str
+    error: str
+    expected: tuple[str, ...]
+    named: tuple[str, ...]
+    in_winner_box: int
+    truly_in_winner_box: int
+
+    @property
+    def alerted(self) -> bool:
+        """The check named a problem: the live loop raises a `dealer_error` alert."""
+        return bool(self.named)
+
+    @property
+    def exact(self) -> bool:
+        """The check named exactly the move's problems (none for a right move)."""
+        return set(self.named) == set(self.expected)
+
+
+def check_scene(reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]) -> MoveOutcome | None:
+    """Read `image` as the live loop reads the frame after the dealer's move and check the move; None for
+    a scene that records no move (its staging failed: a plain throw)."""
+    move = scene.layout_move
+    if move is None:
+        return None
+    geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
+    roll = reader.read(Frame(image=image, frame_id=scene.scene_id), expected_dice=None, geometry=geometry)
+    check = check_layout_move(dice=roll.dice, winner=move.winner, match_count=move.match_count)
+    return MoveOutcome(
+        scene_id=scene.scene_id,
+        error=move.error,
+        expected=tuple(expected_problems(move)),
+        named=tuple(p.reason for p in check.problems),
+        in_winner_box=check.in_winner_box,
+        truly_in_winner_box=sum(1 for d in scene.dice if d.layout_box == move.winner),
+    )
+
+
+def _pct(num: int, den: int) -> float | None:
+    return round(100.0 * num / den, 2) if den else None
+
+
+def score_moves(outcomes: Iterable[MoveOutcome]) -> dict[str, Any]:
+    """The figures: per move kind the alerts raised and the exact reports; over all, false alarms on right
+    moves and wrong moves let through, with the scenes of each for a person to look at."""
+    rows = list(outcomes)
+    by_kind: dict[str, dict[str, Any]] = {}
+    for kind in ERRORS:
+        of = [o for o in rows if o.error == kind]
+        if not of:
+            continue
+        alerts = sum(o.alerted for o in of)
+        exact = sum(o.exact for o in of)
+        by_kind[kind] = {
+            "moves": len(of),
+            "alerts": alerts,
+            "alert_pct": _pct(alerts, len(of)),
+            "exact": exact,
+            "exact_pct": _pct(exact, len(of)),
+            "winner_box_count_right": sum(o.in_winner_box == o.truly_in_winner_box for o in of),
+        }
+    right = [o for o in rows if o.error == "none"]
+    wrong = [o for o in rows if o.error != "none"]
+    false_alarms = [o for o in right if o.alerted]
+    let_through = [o for o in wrong if not o.alerted]
+    named: dict[str, int] = {}
+    for o in false_alarms:
+        for code in o.named:
+            named[code] = named.get(code, 0) + 1
+    return {
+        "moves": len(rows),
+        "by_kind": by_kind,
+        "right_moves_alerted": len(false_alarms),
+        "right_moves_alerted_pct": _pct(len(false_alarms), len(right)),
+        "right_move_false_alarm_codes": named,
+        "wrong_moves_not_alerted": len(let_through),
+        "wrong_moves_alerted_pct": _pct(len(wrong) - len(let_through), len(wrong)),
+        "exact_pct": _pct(sum(o.exact for o in rows), len(rows)),
+        "scenes_right_move_alerted": [o.scene_id for o in false_alarms],
+        "scenes_wrong_move_not_alerted": [o.scene_id for o in let_through],
+    }
