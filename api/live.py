@@ -249,7 +249,9 @@ class LiveLoop:
         recorder: where reads, evidence and alerts go.
         geometry: the table's calibration as the judge needs it (None: uncalibrated; no layout checks).
         geometry_for_clip: for a demo playing recordings, the geometry of each clip (by its path).
-        on_clip: called on every `ClipStarted` before its frames (the demo opens a round there).
+        on_clip: called on every `ClipStarted` before its frames (the demo opens a round there); True
+            back means the round waiting for an Extra Roll was ended there (the demo's croupier keyed a throw
+            the reader left to a person), so the next throw is a first roll again.
         on_read: called with each `LiveRead`.
         upload_evidence: also upload each evidence frame to the rules engine (one that is another service;
             the service's own recorder already stored it where the local engine looks).
@@ -266,7 +268,7 @@ class LiveLoop:
         recorder: LiveRecorder,
         geometry: TableGeometry | None = None,
         geometry_for_clip: Callable[[str], TableGeometry | None] | None = None,
-        on_clip: Callable[[str], None] | None = None,
+        on_clip: Callable[[str], bool | None] | None = None,
         on_read: Callable[[LiveRead], None] | None = None,
         upload_evidence: bool = False,
     ) -> None:
@@ -343,7 +345,8 @@ class LiveLoop:
                     self.geometry = self.geometry_for_clip(item.clip)
                 if self.on_clip is not None:
                     try:
-                        self.on_clip(item.clip)
+                        if self.on_clip(item.clip):
+                            self._pending = None
                     except Exception as exc:  # the demo's croupier failed: say so, keep watching
                         log.exception("table %s: on_clip failed", self.config.table_id)
                         self._alert("round_not_ready", f"no round ready for the next throw: {exc}", {})

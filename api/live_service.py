@@ -300,6 +300,8 @@ class DemoCroupier:
     table_id: str = DEMO_TABLE
     wagers: tuple[dict[str, Any], ...] = DEMO_WAGERS
     rounds_opened: int = 0
+    rolls_keyed: int = 0
+    last_round: Path | None = None  # the folder of the whole round played last (its round.json)
 
     def _ok(self, response: httpx.Response) -> dict[str, Any]:
         if response.status_code >= 400:
@@ -310,12 +312,27 @@ class DemoCroupier:
         data: dict[str, Any] = response.json()
         return data
 
-    def prepare(self, clip: str = "") -> None:
+    def prepare(self, clip: str = "") -> bool:
         """Make sure a round is waiting for dice: open one, bet, no more bets (when none is).
 
         Before a whole rendered round (a clip with a round.json beside it) seat 1 also buys the Extra Roll.
+        A round still waiting for its Extra Roll when a plain throw clip starts had that throw left to a
+        person (`no_decision`): as a dealer does (README, "The service"), the croupier keys it, here from
+        the round's truth (round.json: the rethrown faces), so the table moves on instead of reading every
+        later throw as that round's Extra Roll. True when it keyed one (the live loop then forgets the
+        round it was following).
         """
+        round_dir = Path(clip).parent if clip and (Path(clip).parent / "round.json").is_file() else None
         response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
+        keyed = False
+        if response.status_code != 404 and round_dir is None and self.last_round is not None:
+            waiting = self._ok(response)
+            if waiting["phase"] == "awaiting_extra_roll":
+                self._key_extra_roll(waiting, self.last_round)
+                keyed = True
+                response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
+        if round_dir is not None:
+            self.last_round = round_dir
         if response.status_code == 404:
             current = self._ok(self.client.post(f"/v1/tables/{self.table_id}/rounds"))
             self.rounds_opened += 1
@@ -324,10 +341,24 @@ class DemoCroupier:
         if current["phase"] == "betting":
             if not current["wagers"]:
                 wagers = list(self.wagers)
-                if clip and (Path(clip).parent / "round.json").is_file():
+                if round_dir is not None:
                     wagers.append(DEMO_EXTRA_ROLL_WAGER)
                 self._ok(self.client.post(f"/v1/rounds/{current['id']}/wagers", json={"wagers": wagers}))
             self._ok(self.client.post(f"/v1/rounds/{current['id']}/no-more-bets"))
+        return keyed
+
+    def _key_extra_roll(self, current: dict[str, Any], folder: Path) -> None:
+        """Key the Extra Roll of `current` by hand (source `dealer`): the rethrown faces in `folder`."""
+        truth = json.loads((folder / "round.json").read_text(encoding="utf-8"))
+        self.rolls_keyed += 1
+        roll = {
+            "roll_id": f"demo-keyed-{current['id']}-{self.rolls_keyed}",
+            "source": "dealer",
+            "verdict": "valid",
+            "faces": list(truth["extra_roll"]["thrown_faces"]),
+            "round_id": current["id"],
+        }
+        self._ok(self.client.post(f"/v1/tables/{self.table_id}/rolls", json=roll))
 
 
 # --------------------------------------------------------------------------------------------- service

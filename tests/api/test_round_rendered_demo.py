@@ -161,9 +161,10 @@ def alerts(svc: Service, kind: str) -> list[dict[str, Any]]:
     return [a for a in found if a["kind"] == kind]
 
 
-def test_the_demo_plays_a_round_the_wrong_move_alerted_then_a_right_one_each_extra_roll_settled(
+def _play_demo(
     svc: Service, reader: Any
-) -> None:
+) -> tuple[LiveLoop, DemoCroupier, PacedDemoGrabber, ThrowClipsAsTruth]:
+    """The demo table with a round after every throw clip (moves: wrong box, right, wrong box), to the end."""
     grabber = PacedDemoGrabber(DEMO_CLIPS, gap_s=0.5, loops=1, rounds_dir=DEMO_ROUNDS, round_every=1)
     truthful = ThrowClipsAsTruth(reader)
     database = Database(svc.settings.resolved_database_url)
@@ -190,21 +191,53 @@ def test_the_demo_plays_a_round_the_wrong_move_alerted_then_a_right_one_each_ext
         finally:
             loop.rules.close()
             database.dispose()
+    return loop, croupier, grabber, truthful
+
+
+def test_the_demo_plays_its_rounds_to_the_end_each_extra_roll_settled_by_the_reader_or_keyed(
+    svc: Service, reader: Any
+) -> None:
+    """Every round ends and the table moves on: an Extra Roll the reader settles, or one it leaves to a
+    person (`no_decision`) that the croupier keys as a dealer would (from round.json); the wrong moves are
+    alerted. Before the croupier keyed such a throw, one Extra Roll left to a person held the demo table in
+    that round for good: every later throw was read as its Extra Roll."""
+    loop, croupier, grabber, truthful = _play_demo(svc, reader)
     assert grabber.rounds_played == 3  # after throw clips 1, 2 and 3: wrong box, right, wrong box
     doc = json.loads((ROUND / "round.json").read_text(encoding="utf-8"))
     kinds = [r.kind for r in loop.reads]
     assert kinds == ["first_roll", "first_roll", "extra_roll"] * 3 + ["first_roll"], loop.reads
     extra_reads = [r for r in loop.reads if r.kind == "extra_roll"]
+    left = [r for r in extra_reads if r.verdict == "no_decision"]
     for r in extra_reads:
-        assert r.verdict == "valid" and sorted(r.faces) == sorted(doc["extra_roll"]["thrown_faces"])
-        assert r.answer is not None and r.answer["settled"] is True
-        assert r.answer["round"]["extra_roll"]["final_count"] == doc["extra_roll"]["final_count"]
-    assert [c["ok"] for c in loop.layout_checks] == [False, True, False]
-    wrong = alerts(svc, "dealer_error")
-    assert len(wrong) == 2 and all(a["data"]["problems"][0]["reason"] == "wrong_box" for a in wrong)
+        assert r.answer is not None
+        if r.verdict == "valid":
+            assert (
+                sorted(r.faces) == sorted(doc["extra_roll"]["thrown_faces"]) and r.answer["settled"] is True
+            )
+            assert r.answer["round"]["extra_roll"]["final_count"] == doc["extra_roll"]["final_count"]
+        else:
+            assert r.verdict == "no_decision" and r.answer["settled"] is False
+    assert croupier.rolls_keyed == len(left)
+    keyed = [r for r in svc.ok("GET", f"/v1/tables/{TABLE}/rolls", "surveillance") if r["source"] == "dealer"]
+    assert len(keyed) == len(left)
+    for roll in keyed:
+        assert roll["applied"] and roll["settled"] and roll["faces"] == doc["extra_roll"]["thrown_faces"]
+    assert [c["ok"] for c in loop.layout_checks][::2] == [False, False]  # the two wrong-box moves
+    wrong_box = [a for a in alerts(svc, "dealer_error") if a["data"]["problems"][0]["reason"] == "wrong_box"]
+    assert len(wrong_box) == 2
     # The rounds were bought with an Extra Roll wager; the throw clips' rounds were not.
     rounds = svc.ok("GET", f"/v1/rounds?table_id={TABLE}", "surveillance")
     extra_rolls = [r for r in rounds if DEMO_EXTRA_ROLL_WAGER["kind"] in {w["kind"] for w in r["wagers"]}]
     assert len(rounds) == 7 and len(extra_rolls) == 3
     assert all(len(r["wagers"]) == len(DEMO_WAGERS) + 1 for r in extra_rolls)
+    assert all(r["settled_at"] is not None for r in extra_rolls)
     assert truthful.round_reads == 9  # first roll, the move, the Extra Roll, in each of the three rounds
+
+
+def test_the_demo_reads_the_right_move_and_each_extra_roll_itself(svc: Service, reader: Any) -> None:
+    loop, croupier, _, _ = _play_demo(svc, reader)
+    assert [c["ok"] for c in loop.layout_checks] == [False, True, False]
+    wrong = alerts(svc, "dealer_error")
+    assert len(wrong) == 2 and all(a["data"]["problems"][0]["reason"] == "wrong_box" for a in wrong)
+    assert all(r.verdict == "valid" for r in loop.reads if r.kind == "extra_roll")
+    assert croupier.rolls_keyed == 0
