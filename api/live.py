@@ -386,7 +386,12 @@ class LiveLoop:
                 {"frame_id": event.frame.frame_id},
             )
             return
-        check = check_layout_move(dice=roll.dice, winner=pending.winner, match_count=pending.match_count)
+        check = check_layout_move(
+            dice=roll.dice,
+            winner=pending.winner,
+            match_count=pending.match_count,
+            dice_on_table=self.config.expected_dice,
+        )
         stored = self.recorder.store_read(
             table_id=self.config.table_id,
             frame=event.frame,
@@ -395,9 +400,16 @@ class LiveLoop:
         )
         self.layout_checks.append({"frame_id": event.frame.frame_id, **check.as_dict()})
         if not check.ok:
+            # A problem that accuses the dealer is a dealer_error; the reader's doubt alone (a die it cannot
+            # read, a short box in a frame where it missed dice) only asks a person to look.
+            kind, what = (
+                ("dealer_error", "the dealer's move to the layout box")
+                if check.dealer_error
+                else ("layout_unverified", "the dealer's move could not be checked (a person must look)")
+            )
             self._alert(
-                "dealer_error",
-                "the dealer's move to the layout box: " + "; ".join(p.message for p in check.problems),
+                kind,
+                f"{what}: " + "; ".join(p.message for p in check.problems),
                 {**check.as_dict(), "read_id": stored.read_id, "evidence_sha256": stored.evidence_sha256},
             )
 

@@ -8,7 +8,10 @@ carries `layout_box`, the label of the box it lies in, set from the table's cali
 - `check_layout_move`: the frame after the dealer's move. The winner's box must hold all the matching dice
   of the first roll and only them: exactly `match_count` dice, each showing the winning face; no die in any
   other layout box; no die showing the winning face left in the throw area. Anything else is a problem
-  (a `dealer_error` alert upstream, with this frame as evidence).
+  (a `dealer_error` alert upstream, with this frame as evidence), except where the reader cannot vouch for
+  what it saw: a die in the box it cannot read (`unreadable`), or a box short by no more dice than it did
+  not find of the table's (`count_unsure`: the move keeps every die on the layout, so they may lie in the
+  box unseen). Those do not accuse the dealer (`LayoutProblem.accuses_dealer`): a person looks.
 - `split_extra_roll`: the frame at rest after the Extra Roll. Dice in the winner's box are the kept dice
   and are not read as thrown dice; the dice outside the layout boxes are the rethrown ones, and the
   additional matches are those showing the winning face. A kept count that differs from the first roll's,
@@ -33,10 +36,18 @@ class LayoutProblem:
     reason: str  # a short code, e.g. "wrong_box", "missing_match", "wrong_face", "match_left_behind"
     message: str
     die_ids: tuple[int, ...]
+    accuses_dealer: bool = (
+        True  # False: the reader's doubt (unreadable, count_unsure), not the dealer's error
+    )
 
     def as_dict(self) -> dict[str, object]:
         """JSON form (alert data)."""
-        return {"reason": self.reason, "message": self.message, "die_ids": list(self.die_ids)}
+        return {
+            "reason": self.reason,
+            "message": self.message,
+            "die_ids": list(self.die_ids),
+            "accuses_dealer": self.accuses_dealer,
+        }
 
 
 @dataclass(frozen=True)
@@ -53,10 +64,16 @@ class LayoutCheck:
         """True when the move is right."""
         return not self.problems
 
+    @property
+    def dealer_error(self) -> bool:
+        """True when a problem accuses the dealer (not only the reader's doubt)."""
+        return any(p.accuses_dealer for p in self.problems)
+
     def as_dict(self) -> dict[str, object]:
         """JSON form (alert data, events)."""
         return {
             "ok": self.ok,
+            "dealer_error": self.dealer_error,
             "winner": self.winner,
             "box": LAYOUT_LABELS[self.winner],
             "expected_count": self.expected_count,
@@ -99,13 +116,18 @@ def _other_boxes(dice: Sequence[DieReading], box: str) -> LayoutProblem | None:
     )
 
 
-def check_layout_move(*, dice: Sequence[DieReading], winner: int, match_count: int) -> LayoutCheck:
+def check_layout_move(
+    *, dice: Sequence[DieReading], winner: int, match_count: int, dice_on_table: int | None = None
+) -> LayoutCheck:
     """Check the dealer's move of the winning dice into their layout box (593.4(e)).
 
     Args:
         dice: every die the reader found in the frame after the move.
         winner: the first roll's winning face (1..6).
         match_count: how many dice showed it on the first roll.
+        dice_on_table: the table's dice (10 or 6), all still on the layout after the move; where the
+            winner's box is short by no more dice than the reader did not find, it is `count_unsure` (a
+            person looks) instead of `missing_match`.
 
     Raises:
         ValueError: `winner` is not a face or `match_count` is not positive.
@@ -120,7 +142,12 @@ def check_layout_move(*, dice: Sequence[DieReading], winner: int, match_count: i
     unread = tuple(i for i in in_box if dice[i].face is None)
     if unread:
         problems.append(
-            LayoutProblem("unreadable", f"{len(unread)} dice in the {box} box cannot be read", unread)
+            LayoutProblem(
+                "unreadable",
+                f"{len(unread)} dice in the {box} box cannot be read",
+                unread,
+                accuses_dealer=False,
+            )
         )
     wrong_face = tuple(i for i in in_box if dice[i].face is not None and dice[i].face != winner)
     if wrong_face:
@@ -130,7 +157,19 @@ def check_layout_move(*, dice: Sequence[DieReading], winner: int, match_count: i
                 "wrong_face", f"the {box} box holds dice showing {faces}, not only {winner}s", wrong_face
             )
         )
-    if len(in_box) < match_count:
+    # Dice the reader did not find may be in the box: a shortfall they could fill is not the dealer's.
+    unseen = 0 if dice_on_table is None else max(0, dice_on_table - len(dice))
+    if 0 < match_count - len(in_box) <= unseen:
+        problems.append(
+            LayoutProblem(
+                "count_unsure",
+                f"the {box} box holds {len(in_box)} dice (the first roll had {match_count} {winner}s), but "
+                f"only {len(dice)} of the table's {dice_on_table} dice were found: they may lie there unseen",
+                in_box,
+                accuses_dealer=False,
+            )
+        )
+    elif len(in_box) < match_count:
         problems.append(
             LayoutProblem(
                 "missing_match",

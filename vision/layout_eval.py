@@ -6,9 +6,10 @@ report is worked out here from that record and 593.4(e) alone (exactly the first
 the winner's box), never from the check itself. The reader reads the frame as the live loop does after a
 dealer's move: no expected count, the table's calibration (the scene's camera over the default throw box).
 
-What a pit cares about, per move: a right move must raise no `dealer_error` alert (a false alarm stops the
-game for nothing), a wrong one must raise one (a miss lets a wrong payout stand), and the alert should name
-exactly the move's problems.
+What a pit cares about, per move: a right move must raise no `dealer_error` alert (a false accusation),
+and ideally no alert at all; a wrong one must raise one (a miss lets a wrong payout stand); the alert should
+name exactly the move's problems. A check whose problems are all the reader's doubt (`unreadable`,
+`count_unsure`) raises `layout_unverified` instead: a person looks. Both kinds are counted.
 """
 
 from __future__ import annotations
@@ -56,10 +57,11 @@ class MoveOutcome:
     named: tuple[str, ...]
     in_winner_box: int
     truly_in_winner_box: int
+    accused: bool = False  # a named problem accuses the dealer: `dealer_error` (else `layout_unverified`)
 
     @property
     def alerted(self) -> bool:
-        """The check named a problem: the live loop raises a `dealer_error` alert."""
+        """The check named a problem: the live loop raises `dealer_error` or `layout_unverified`."""
         return bool(self.named)
 
     @property
@@ -76,7 +78,9 @@ def check_scene(reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]) 
         return None
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     roll = reader.read(Frame(image=image, frame_id=scene.scene_id), expected_dice=None, geometry=geometry)
-    check = check_layout_move(dice=roll.dice, winner=move.winner, match_count=move.match_count)
+    check = check_layout_move(
+        dice=roll.dice, winner=move.winner, match_count=move.match_count, dice_on_table=scene.expected_dice
+    )
     return MoveOutcome(
         scene_id=scene.scene_id,
         error=move.error,
@@ -84,6 +88,7 @@ def check_scene(reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]) 
         named=tuple(p.reason for p in check.problems),
         in_winner_box=check.in_winner_box,
         truly_in_winner_box=sum(1 for d in scene.dice if d.layout_box == move.winner),
+        accused=check.dealer_error,
     )
 
 
@@ -101,11 +106,14 @@ def score_moves(outcomes: Iterable[MoveOutcome]) -> dict[str, Any]:
         if not of:
             continue
         alerts = sum(o.alerted for o in of)
+        accused = sum(o.accused for o in of)
         exact = sum(o.exact for o in of)
         by_kind[kind] = {
             "moves": len(of),
             "alerts": alerts,
             "alert_pct": _pct(alerts, len(of)),
+            "dealer_errors": accused,
+            "dealer_error_pct": _pct(accused, len(of)),
             "exact": exact,
             "exact_pct": _pct(exact, len(of)),
             "winner_box_count_right": sum(o.in_winner_box == o.truly_in_winner_box for o in of),
@@ -118,9 +126,17 @@ def score_moves(outcomes: Iterable[MoveOutcome]) -> dict[str, Any]:
     for o in false_alarms:
         for code in o.named:
             named[code] = named.get(code, 0) + 1
+    accused_right = [o for o in right if o.accused]
     return {
         "moves": len(rows),
         "by_kind": by_kind,
+        # dealer_error alone: a right move accused, a wrong move accused (the rest of the alerts ask a look)
+        "right_moves_dealer_error": len(accused_right),
+        "right_moves_dealer_error_pct": _pct(len(accused_right), len(right)),
+        "wrong_moves_dealer_error": sum(o.accused for o in wrong),
+        "wrong_moves_dealer_error_pct": _pct(sum(o.accused for o in wrong), len(wrong)),
+        "scenes_right_move_dealer_error": [o.scene_id for o in accused_right],
+        # any alert (dealer_error or layout_unverified)
         "right_moves_alerted": len(false_alarms),
         "right_moves_alerted_pct": _pct(len(false_alarms), len(right)),
         "right_move_false_alarm_codes": named,

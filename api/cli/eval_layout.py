@@ -65,25 +65,33 @@ def run(
         f"({summary['model_seconds']} s)"
     )
     typer.echo(
-        "  | move | scenes | dealer_error raised | problems named exactly | winner's box count right |"
+        "  | move | scenes | dealer_error | any alert (dealer_error or layout_unverified) "
+        "| problems named exactly | winner's box count right |"
     )
     for kind in ERRORS:
         if (k := summary["by_kind"].get(kind)) is not None:
             typer.echo(
-                f"  | {kind} | {k['moves']} | {k['alerts']} ({k['alert_pct']}%) "
-                f"| {k['exact']} ({k['exact_pct']}%) | {k['winner_box_count_right']} |"
+                f"  | {kind} | {k['moves']} | {k['dealer_errors']} ({k['dealer_error_pct']}%) "
+                f"| {k['alerts']} ({k['alert_pct']}%) | {k['exact']} ({k['exact_pct']}%) "
+                f"| {k['winner_box_count_right']} |"
             )
     typer.echo(
-        f"  right moves alerted (false alarms): {summary['right_moves_alerted']} "
+        f"  right moves with a dealer_error (false accusations): {summary['right_moves_dealer_error']} "
+        f"({summary['right_moves_dealer_error_pct']}%); wrong moves with one: "
+        f"{summary['wrong_moves_dealer_error']} ({summary['wrong_moves_dealer_error_pct']}%)"
+    )
+    typer.echo(
+        f"  right moves with any alert: {summary['right_moves_alerted']} "
         f"({summary['right_moves_alerted_pct']}%), "
         f"by problem named: {summary['right_move_false_alarm_codes']}"
     )
     typer.echo(
-        f"  wrong moves not alerted: {summary['wrong_moves_not_alerted']} "
+        f"  wrong moves with no alert: {summary['wrong_moves_not_alerted']} "
         f"(alerted {summary['wrong_moves_alerted_pct']}%)"
     )
     for key, label in (
-        ("scenes_right_move_alerted", "right moves alerted"),
+        ("scenes_right_move_dealer_error", "right moves with a dealer_error"),
+        ("scenes_right_move_alerted", "right moves with any alert"),
         ("scenes_wrong_move_not_alerted", "wrong moves let through"),
     ):
         if summary[key]:

@@ -169,7 +169,8 @@ def test_layout_moves_scores_the_dealers_move_check(tmp_path: Path) -> None:
     assert summary["right_moves_alerted"] == alerted_right == len(summary["scenes_right_move_alerted"])
     table = runner.invoke(app, ["eval", str(root), "--layout-moves"])
     assert table.exit_code == 0, table.output
-    assert "right moves alerted (false alarms)" in table.output and "| wrong_box | 1 |" in table.output
+    assert "right moves with a dealer_error (false accusations)" in table.output
+    assert "| wrong_box | 1 |" in table.output
 
 
 def test_layout_moves_says_when_no_scene_records_a_move(tmp_path: Path) -> None:

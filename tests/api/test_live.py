@@ -377,6 +377,39 @@ def test_dealer_error_on_the_layout_box_and_the_extra_roll_reads_only_rethrown_d
     assert read["extra_roll"]["new_matches"] == 2
 
 
+def test_a_move_the_reader_cannot_vouch_for_asks_a_person_to_look_instead_of_accusing_the_dealer(
+    svc: Service, make_loop: Any
+) -> None:
+    """A right move whose frame shows 9 of the 10 dice, one of the box's 5s not found: `layout_unverified`
+    (a person looks), no `dealer_error`."""
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    assert geometry is not None
+    with dealer(svc) as client:
+        rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
+        wagers = [
+            {"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"},
+            {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},
+            {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
+        ]
+        assert client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers}).status_code == 201
+        assert client.post(f"/v1/rounds/{rnd['id']}/no-more-bets").status_code == 200
+    script = [
+        [die(f, x=30.0 * i) for i, f in enumerate(FIRST)],  # roll one: four 5s
+        [  # the right move, but the reader finds only three of the four 5s in the Five box
+            *[die(5, "Five", x=30.0 * i) for i in range(3)],
+            *[die(f, x=300.0 + 30 * i) for i, f in enumerate([6, 6, 6, 1, 1, 4])],
+        ],
+    ]
+    loop = make_loop([], TruthReader(script), geometry=geometry)
+    loop.handle_throw(AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+    loop.handle_dealer_move(SettledWithoutThrow(frame(2), still_since_s=1.5, intruder_seen=True, empty=False))
+    assert alerts(svc, "dealer_error") == []
+    (look,) = alerts(svc, "layout_unverified")
+    assert [p["reason"] for p in look["data"]["problems"]] == ["count_unsure"]
+    assert look["data"]["dealer_error"] is False and "a person must look" in look["message"]
+    assert loop.layout_checks[0]["ok"] is False and loop.layout_checks[0]["dealer_error"] is False
+
+
 def test_a_wrong_dealer_call_and_a_wrong_payout_raise_alerts(svc: Service, make_loop: Any) -> None:
     geometry, _ = clip_geometry(str(CLIPS[0]))
     with dealer(svc) as client:

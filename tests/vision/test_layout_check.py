@@ -45,6 +45,41 @@ def test_593_4_e_dealer_moves_all_matching_dice_and_only_them(
     assert check.as_dict()["box"] == "Five"
 
 
+@pytest.mark.parametrize(
+    ("dice", "reasons", "dealer_error"),
+    [
+        # one 5 in the box not found, the frame shows 9 of the table's 10 dice: it may lie there unseen
+        ([die(5, "Five")] * 3 + RIGHT_MOVE[4:], ["count_unsure"], False),
+        # a 5 left behind in the throw area: all 10 found, so the short box is the dealer's
+        ([die(5, "Five")] * 3 + [die(5)] + RIGHT_MOVE[4:], ["missing_match", "match_left_behind"], True),
+        # two short but only one die unseen: at least one is missing, whatever the reader missed
+        ([die(5, "Five")] * 2 + RIGHT_MOVE[4:] + [die(2)], ["missing_match"], True),
+        # a die in the box the reader cannot read: its doubt, not the dealer's error
+        ([*RIGHT_MOVE[:3], die(None, "Five"), *RIGHT_MOVE[4:]], ["unreadable"], False),
+        # doubt and an error together: the error stands
+        ([*[die(5, "Six")] * 3, *RIGHT_MOVE[4:]], ["wrong_box", "missing_match"], True),
+    ],
+)
+def test_593_4_e_the_readers_doubt_does_not_accuse_the_dealer(
+    dice: list[DieReading], reasons: list[str], dealer_error: bool
+) -> None:
+    """The move keeps all the table's dice on the layout: a box short by no more dice than the reader did
+    not find is `count_unsure`, which, like `unreadable`, asks a person to look (no `dealer_error`)."""
+    check = check_layout_move(dice=dice, winner=5, match_count=4, dice_on_table=10)
+    assert [p.reason for p in check.problems] == reasons
+    assert check.dealer_error is dealer_error and not check.ok
+    doc = check.as_dict()
+    assert doc["dealer_error"] is dealer_error
+    assert [p["accuses_dealer"] for p in doc["problems"]] == [  # type: ignore[union-attr]
+        r not in ("count_unsure", "unreadable") for r in reasons
+    ]
+    # without the table's count the check cannot tell, and a short box is the dealer's
+    if reasons == ["count_unsure"]:
+        assert [p.reason for p in check_layout_move(dice=dice, winner=5, match_count=4).problems] == [
+            "missing_match"
+        ]
+
+
 def test_layout_problem_names_the_dice() -> None:
     dice = [die(5, "Five")] * 3 + [die(5, x=300.0)] + RIGHT_MOVE[4:]
     check = check_layout_move(dice=dice, winner=5, match_count=4)

@@ -8,32 +8,38 @@ from vision.layout_eval import MoveOutcome, score_moves
 def _move(
     sid: str, error: str, expected: tuple[str, ...], named: tuple[str, ...], box: int = 3
 ) -> MoveOutcome:
-    return MoveOutcome(sid, error, expected, named, in_winner_box=box, truly_in_winner_box=3)
+    accused = any(code not in ("unreadable", "count_unsure") for code in named)
+    return MoveOutcome(sid, error, expected, named, in_winner_box=box, truly_in_winner_box=3, accused=accused)
 
 
 def test_false_alarms_misses_and_exact_reports_are_counted_per_move_kind() -> None:
     rows = [
         _move("ok", "none", (), ()),  # a right move, no alert
-        _move("false", "none", (), ("extra_dice",), box=4),  # a right move alerted: a false alarm
+        _move("false", "none", (), ("extra_dice",), box=4),  # a right move accused: a false alarm
+        _move("look", "none", (), ("count_unsure",), box=2),  # a right move the reader cannot vouch for
         _move("caught", "wrong_box", ("wrong_box", "missing_match"), ("missing_match", "wrong_box"), box=0),
         _move("half", "missing", ("missing_match", "match_left_behind"), ("missing_match",), box=2),
         _move("through", "extra", ("wrong_face", "extra_dice"), ()),  # a wrong move let through
     ]
     s = score_moves(rows)
-    assert s["moves"] == 5
-    assert s["right_moves_alerted"] == 1 and s["right_moves_alerted_pct"] == 50.0
-    assert s["scenes_right_move_alerted"] == ["false"]
-    assert s["right_move_false_alarm_codes"] == {"extra_dice": 1}
+    assert s["moves"] == 6
+    assert s["right_moves_dealer_error"] == 1 and s["scenes_right_move_dealer_error"] == ["false"]
+    assert s["right_moves_alerted"] == 2 and s["right_moves_alerted_pct"] == round(100 * 2 / 3, 2)
+    assert s["scenes_right_move_alerted"] == ["false", "look"]
+    assert s["right_move_false_alarm_codes"] == {"extra_dice": 1, "count_unsure": 1}
+    assert s["wrong_moves_dealer_error"] == 2 and s["wrong_moves_dealer_error_pct"] == round(100 * 2 / 3, 2)
     assert s["wrong_moves_not_alerted"] == 1 and s["scenes_wrong_move_not_alerted"] == ["through"]
     assert s["wrong_moves_alerted_pct"] == round(100 * 2 / 3, 2)
-    # exact: the right move with no alert and the wrong box named in another order (2 of 5)
-    assert s["exact_pct"] == 40.0
+    # exact: the right move with no alert and the wrong box named in another order (2 of 6)
+    assert s["exact_pct"] == round(100 * 2 / 6, 2)
     assert s["by_kind"]["none"] == {
-        "moves": 2,
-        "alerts": 1,
-        "alert_pct": 50.0,
+        "moves": 3,
+        "alerts": 2,
+        "alert_pct": round(100 * 2 / 3, 2),
+        "dealer_errors": 1,
+        "dealer_error_pct": round(100 / 3, 2),
         "exact": 1,
-        "exact_pct": 50.0,
+        "exact_pct": round(100 / 3, 2),
         "winner_box_count_right": 1,
     }
     assert s["by_kind"]["missing"]["alerts"] == 1 and s["by_kind"]["missing"]["exact"] == 0

@@ -256,18 +256,21 @@ def test_593_4_e_layout_move_read_by_the_whole_reader(case: str, reader: Any) ->
 
 @pytest.mark.parametrize("case", [c for c, _ in CASES])
 def test_the_move_evaluation_reads_and_checks_as_the_live_loop(case: str, reader: Any) -> None:
-    """`vision.layout_eval.check_scene` (behind `throwbox eval --layout-moves`) reads the frame as the test
-    above does (no expected count, the frame's calibration) and records what the check named, right or not."""
+    """`vision.layout_eval.check_scene` (behind `throwbox eval --layout-moves`) reads the frame as the live
+    loop does (no expected count, the frame's calibration), checks it with the table's dice count, and records
+    what the check named, right or not."""
     from vision.layout_eval import check_scene
 
     scene, image, move = load_case(case)
     roll = reader.read(Frame(image=image, frame_id=case), expected_dice=None, geometry=geometry_of(scene))
-    check = check_layout_move(dice=roll.dice, winner=move.winner, match_count=move.match_count)
+    check = check_layout_move(
+        dice=roll.dice, winner=move.winner, match_count=move.match_count, dice_on_table=scene.expected_dice
+    )
     outcome = check_scene(reader, scene, image)
     assert outcome is not None
     assert outcome.scene_id == scene.scene_id and outcome.error == move.error
     assert outcome.named == tuple(p.reason for p in check.problems)
     assert outcome.expected == tuple(expected_problems(move))
-    assert outcome.in_winner_box == check.in_winner_box
+    assert outcome.in_winner_box == check.in_winner_box and outcome.accused is check.dealer_error
     assert outcome.truly_in_winner_box == sum(1 for t in scene.dice if t.layout_box == move.winner)
     assert check_scene(reader, replace(scene, layout_move=None), image) is None  # a plain throw: no move
