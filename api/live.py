@@ -14,9 +14,11 @@ and, around it:
 - after a valid first roll that leaves the round waiting for the Extra Roll, the next frame the box settles
   in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
   move into the layout box is checked (`vision.layout_check`, 593.4(e)); anything wrong is a `dealer_error`
-  alert with that frame as evidence. The Extra Roll is then read from the rethrown dice only (593.4(g),
-  (h)): the kept dice in the winner's box are not read as thrown dice, and what the judge finds about them
-  alone (e.g. two kept dice side by side taken for one on the other) does not decide the rethrow.
+  alert with that frame as evidence, or, where the check only doubts what the reader saw (a die in the box
+  it cannot read, a box short by no more dice than it missed), a `layout_unverified` alert (a person
+  looks). The Extra Roll is then read from the rethrown dice only (593.4(g), (h)): the kept dice in the
+  winner's box are not read as thrown dice, and what the judge finds about them alone (e.g. two kept dice
+  side by side taken for one on the other) does not decide the rethrow.
 
 The roll id is the at-rest frame's id (`<table>-<capture start>-<seq>`), unique across restarts: a POST
 retried after a time-out, or a rules engine that saw it already, applies it once. The loop learns the
@@ -348,6 +350,8 @@ class LiveLoop:
                         if self.on_clip(item.clip):
                             self._pending = None
                     except Exception as exc:  # the demo's croupier failed: say so, keep watching
+                        if getattr(exc, "round_ended", False):  # it ended the round before it failed
+                            self._pending = None
                         log.exception("table %s: on_clip failed", self.config.table_id)
                         self._alert("round_not_ready", f"no round ready for the next throw: {exc}", {})
             elif isinstance(item, AtRest):

@@ -292,6 +292,12 @@ class PacedDemoGrabber:
         self._round = self._held = None
 
 
+class RoundEndedError(RuntimeError):
+    """The croupier keyed the waiting round's Extra Roll (the round ended), then could not ready the next."""
+
+    round_ended = True
+
+
 @dataclass
 class DemoCroupier:
     """Plays the dealer of the demo table over REST: before a throw, a round waiting for dice."""
@@ -316,11 +322,14 @@ class DemoCroupier:
         """Make sure a round is waiting for dice: open one, bet, no more bets (when none is).
 
         Before a whole rendered round (a clip with a round.json beside it) seat 1 also buys the Extra Roll.
-        A round still waiting for its Extra Roll when a plain throw clip starts had that throw left to a
-        person (`no_decision`): as a dealer does (README, "The service"), the croupier keys it, here from
-        the round's truth (round.json: the rethrown faces), so the table moves on instead of reading every
-        later throw as that round's Extra Roll. True when it keyed one (the live loop then forgets the
-        round it was following).
+        A round still waiting for its Extra Roll when a plain throw clip starts did not settle it: the
+        reader left it to a person (`no_decision`) or called for a rethrow the demo has no clip for. As a
+        dealer does (README, "The service"), the croupier keys it, here from the round's truth (round.json:
+        the rethrown faces), so the table moves on instead of reading every later throw as that round's
+        Extra Roll. It keys only a round whose first roll the engine holds as the truth's; otherwise it
+        raises (the live loop raises `round_not_ready`) and the round waits for a person. True when it
+        keyed one (the live loop then forgets the round it was following); if opening the next round fails
+        after that, the error it raises says so (`RoundEndedError`).
         """
         round_dir = Path(clip).parent if clip and (Path(clip).parent / "round.json").is_file() else None
         response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
@@ -333,6 +342,16 @@ class DemoCroupier:
                 response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
         if round_dir is not None:
             self.last_round = round_dir
+        try:
+            self._ready(response, extra_roll_wager=round_dir is not None)
+        except Exception as exc:
+            if keyed:
+                raise RoundEndedError(f"keyed the last round's Extra Roll, but no next round: {exc}") from exc
+            raise
+        return keyed
+
+    def _ready(self, response: httpx.Response, *, extra_roll_wager: bool) -> None:
+        """Open a round if `response` (the table's current round) says none is open; bet; no more bets."""
         if response.status_code == 404:
             current = self._ok(self.client.post(f"/v1/tables/{self.table_id}/rounds"))
             self.rounds_opened += 1
@@ -341,15 +360,20 @@ class DemoCroupier:
         if current["phase"] == "betting":
             if not current["wagers"]:
                 wagers = list(self.wagers)
-                if round_dir is not None:
+                if extra_roll_wager:
                     wagers.append(DEMO_EXTRA_ROLL_WAGER)
                 self._ok(self.client.post(f"/v1/rounds/{current['id']}/wagers", json={"wagers": wagers}))
             self._ok(self.client.post(f"/v1/rounds/{current['id']}/no-more-bets"))
-        return keyed
 
     def _key_extra_roll(self, current: dict[str, Any], folder: Path) -> None:
         """Key the Extra Roll of `current` by hand (source `dealer`): the rethrown faces in `folder`."""
         truth = json.loads((folder / "round.json").read_text(encoding="utf-8"))
+        held = ((current.get("summary") or {}).get("first_roll") or {}).get("faces")
+        if held is None or sorted(held) != sorted(truth["first_roll"]["faces"]):
+            raise RuntimeError(
+                f"round {current['id']} waits for its Extra Roll, but its first roll ({held}) is not the "
+                f"demo round's ({truth['first_roll']['faces']}): the croupier cannot key it; a person must"
+            )
         self.rolls_keyed += 1
         roll = {
             "roll_id": f"demo-keyed-{current['id']}-{self.rolls_keyed}",

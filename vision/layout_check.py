@@ -28,6 +28,11 @@ from dataclasses import dataclass
 from calibration.layout import LAYOUT_LABELS
 from vision.types import DieReading
 
+# Problems that are the reader's doubt, not the dealer's error: a die in the box it cannot read, a box short
+# by no more dice than it did not find of the table's (the move keeps them all on the layout). The check
+# cannot tell that from a die the dealer took off the table: that shows as `count_unsure` too.
+DOUBT_CODES = ("unreadable", "count_unsure")
+
 
 @dataclass(frozen=True)
 class LayoutProblem:
@@ -36,9 +41,8 @@ class LayoutProblem:
     reason: str  # a short code, e.g. "wrong_box", "missing_match", "wrong_face", "match_left_behind"
     message: str
     die_ids: tuple[int, ...]
-    accuses_dealer: bool = (
-        True  # False: the reader's doubt (unreadable, count_unsure), not the dealer's error
-    )
+    # False for the reader's doubt (`DOUBT_CODES`), which asks a person to look; True for the dealer's error.
+    accuses_dealer: bool = True
 
     def as_dict(self) -> dict[str, object]:
         """JSON form (alert data)."""

@@ -103,6 +103,12 @@ def register(app: typer.Typer) -> None:
         if layout_moves:
             from api.cli.eval_layout import run as run_layout
 
+            if verdicts or oracle_boxes or misses is not None:
+                typer.echo(
+                    "throwbox eval: --layout-moves goes alone (no --verdicts, --oracle-boxes or --misses)",
+                    err=True,
+                )
+                raise typer.Exit(2)
             run_layout(
                 dataset=dataset,
                 limit=limit,
@@ -110,6 +116,7 @@ def register(app: typer.Typer) -> None:
                 threads=threads,
                 as_json=as_json,
                 manifest_path=manifest,
+                reader_config=reader_config,
             )
             return
         if verdicts:

@@ -6,13 +6,23 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+if TYPE_CHECKING:
+    from vision.reader import ReaderConfig
+
 
 def run(
-    *, dataset: Path, limit: int, skip: int, threads: int, as_json: bool, manifest_path: Path | None
+    *,
+    dataset: Path,
+    limit: int,
+    skip: int,
+    threads: int,
+    as_json: bool,
+    manifest_path: Path | None,
+    reader_config: ReaderConfig | None = None,
 ) -> None:
     """Check every labelled move of `dataset` (a `throwbox synth` folder) and report."""
     from rich.progress import track
@@ -20,14 +30,15 @@ def run(
     from vision.judge.evaluate import load_image, load_scenes
     from vision.layout_eval import ERRORS, check_scene, score_moves
     from vision.onnx_session import MANIFEST_PATH, ModelError
-    from vision.reader import Reader
+    from vision.reader import Reader, ReaderConfig
 
     if not (dataset / "labels").is_dir():
         typer.echo(
             f"throwbox eval --layout-moves: {dataset} is not a synthetic data set (no labels/)", err=True
         )
         raise typer.Exit(2)
-    scenes = [s for s in load_scenes(dataset, limit=limit, skip=skip) if s.layout_move is not None]
+    scenes = [s for s in load_scenes(dataset, skip=skip) if s.layout_move is not None]
+    scenes = scenes[:limit] if limit else scenes  # the first N scenes that record a move
     if not scenes:
         typer.echo(
             f"throwbox eval --layout-moves: no scene in {dataset} records a dealer's move (make some with "
@@ -36,7 +47,11 @@ def run(
         )
         raise typer.Exit(2)
     try:
-        reader = Reader(threads=threads, manifest_path=manifest_path or MANIFEST_PATH)
+        reader = Reader(
+            threads=threads,
+            manifest_path=manifest_path or MANIFEST_PATH,
+            config=reader_config or ReaderConfig(),
+        )
     except ModelError as exc:
         typer.echo(f"throwbox eval --layout-moves: cannot load the models: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -177,3 +177,8 @@ def test_layout_moves_says_when_no_scene_records_a_move(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", str(_judge_set(tmp_path)), "--layout-moves"])
     assert result.exit_code == 2
     assert "no scene" in result.output and "records a dealer's move" in result.output
+
+
+def test_layout_moves_refuses_the_verdict_options(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", str(tmp_path), "--layout-moves", "--verdicts"])
+    assert result.exit_code == 2 and "--layout-moves goes alone" in result.output

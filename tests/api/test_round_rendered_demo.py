@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, So
 from vision.judge.geometry import TableGeometry
 from vision.reader import classify_faces
 from vision.settle import SettleDetector
-from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
+from vision.types import DieCandidate, DieReading, Finding, Frame, Roll, Verdict
 
 TABLE = "DR1"
 ROUND = DEMO_ROUNDS / "r0840-000000"
@@ -161,12 +162,29 @@ def alerts(svc: Service, kind: str) -> list[dict[str, Any]]:
     return [a for a in found if a["kind"] == kind]
 
 
+class ExtraRollsLeftToAPerson(ThrowClipsAsTruth):
+    """As ThrowClipsAsTruth, but each round's Extra Roll (its third read) comes back `no_decision`, as from a
+    reader unsure of a die: what the croupier must then key."""
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        roll = super().read(frame, expected_dice=expected_dice, geometry=geometry)
+        assert self.clip is not None
+        if (self.clip.parent / "video.json").is_file() or self.round_reads % 3:
+            return roll
+        unsure = Finding(
+            verdict=Verdict.NO_DECISION, reason="face_uncertain", die_ids=(), detail="a die is unsure (test)"
+        )
+        return replace(roll, verdict=Verdict.NO_DECISION, reasons=(unsure.detail,), findings=(unsure,))
+
+
 def _play_demo(
-    svc: Service, reader: Any
+    svc: Service, reader: Any, *, leave_extra_rolls: bool = False
 ) -> tuple[LiveLoop, DemoCroupier, PacedDemoGrabber, ThrowClipsAsTruth]:
     """The demo table with a round after every throw clip (moves: wrong box, right, wrong box), to the end."""
     grabber = PacedDemoGrabber(DEMO_CLIPS, gap_s=0.5, loops=1, rounds_dir=DEMO_ROUNDS, round_every=1)
-    truthful = ThrowClipsAsTruth(reader)
+    truthful = ExtraRollsLeftToAPerson(reader) if leave_extra_rolls else ThrowClipsAsTruth(reader)
     database = Database(svc.settings.resolved_database_url)
     with httpx.Client(base_url=svc.base_url, headers=svc.headers("dealer"), timeout=10.0) as client:
         croupier = DemoCroupier(client, table_id=TABLE)
@@ -194,37 +212,10 @@ def _play_demo(
     return loop, croupier, grabber, truthful
 
 
-def test_the_demo_plays_its_rounds_to_the_end_each_extra_roll_settled_by_the_reader_or_keyed(
-    svc: Service, reader: Any
-) -> None:
-    """Every round ends and the table moves on: an Extra Roll the reader settles, or one it leaves to a
-    person (`no_decision`) that the croupier keys as a dealer would (from round.json); the wrong moves are
-    alerted. Before the croupier keyed such a throw, one Extra Roll left to a person held the demo table in
-    that round for good: every later throw was read as its Extra Roll."""
-    loop, croupier, grabber, truthful = _play_demo(svc, reader)
-    assert grabber.rounds_played == 3  # after throw clips 1, 2 and 3: wrong box, right, wrong box
-    doc = json.loads((ROUND / "round.json").read_text(encoding="utf-8"))
+def _rounds_played_to_the_end(svc: Service, loop: LiveLoop, truthful: ThrowClipsAsTruth) -> None:
+    """Three rounds and four throw clips, in order; every round bought with an Extra Roll settled."""
     kinds = [r.kind for r in loop.reads]
     assert kinds == ["first_roll", "first_roll", "extra_roll"] * 3 + ["first_roll"], loop.reads
-    extra_reads = [r for r in loop.reads if r.kind == "extra_roll"]
-    left = [r for r in extra_reads if r.verdict == "no_decision"]
-    for r in extra_reads:
-        assert r.answer is not None
-        if r.verdict == "valid":
-            assert (
-                sorted(r.faces) == sorted(doc["extra_roll"]["thrown_faces"]) and r.answer["settled"] is True
-            )
-            assert r.answer["round"]["extra_roll"]["final_count"] == doc["extra_roll"]["final_count"]
-        else:
-            assert r.verdict == "no_decision" and r.answer["settled"] is False
-    assert croupier.rolls_keyed == len(left)
-    keyed = [r for r in svc.ok("GET", f"/v1/tables/{TABLE}/rolls", "surveillance") if r["source"] == "dealer"]
-    assert len(keyed) == len(left)
-    for roll in keyed:
-        assert roll["applied"] and roll["settled"] and roll["faces"] == doc["extra_roll"]["thrown_faces"]
-    assert [c["ok"] for c in loop.layout_checks][::2] == [False, False]  # the two wrong-box moves
-    wrong_box = [a for a in alerts(svc, "dealer_error") if a["data"]["problems"][0]["reason"] == "wrong_box"]
-    assert len(wrong_box) == 2
     # The rounds were bought with an Extra Roll wager; the throw clips' rounds were not.
     rounds = svc.ok("GET", f"/v1/rounds?table_id={TABLE}", "surveillance")
     extra_rolls = [r for r in rounds if DEMO_EXTRA_ROLL_WAGER["kind"] in {w["kind"] for w in r["wagers"]}]
@@ -234,10 +225,49 @@ def test_the_demo_plays_its_rounds_to_the_end_each_extra_roll_settled_by_the_rea
     assert truthful.round_reads == 9  # first roll, the move, the Extra Roll, in each of the three rounds
 
 
-def test_the_demo_reads_the_right_move_and_each_extra_roll_itself(svc: Service, reader: Any) -> None:
-    loop, croupier, _, _ = _play_demo(svc, reader)
+def test_the_demo_plays_a_round_the_wrong_move_alerted_then_a_right_one_each_extra_roll_settled(
+    svc: Service, reader: Any
+) -> None:
+    loop, croupier, grabber, truthful = _play_demo(svc, reader)
+    assert grabber.rounds_played == 3  # after throw clips 1, 2 and 3: wrong box, right, wrong box
+    _rounds_played_to_the_end(svc, loop, truthful)
+    doc = json.loads((ROUND / "round.json").read_text(encoding="utf-8"))
+    for r in (r for r in loop.reads if r.kind == "extra_roll"):
+        assert r.verdict == "valid" and sorted(r.faces) == sorted(doc["extra_roll"]["thrown_faces"])
+        assert r.answer is not None and r.answer["settled"] is True
+        assert r.answer["round"]["extra_roll"]["final_count"] == doc["extra_roll"]["final_count"]
     assert [c["ok"] for c in loop.layout_checks] == [False, True, False]
     wrong = alerts(svc, "dealer_error")
     assert len(wrong) == 2 and all(a["data"]["problems"][0]["reason"] == "wrong_box" for a in wrong)
-    assert all(r.verdict == "valid" for r in loop.reads if r.kind == "extra_roll")
+    assert croupier.rolls_keyed == 0
+
+
+def test_an_extra_roll_left_to_a_person_is_keyed_by_the_croupier_and_the_demo_moves_on(
+    svc: Service, reader: Any
+) -> None:
+    """Before the croupier keyed such a throw, one Extra Roll left to a person held the demo table in that
+    round for good: every later throw was read as its Extra Roll."""
+    loop, croupier, _, truthful = _play_demo(svc, reader, leave_extra_rolls=True)
+    extra_reads = [r for r in loop.reads if r.kind == "extra_roll"]
+    assert [r.verdict for r in extra_reads] == ["no_decision"] * 3
+    assert all(r.answer is not None and r.answer["settled"] is False for r in extra_reads)
+    assert croupier.rolls_keyed == 3
+    doc = json.loads((ROUND / "round.json").read_text(encoding="utf-8"))
+    keyed = [r for r in svc.ok("GET", f"/v1/tables/{TABLE}/rolls", "surveillance") if r["source"] == "dealer"]
+    assert len(keyed) == 3
+    for roll in keyed:
+        assert roll["applied"] and roll["settled"] and roll["faces"] == doc["extra_roll"]["thrown_faces"]
+    _rounds_played_to_the_end(svc, loop, truthful)
+
+
+def test_the_croupier_keys_only_a_round_whose_first_roll_is_the_demo_rounds() -> None:
+    """A round the reader's first roll put in another state (other faces) is not the demo round's: keying
+    its truth would settle the wrong round, so the croupier refuses (the loop raises `round_not_ready`)."""
+    with httpx.Client(base_url="http://127.0.0.1:9") as client:  # never called
+        croupier = DemoCroupier(client, table_id=TABLE)
+        waiting = {"id": 7, "summary": {"first_roll": {"faces": [1] * 10}}}
+        with pytest.raises(RuntimeError, match="the croupier cannot key it"):
+            croupier._key_extra_roll(waiting, ROUND)
+        with pytest.raises(RuntimeError, match="the croupier cannot key it"):
+            croupier._key_extra_roll({"id": 7, "summary": {}}, ROUND)  # no first roll held
     assert croupier.rolls_keyed == 0

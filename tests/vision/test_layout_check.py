@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vision.layout_check import check_layout_move, split_extra_roll
+from vision.layout_check import DOUBT_CODES, check_layout_move, split_extra_roll
 from vision.types import DieCandidate, DieReading
 
 
@@ -56,8 +56,14 @@ def test_593_4_e_dealer_moves_all_matching_dice_and_only_them(
         ([die(5, "Five")] * 2 + RIGHT_MOVE[4:] + [die(2)], ["missing_match"], True),
         # a die in the box the reader cannot read: its doubt, not the dealer's error
         ([*RIGHT_MOVE[:3], die(None, "Five"), *RIGHT_MOVE[4:]], ["unreadable"], False),
-        # doubt and an error together: the error stands
+        # the wrong box, one of its dice not found: the box left empty is more than the unseen die could fill
         ([*[die(5, "Six")] * 3, *RIGHT_MOVE[4:]], ["wrong_box", "missing_match"], True),
+        # doubt and an error together (a die in the box unread, a 6 moved in: five there): the error stands
+        (
+            [*RIGHT_MOVE[:3], die(None, "Five"), die(6, "Five"), *RIGHT_MOVE[5:]],
+            ["unreadable", "wrong_face", "extra_dice"],
+            True,
+        ),
     ],
 )
 def test_593_4_e_the_readers_doubt_does_not_accuse_the_dealer(
@@ -71,7 +77,7 @@ def test_593_4_e_the_readers_doubt_does_not_accuse_the_dealer(
     doc = check.as_dict()
     assert doc["dealer_error"] is dealer_error
     assert [p["accuses_dealer"] for p in doc["problems"]] == [  # type: ignore[union-attr]
-        r not in ("count_unsure", "unreadable") for r in reasons
+        r not in DOUBT_CODES for r in reasons
     ]
     # without the table's count the check cannot tell, and a short box is the dealer's
     if reasons == ["count_unsure"]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from vision.layout_check import DOUBT_CODES
 from vision.layout_eval import MoveOutcome, score_moves
 
 
 def _move(
     sid: str, error: str, expected: tuple[str, ...], named: tuple[str, ...], box: int = 3
 ) -> MoveOutcome:
-    accused = any(code not in ("unreadable", "count_unsure") for code in named)
+    accused = any(code not in DOUBT_CODES for code in named)
     return MoveOutcome(sid, error, expected, named, in_winner_box=box, truly_in_winner_box=3, accused=accused)
 
 

@@ -281,15 +281,17 @@ def _settled_wrong(rec: SceneRecord, j: Judgement) -> bool:
     match count, Millionaire Row, the Extra Roll's non-matching dice - is settled on how many dice show
     each face, not on which die shows it).
 
-    Stricter per die is `rolls_read_valid_with_a_wrong_die`, which also counts a roll whose faces are right
-    but whose die boxes do not match the true ones (IoU < `MATCH_IOU`) or swap two faces between dice.
+    A different count from `rolls_read_valid_with_a_wrong_die`, which goes die by die: it also counts a
+    roll whose faces are right but whose die boxes do not match the true ones (IoU < `MATCH_IOU`) or swap
+    two faces between dice, and it does not count a roll that was not valid but whose dice are right.
     """
     if rec.truth_verdict != "valid":
         return True
     if not rec.true_faces:
         return False
+    # a die with no face (read or true) is 0, which matches no real face: in a valid roll every die has one
     read = sorted(d.face if d.face is not None else 0 for d in j.dice)
-    return read != sorted(f if f is not None else 0 for f in rec.true_faces) or 0 in read
+    return read != sorted(f if f is not None else 0 for f in rec.true_faces)
 
 
 def _wrong_die(rec: SceneRecord, index: int, die: DieReading) -> dict[str, Any] | None:
