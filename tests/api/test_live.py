@@ -29,6 +29,7 @@ from api.live_service import (
     DatabaseRecorder,
     DemoCroupier,
     PacedDemoGrabber,
+    RoundEndedError,
     clip_geometry,
 )
 from api.metrics import Metrics
@@ -408,6 +409,39 @@ def test_a_move_the_reader_cannot_vouch_for_asks_a_person_to_look_instead_of_acc
     assert [p["reason"] for p in look["data"]["problems"]] == ["count_unsure"]
     assert look["data"]["dealer_error"] is False and "a person must look" in look["message"]
     assert loop.layout_checks[0]["ok"] is False and loop.layout_checks[0]["dealer_error"] is False
+
+
+@pytest.mark.parametrize(
+    ("error", "next_kind"),
+    [(RoundEndedError("keyed, then failed"), "first_roll"), (RuntimeError("failed"), "extra_roll")],
+)
+def test_a_clip_hook_that_ended_the_round_before_failing_still_ends_it_for_the_loop(
+    svc: Service, make_loop: Any, error: Exception, next_kind: str
+) -> None:
+    """The demo's croupier may key a round's Extra Roll and then fail to open the next round: the loop must
+    forget the round it keyed (`RoundEndedError`), but not one a plain failure left waiting."""
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    with dealer(svc) as client:
+        rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
+        wagers = [
+            {"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"},
+            {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},
+            {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
+        ]
+        assert client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers}).status_code == 201
+        assert client.post(f"/v1/rounds/{rnd['id']}/no-more-bets").status_code == 200
+
+    def on_clip(clip: str) -> bool:
+        raise error
+
+    script = [[die(f, x=30.0 * i) for i, f in enumerate(FIRST)]] * 2
+    clip_started = ClipStarted(source_id="test", clip="next.mp4")
+    loop = make_loop([clip_started], TruthReader(script), geometry=geometry, on_clip=on_clip)
+    loop.handle_throw(AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+    loop.run()  # the clip starts; the hook fails
+    assert len(alerts(svc, "round_not_ready")) == 1
+    nxt = loop.handle_throw(AtRest(frame(2), throw_index=1, moving_since_s=1.0, still_since_s=1.7))
+    assert nxt.kind == next_kind
 
 
 def test_a_wrong_dealer_call_and_a_wrong_payout_raise_alerts(svc: Service, make_loop: Any) -> None:
