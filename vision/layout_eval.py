@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibration.layout import ThrowBoxLayout
@@ -146,3 +147,51 @@ def score_moves(outcomes: Iterable[MoveOutcome]) -> dict[str, Any]:
         "scenes_right_move_alerted": [o.scene_id for o in false_alarms],
         "scenes_wrong_move_not_alerted": [o.scene_id for o in let_through],
     }
+
+
+KIND_LABELS = {
+    "none": "right move",
+    "wrong_box": "wrong box",
+    "missing": "winner left behind",
+    "extra": "die added",
+}
+
+
+def plot_moves(summary: dict[str, Any], path: Path, title: str) -> None:
+    """Per move kind, one bar split into the moves that raised a `dealer_error`, those that only asked a
+    person to look (`layout_unverified`) and those that raised nothing, with counts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = [k for k in ERRORS if k in summary["by_kind"]]
+    rows = [summary["by_kind"][k] for k in kinds]
+    parts = (
+        ("dealer_error", [r["dealer_errors"] for r in rows], "#c0392b"),
+        ("layout_unverified (a person looks)", [r["alerts"] - r["dealer_errors"] for r in rows], "#f0ad4e"),
+        ("no alert", [r["moves"] - r["alerts"] for r in rows], "#5cb85c"),
+    )
+    fig, ax = plt.subplots(figsize=(7.5, 0.7 * len(kinds) + 1.8))
+    left = [0] * len(kinds)
+    for label, counts, colour in parts:
+        ax.barh(range(len(kinds)), counts, left=left, color=colour, label=label)
+        for i, (x0, n) in enumerate(zip(left, counts, strict=True)):
+            if n:
+                ax.text(x0 + n / 2, i, str(n), ha="center", va="center", fontsize=8)
+        left = [a + b for a, b in zip(left, counts, strict=True)]
+    ax.set_yticks(
+        range(len(kinds)), [f"{KIND_LABELS[k]} ({r['moves']})" for k, r in zip(kinds, rows, strict=True)]
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel("moves")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8, frameon=False)
+    ax.set_title(
+        f"{title}\nright moves accused {summary['right_moves_dealer_error_pct']}%, "
+        f"wrong moves accused {summary['wrong_moves_dealer_error_pct']}%",
+        fontsize=9,
+        pad=22,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

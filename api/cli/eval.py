@@ -116,6 +116,7 @@ def register(app: typer.Typer) -> None:
                 threads=threads,
                 as_json=as_json,
                 manifest_path=manifest,
+                plot=plot if plot != Path("reports/eval.png") else Path("reports/layout-moves.png"),
                 reader_config=reader_config,
             )
             return

@@ -22,13 +22,14 @@ def run(
     threads: int,
     as_json: bool,
     manifest_path: Path | None,
+    plot: Path,
     reader_config: ReaderConfig | None = None,
 ) -> None:
     """Check every labelled move of `dataset` (a `throwbox synth` folder) and report."""
     from rich.progress import track
 
     from vision.judge.evaluate import load_image, load_scenes
-    from vision.layout_eval import ERRORS, check_scene, score_moves
+    from vision.layout_eval import ERRORS, check_scene, plot_moves, score_moves
     from vision.onnx_session import MANIFEST_PATH, ModelError
     from vision.reader import Reader, ReaderConfig
 
@@ -72,6 +73,9 @@ def run(
         **score_moves(outcomes),
         "model_seconds": round(time.perf_counter() - start, 1),
     }
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    plot_moves(summary, plot, f"{dataset.name}: the dealer's move, {summary['moves']} scenes")
+    summary["plot"] = str(plot)
     if as_json:
         typer.echo(json.dumps(summary))
         return
@@ -104,6 +108,7 @@ def run(
         f"  wrong moves with no alert: {summary['wrong_moves_not_alerted']} "
         f"(alerted {summary['wrong_moves_alerted_pct']}%)"
     )
+    typer.echo(f"  plot: {plot}")
     for key, label in (
         ("scenes_right_move_dealer_error", "right moves with a dealer_error"),
         ("scenes_right_move_alerted", "right moves with any alert"),

@@ -158,16 +158,18 @@ def _layout_set(tmp_path: Path) -> Path:
 @pytest.mark.skipif(not manifest_lists("detector", "pips", "die_state"), reason="models not committed")
 def test_layout_moves_scores_the_dealers_move_check(tmp_path: Path) -> None:
     root = _layout_set(tmp_path)
-    result = runner.invoke(app, ["eval", str(root), "--layout-moves", "--json"])
+    plot = tmp_path / "moves.png"
+    result = runner.invoke(app, ["eval", str(root), "--layout-moves", "--json", "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert summary["moves"] == 4
+    assert summary["plot"] == str(plot) and plot.stat().st_size > 1000
     assert {k: v["moves"] for k, v in summary["by_kind"].items()} == dict.fromkeys(
         ("none", "wrong_box", "missing", "extra"), 1
     )
     alerted_right = summary["by_kind"]["none"]["alerts"]
     assert summary["right_moves_alerted"] == alerted_right == len(summary["scenes_right_move_alerted"])
-    table = runner.invoke(app, ["eval", str(root), "--layout-moves"])
+    table = runner.invoke(app, ["eval", str(root), "--layout-moves", "--plot", str(plot)])
     assert table.exit_code == 0, table.output
     assert "right moves with a dealer_error (false accusations)" in table.output
     assert "| wrong_box | 1 |" in table.output
