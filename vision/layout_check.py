@@ -29,9 +29,10 @@ from calibration.layout import LAYOUT_LABELS
 from vision.types import DieReading
 
 # Problems that are the reader's doubt, not the dealer's error: a die in the box it cannot read, a box short
-# by no more dice than it did not find of the table's (the move keeps them all on the layout). The check
-# cannot tell that from a die the dealer took off the table: that shows as `count_unsure` too.
-DOUBT_CODES = ("unreadable", "count_unsure")
+# by no more dice than it did not find of the table's (the move keeps them all on the layout), a box over-full
+# by no more unread detections than it found beyond the table's dice. The check cannot tell a die the dealer
+# took off the table from one it missed: that shows as `count_unsure` too.
+DOUBT_CODES = ("unreadable", "count_unsure", "extra_unsure")
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def check_layout_move(
         match_count: how many dice showed it on the first roll.
         dice_on_table: the table's dice (10 or 6), all still on the layout after the move; where the
             winner's box is short by no more dice than the reader did not find, it is `count_unsure` (a
-            person looks) instead of `missing_match`.
+            person looks) instead of `missing_match`; over-full by no more unread detections than it found
+            beyond N, `extra_unsure` instead of `extra_dice`.
 
     Raises:
         ValueError: `winner` is not a face or `match_count` is not positive.
@@ -163,6 +165,7 @@ def check_layout_move(
         )
     # Dice the reader did not find may be in the box: a shortfall they could fill is not the dealer's.
     unseen = 0 if dice_on_table is None else max(0, dice_on_table - len(dice))
+    phantoms = 0 if dice_on_table is None else max(0, len(dice) - dice_on_table)
     if 0 < match_count - len(in_box) <= unseen:
         problems.append(
             LayoutProblem(
@@ -179,6 +182,19 @@ def check_layout_move(
                 "missing_match",
                 f"the {box} box holds {len(in_box)} dice; the first roll had {match_count} {winner}s",
                 in_box,
+            )
+        )
+    elif 0 < len(in_box) - match_count <= min(phantoms, len(unread)):
+        # More detections than the table has dice: at least that many are no die (a chip, a printed letter,
+        # a die boxed twice). A surplus in the box no larger than that and its unread detections may be those.
+        problems.append(
+            LayoutProblem(
+                "extra_unsure",
+                f"the {box} box holds {len(in_box)} dice (the first roll had {match_count} {winner}s), but "
+                f"{len(dice)} were found of the table's {dice_on_table} and {len(unread)} there are unread: "
+                "they may be no dice",
+                in_box,
+                accuses_dealer=False,
             )
         )
     elif len(in_box) > match_count:

@@ -58,6 +58,16 @@ def test_593_4_e_dealer_moves_all_matching_dice_and_only_them(
         ([*RIGHT_MOVE[:3], die(None, "Five"), *RIGHT_MOVE[4:]], ["unreadable"], False),
         # the wrong box, one of its dice not found: the box left empty is more than the unseen die could fill
         ([*[die(5, "Six")] * 3, *RIGHT_MOVE[4:]], ["wrong_box", "missing_match"], True),
+        # the right move, and an unread detection in the box that is no die (11 found of the table's 10)
+        ([*RIGHT_MOVE, die(None, "Five")], ["unreadable", "extra_unsure"], False),
+        # ... but an unread fifth die where all found are the table's 10 is a die too many: the dealer's
+        ([*RIGHT_MOVE[:4], die(None, "Five"), *RIGHT_MOVE[5:]], ["unreadable", "extra_dice"], True),
+        # ... and a surplus of two with one detection too many (11 found): at least one die too many
+        (
+            [*RIGHT_MOVE[:4], die(None, "Five"), die(None, "Five"), *RIGHT_MOVE[5:]],
+            ["unreadable", "extra_dice"],
+            True,
+        ),
         # doubt and an error together (a die in the box unread, a 6 moved in: five there): the error stands
         (
             [*RIGHT_MOVE[:3], die(None, "Five"), die(6, "Five"), *RIGHT_MOVE[5:]],
