@@ -57,10 +57,8 @@ def test_a_manifest_given_is_the_one_read_and_a_wrong_checksum_is_refused(tmp_pa
     assert "cannot load the models" in result.output and "SHA-256" in result.output
 
 
-def _judge_set(tmp_path: Path) -> Path:
-    """The six committed judge frames laid out as a `throwbox synth` folder (images/, labels/)."""
-    src = FIXTURES / "judge"
-    root = tmp_path / "judge-set"
+def _as_synth_set(src: Path, root: Path) -> Path:
+    """The committed labelled frames in `src` laid out as a `throwbox synth` folder (images/, labels/)."""
     (root / "images").mkdir(parents=True)
     (root / "labels").mkdir()
     for label in sorted(src.glob("*.json")):
@@ -69,6 +67,11 @@ def _judge_set(tmp_path: Path) -> Path:
         doc["image"] = f"images/{doc['image']}"
         (root / "labels" / label.name).write_text(json.dumps(doc), encoding="utf-8")
     return root
+
+
+def _judge_set(tmp_path: Path) -> Path:
+    """The six committed judge frames as a `throwbox synth` folder."""
+    return _as_synth_set(FIXTURES / "judge", tmp_path / "judge-set")
 
 
 def test_verdicts_report_wrong_settlements_and_split_by_camera(tmp_path: Path) -> None:
@@ -143,16 +146,7 @@ def test_the_second_look_bar_can_be_weighed_and_is_recorded(tmp_path: Path) -> N
 
 def _layout_set(tmp_path: Path) -> Path:
     """The four committed dealer's-move frames (tests/fixtures/layout) as a `throwbox synth` folder."""
-    src = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
-    root = tmp_path / "layout-set"
-    (root / "images").mkdir(parents=True)
-    (root / "labels").mkdir()
-    for label in sorted(src.glob("*.json")):
-        doc = json.loads(label.read_text(encoding="utf-8"))
-        (root / "images" / doc["image"]).write_bytes((src / doc["image"]).read_bytes())
-        doc["image"] = f"images/{doc['image']}"
-        (root / "labels" / label.name).write_text(json.dumps(doc), encoding="utf-8")
-    return root
+    return _as_synth_set(Path(__file__).resolve().parents[1] / "fixtures" / "layout", tmp_path / "layout-set")
 
 
 @pytest.mark.skipif(not manifest_lists("detector", "pips", "die_state"), reason="models not committed")

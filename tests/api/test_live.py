@@ -322,11 +322,8 @@ def frame(n: int, image: np.ndarray | None = None) -> CapturedFrame:
 FIRST = [5, 5, 5, 5, 6, 6, 6, 1, 1, 4]
 
 
-def test_dealer_error_on_the_layout_box_and_the_extra_roll_reads_only_rethrown_dice(
-    svc: Service, make_loop: Any
-) -> None:
-    geometry, _ = clip_geometry(str(CLIPS[0]))
-    assert geometry is not None
+def open_round_with_an_extra_roll(svc: Service) -> None:
+    """A round waiting for dice, seat 1 on Pip Street 5, Like Kind 6 and the Extra Roll."""
     with dealer(svc) as client:
         rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
         wagers = [
@@ -336,6 +333,14 @@ def test_dealer_error_on_the_layout_box_and_the_extra_roll_reads_only_rethrown_d
         ]
         assert client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers}).status_code == 201
         assert client.post(f"/v1/rounds/{rnd['id']}/no-more-bets").status_code == 200
+
+
+def test_dealer_error_on_the_layout_box_and_the_extra_roll_reads_only_rethrown_dice(
+    svc: Service, make_loop: Any
+) -> None:
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    assert geometry is not None
+    open_round_with_an_extra_roll(svc)
     kept = [die(5, "Five", x=30.0 * i) for i in range(4)]
     script = [
         [die(f, x=30.0 * i) for i, f in enumerate(FIRST)],  # roll one: four 5s
@@ -385,15 +390,7 @@ def test_a_move_the_reader_cannot_vouch_for_asks_a_person_to_look_instead_of_acc
     (a person looks), no `dealer_error`."""
     geometry, _ = clip_geometry(str(CLIPS[0]))
     assert geometry is not None
-    with dealer(svc) as client:
-        rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
-        wagers = [
-            {"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"},
-            {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},
-            {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
-        ]
-        assert client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers}).status_code == 201
-        assert client.post(f"/v1/rounds/{rnd['id']}/no-more-bets").status_code == 200
+    open_round_with_an_extra_roll(svc)
     script = [
         [die(f, x=30.0 * i) for i, f in enumerate(FIRST)],  # roll one: four 5s
         [  # the right move, but the reader finds only three of the four 5s in the Five box
@@ -421,15 +418,7 @@ def test_a_clip_hook_that_ended_the_round_before_failing_still_ends_it_for_the_l
     """The demo's croupier may key a round's Extra Roll and then fail to open the next round: the loop must
     forget the round it keyed (`RoundEndedError`), but not one a plain failure left waiting."""
     geometry, _ = clip_geometry(str(CLIPS[0]))
-    with dealer(svc) as client:
-        rnd = client.post(f"/v1/tables/{TABLE}/rounds").json()
-        wagers = [
-            {"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"},
-            {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},
-            {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
-        ]
-        assert client.post(f"/v1/rounds/{rnd['id']}/wagers", json={"wagers": wagers}).status_code == 201
-        assert client.post(f"/v1/rounds/{rnd['id']}/no-more-bets").status_code == 200
+    open_round_with_an_extra_roll(svc)
 
     def on_clip(clip: str) -> bool:
         raise error
