@@ -488,8 +488,9 @@ class LiveLoop:
                 if not split.ok and verdict == Verdict.VALID.value:
                     verdict = Verdict.NO_DECISION.value
                     reasons = [p.message for p in split.problems]
+                    # As for the move: a rethrown die the reader cannot read is its doubt, not an error.
                     self._alert(
-                        "dealer_error",
+                        "dealer_error" if split.dealer_error else "layout_unverified",
                         "the Extra Roll: " + "; ".join(p.message for p in split.problems),
                         {"frame_id": frame.frame_id, "problems": extra["extra_roll"]["problems"]},
                     )

@@ -102,6 +102,11 @@ class ExtraRollRead:
         """True when the kept and rethrown dice are what the first roll says they must be."""
         return not self.problems
 
+    @property
+    def dealer_error(self) -> bool:
+        """True when a problem accuses the dealer (a rethrown die the reader cannot read does not)."""
+        return any(p.accuses_dealer for p in self.problems)
+
 
 def _check_winner(winner: int) -> str:
     if winner not in LAYOUT_LABELS:
@@ -257,7 +262,11 @@ def split_extra_roll(
         )
     unread = tuple(i for i in thrown if dice[i].face is None)
     if unread:
-        problems.append(LayoutProblem("unreadable", f"{len(unread)} rethrown dice cannot be read", unread))
+        problems.append(
+            LayoutProblem(
+                "unreadable", f"{len(unread)} rethrown dice cannot be read", unread, accuses_dealer=False
+            )
+        )
     faces = tuple(int(f) for f in (dice[i].face for i in thrown) if f is not None)
     return ExtraRollRead(
         winner=winner,

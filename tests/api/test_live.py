@@ -408,6 +408,30 @@ def test_a_move_the_reader_cannot_vouch_for_asks_a_person_to_look_instead_of_acc
     assert loop.layout_checks[0]["ok"] is False and loop.layout_checks[0]["dealer_error"] is False
 
 
+def test_an_extra_roll_with_a_die_the_reader_cannot_read_asks_a_person_to_look(
+    svc: Service, make_loop: Any
+) -> None:
+    """The Extra Roll is left to a person (`no_decision`), with `layout_unverified`, not `dealer_error`:
+    the dealer did nothing wrong; the reader could not read a rethrown die."""
+    geometry, _ = clip_geometry(str(CLIPS[0]))
+    assert geometry is not None
+    open_round_with_an_extra_roll(svc)
+    kept = [die(5, "Five", x=30.0 * i) for i in range(4)]
+    script = [
+        [die(f, x=30.0 * i) for i, f in enumerate(FIRST)],  # roll one: four 5s
+        [*kept, *[die(f, x=300.0 + 30 * i) for i, f in enumerate([6, 6, 6, 1, 1, 4])]],  # the right move
+        [*kept, *[die(f, x=300.0 + 30 * i) for i, f in enumerate([None, 5, 2, 3, 4, 6])]],  # one unread
+    ]
+    loop = make_loop([], TruthReader(script), geometry=geometry)
+    loop.handle_throw(AtRest(frame(1), throw_index=0, moving_since_s=0.0, still_since_s=0.7))
+    loop.handle_dealer_move(SettledWithoutThrow(frame(2), still_since_s=1.5, intruder_seen=True, empty=False))
+    extra = loop.handle_throw(AtRest(frame(3), throw_index=1, moving_since_s=2.0, still_since_s=2.7))
+    assert extra.kind == "extra_roll" and extra.verdict == "no_decision"
+    assert alerts(svc, "dealer_error") == []
+    (look,) = alerts(svc, "layout_unverified")
+    assert look["message"].startswith("the Extra Roll") and "cannot be read" in look["message"]
+
+
 @pytest.mark.parametrize(
     ("error", "next_kind"),
     [(RoundEndedError("keyed, then failed"), "first_roll"), (RuntimeError("failed"), "extra_roll")],

@@ -129,6 +129,8 @@ def test_593_4_g_extra_roll_problems(dice: list[DieReading], reasons: list[str])
     read = split_extra_roll(dice=dice, winner=5, kept=4, expected_dice=10)
     assert [p.reason for p in read.problems] == reasons
     assert not read.ok
+    # a rethrown die the reader cannot read is its doubt, not the dealer's error
+    assert read.dealer_error is (reasons != ["unreadable"])
 
 
 @pytest.mark.parametrize(
