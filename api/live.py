@@ -46,11 +46,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from calibration.layout import LAYOUT_LABELS
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
-from vision.judge.decide import verdict_of
 from vision.judge.geometry import TableGeometry
-from vision.layout_check import check_layout_move, split_extra_roll
+from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
 from vision.types import Frame, Roll, Verdict
 
@@ -454,43 +452,25 @@ class LiveLoop:
                 verdict, faces = Verdict.NO_DECISION.value, ()
                 reasons = ["no table calibration: the kept dice cannot be told from the rethrown dice"]
             else:
-                split = split_extra_roll(
-                    dice=roll.dice,
+                decision = decide_extra_roll(
+                    roll,
                     winner=pending.winner,
                     kept=pending.match_count,
                     expected_dice=self.config.expected_dice,
                 )
-                # The kept dice were set down in the winner's box by the dealer, not thrown: what the judge
-                # found about them alone (two boxed dice side by side taken for one on the other, an unsure
-                # face of a kept die) says nothing of the Extra Roll (593.4(g)). A finding that concerns a
-                # rethrown die, or no die in particular, still counts; so does `object_unclear` (a detection
-                # that may be no die at all, e.g. a chip in the box counted as a kept die).
-                box = LAYOUT_LABELS[pending.winner]
-                on_kept = [
-                    f
-                    for f in roll.findings
-                    if f.die_ids
-                    and f.reason != "object_unclear"
-                    and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
-                ]
-                if on_kept:
-                    counted = [f for f in roll.findings if f not in on_kept]
-                    verdict = verdict_of(counted).value
-                    reasons = [f.detail for f in counted]
+                split = decision.split
+                verdict, reasons = decision.verdict.value, list(decision.reasons)
                 extra["extra_roll"] = {
                     "kept": split.kept,
                     "thrown_faces": list(split.thrown_faces),
                     "new_matches": split.new_matches,
                     "problems": [p.as_dict() for p in split.problems],
-                    "kept_dice_findings_set_aside": [f.as_dict() for f in on_kept],
+                    "kept_dice_findings_set_aside": [f.as_dict() for f in decision.on_kept],
                 }
                 faces = split.thrown_faces
-                if not split.ok and verdict == Verdict.VALID.value:
-                    verdict = Verdict.NO_DECISION.value
-                    reasons = [p.message for p in split.problems]
-                    # As for the move: a rethrown die the reader cannot read is its doubt, not an error.
+                if decision.alert is not None:
                     self._alert(
-                        "dealer_error" if split.dealer_error else "layout_unverified",
+                        decision.alert,
                         "the Extra Roll: " + "; ".join(p.message for p in split.problems),
                         {"frame_id": frame.frame_id, "problems": extra["extra_roll"]["problems"]},
                     )

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from calibration.layout import LAYOUT_LABELS
-from vision.types import DieReading
+from vision.judge.decide import verdict_of
+from vision.types import DieReading, Finding, Roll, Verdict
 
 # Problems that are the reader's doubt, not the dealer's error: a die in the box it cannot read, a box short
 # by no more dice than it did not find of the table's (the move keeps them all on the layout), a box over-full
@@ -275,3 +276,44 @@ def split_extra_roll(
         new_matches=sum(1 for f in faces if f == winner),
         problems=tuple(problems),
     )
+
+
+@dataclass(frozen=True)
+class ExtraRollDecision:
+    """What an Extra Roll frame counts as for the rules engine (the live loop posts it)."""
+
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    split: ExtraRollRead
+    on_kept: tuple[Finding, ...]  # the judge's findings about kept dice alone, set aside
+    alert: str | None  # "dealer_error" or "layout_unverified" when the split's problems stopped the roll
+
+
+def decide_extra_roll(roll: Roll, *, winner: int, kept: int, expected_dice: int) -> ExtraRollDecision:
+    """The Extra Roll as posted: only the rethrown dice count (593.4(g), (h)).
+
+    The kept dice were set down in the winner's box by the dealer, not thrown: what the judge found about them
+    alone (two boxed dice side by side taken for one on the other, an unsure face of a kept die) says nothing
+    of the Extra Roll. A finding that concerns a rethrown die, or no die in particular, still counts; so does
+    `object_unclear` (a detection that may be no die at all, e.g. a chip in the box counted as a kept die).
+    A problem of the split (`split_extra_roll`) turns a valid read into `no_decision`, with an alert: a
+    `dealer_error`, or `layout_unverified` where the reader only doubts what it saw.
+    """
+    split = split_extra_roll(dice=roll.dice, winner=winner, kept=kept, expected_dice=expected_dice)
+    box = LAYOUT_LABELS[winner]
+    on_kept = tuple(
+        f
+        for f in roll.findings
+        if f.die_ids
+        and f.reason != "object_unclear"
+        and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
+    )
+    verdict, reasons = roll.verdict, tuple(roll.reasons)
+    if on_kept:
+        counted = [f for f in roll.findings if f not in on_kept]
+        verdict, reasons = verdict_of(counted), tuple(f.detail for f in counted)
+    alert = None
+    if not split.ok and verdict is Verdict.VALID:
+        verdict, reasons = Verdict.NO_DECISION, tuple(p.message for p in split.problems)
+        alert = "dealer_error" if split.dealer_error else "layout_unverified"
+    return ExtraRollDecision(verdict=verdict, reasons=reasons, split=split, on_kept=on_kept, alert=alert)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from calibration.layout import ThrowBoxLayout
 from datasets.format import LayoutMoveTruth, SceneTruth
 from vision.judge.geometry import TableGeometry
-from vision.layout_check import check_layout_move
-from vision.types import Frame
+from vision.layout_check import check_layout_move, decide_extra_roll
+from vision.types import Frame, Verdict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -195,3 +195,60 @@ def plot_moves(summary: dict[str, Any], path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+@dataclass(frozen=True)
+class ExtraRollOutcome:
+    """One Extra Roll scene: what the live loop would post and whether that settles it right."""
+
+    scene_id: str
+    posted: str  # the verdict posted to the rules engine
+    settled_right: bool  # posted valid with the true rethrown faces
+    alert: str | None  # "dealer_error" or "layout_unverified" raised with it, if any
+
+
+def check_extra_roll_scene(
+    reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]
+) -> ExtraRollOutcome | None:
+    """Read `image` as the live loop reads an Extra Roll at rest (the table's dice count, its calibration)
+    and decide it as the loop does (`decide_extra_roll`); None for a scene with no kept dice (no Extra Roll)
+    or that is not a valid roll. Every such scene the generator makes is a right Extra Roll: the kept dice,
+    all of the winning face, in the winner's box."""
+    kept = [d for d in scene.dice if d.kept]
+    faces = {d.face for d in kept}
+    if not kept or scene.verdict != "valid" or len(faces) != 1 or None in faces:
+        return None
+    winner = int(next(iter(faces)))  # type: ignore[arg-type]
+    geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
+    roll = reader.read(
+        Frame(image=image, frame_id=scene.scene_id), expected_dice=scene.expected_dice, geometry=geometry
+    )
+    decision = decide_extra_roll(roll, winner=winner, kept=len(kept), expected_dice=scene.expected_dice)
+    truth = sorted(d.face or 0 for d in scene.dice if not d.kept)
+    right = decision.verdict is Verdict.VALID and sorted(decision.split.thrown_faces) == truth
+    return ExtraRollOutcome(
+        scene_id=scene.scene_id, posted=decision.verdict.value, settled_right=right, alert=decision.alert
+    )
+
+
+def score_extra_rolls(outcomes: Iterable[ExtraRollOutcome]) -> dict[str, Any]:
+    """Right Extra Rolls: settled right, settled wrong, left to a person; the alerts raised (all false)."""
+    rows = list(outcomes)
+    wrong = [o for o in rows if o.posted == "valid" and not o.settled_right]
+    left = [o for o in rows if o.posted != "valid"]
+    alerts: dict[str, int] = {}
+    for o in rows:
+        if o.alert is not None:
+            alerts[o.alert] = alerts.get(o.alert, 0) + 1
+    return {
+        "extra_rolls": len(rows),
+        "settled_right": sum(o.settled_right for o in rows),
+        "settled_right_pct": _pct(sum(o.settled_right for o in rows), len(rows)),
+        "settled_wrong": len(wrong),
+        "left_to_a_person": len(left),
+        "left_to_a_person_pct": _pct(len(left), len(rows)),
+        "posted_verdicts": {v: sum(o.posted == v for o in rows) for v in sorted({o.posted for o in rows})},
+        "alerts": alerts,
+        "scenes_settled_wrong": [o.scene_id for o in wrong],
+        "scenes_dealer_error": [o.scene_id for o in rows if o.alert == "dealer_error"],
+    }

@@ -86,6 +86,12 @@ def register(app: typer.Typer) -> None:
             help="Score the dealer's-move check instead (593.4(e); synthetic scenes of the move): false "
             "alarms on right moves, wrong moves let through, problems named exactly (vision/layout_eval.py).",
         ),
+        extra_rolls: bool = typer.Option(
+            False,
+            "--extra-rolls",
+            help="Score the Extra Roll as the live loop posts it (593.4(g), (h); synthetic scenes with kept "
+            "dice): settled right or wrong, left to a person, alerts (vision/layout_eval.py).",
+        ),
         misses: Path | None = typer.Option(
             None,
             "--misses",
@@ -100,6 +106,22 @@ def register(app: typer.Typer) -> None:
         reader_config = ReaderConfig()
         if second_look_below is not None:
             reader_config = ReaderConfig(second_look_below=second_look_below)
+        if extra_rolls:
+            from api.cli.eval_layout import run_extra_rolls
+
+            if verdicts or oracle_boxes or misses is not None or layout_moves:
+                typer.echo("throwbox eval: --extra-rolls goes alone", err=True)
+                raise typer.Exit(2)
+            run_extra_rolls(
+                dataset=dataset,
+                limit=limit,
+                skip=skip,
+                threads=threads,
+                as_json=as_json,
+                manifest_path=manifest,
+                reader_config=reader_config,
+            )
+            return
         if layout_moves:
             from api.cli.eval_layout import run as run_layout
 

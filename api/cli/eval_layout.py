@@ -1,5 +1,6 @@
 """`throwbox eval DATASET --layout-moves`: the dealer's-move check (593.4(e)) through the whole reader, on
-labelled synthetic scenes of the move. Called by `api/cli/eval.py`; the work is in `vision.layout_eval`."""
+labelled synthetic scenes of the move; `--extra-rolls`: the Extra Roll as the live loop posts it (593.4(g),
+(h)). Called by `api/cli/eval.py`; the work is in `vision.layout_eval`."""
 
 from __future__ import annotations
 
@@ -114,5 +115,79 @@ def run(
         ("scenes_right_move_alerted", "right moves with any alert"),
         ("scenes_wrong_move_not_alerted", "wrong moves let through"),
     ):
+        if summary[key]:
+            typer.echo(f"  {label}: {', '.join(summary[key])}")
+
+
+def run_extra_rolls(
+    *,
+    dataset: Path,
+    limit: int,
+    skip: int,
+    threads: int,
+    as_json: bool,
+    manifest_path: Path | None,
+    reader_config: ReaderConfig | None = None,
+) -> None:
+    """Decide every labelled Extra Roll of `dataset` as the live loop would and report."""
+    from rich.progress import track
+
+    from vision.judge.evaluate import load_image, load_scenes
+    from vision.layout_eval import check_extra_roll_scene, score_extra_rolls
+    from vision.onnx_session import MANIFEST_PATH, ModelError
+    from vision.reader import Reader, ReaderConfig
+
+    if not (dataset / "labels").is_dir():
+        typer.echo(
+            f"throwbox eval --extra-rolls: {dataset} is not a synthetic data set (no labels/)", err=True
+        )
+        raise typer.Exit(2)
+    scenes = [
+        s for s in load_scenes(dataset, skip=skip) if s.verdict == "valid" and any(d.kept for d in s.dice)
+    ]
+    scenes = scenes[:limit] if limit else scenes
+    if not scenes:
+        typer.echo(
+            f"throwbox eval --extra-rolls: no scene in {dataset} has kept dice (make some with "
+            "`throwbox synth DIR --mix extra_roll=1`)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    try:
+        reader = Reader(
+            threads=threads,
+            manifest_path=manifest_path or MANIFEST_PATH,
+            config=reader_config or ReaderConfig(),
+        )
+    except ModelError as exc:
+        typer.echo(f"throwbox eval --extra-rolls: cannot load the models: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    start = time.perf_counter()
+    outcomes = []
+    for scene in track(scenes, description=f"extra rolls {dataset.name}", transient=True, disable=as_json):
+        try:
+            image = load_image(dataset, scene)
+        except ValueError as exc:
+            typer.echo(f"throwbox eval --extra-rolls: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if (outcome := check_extra_roll_scene(reader, scene, image)) is not None:
+            outcomes.append(outcome)
+    summary: dict[str, Any] = {
+        "dataset": str(dataset),
+        "models": dict(reader.models),
+        **score_extra_rolls(outcomes),
+        "model_seconds": round(time.perf_counter() - start, 1),
+    }
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    typer.echo(f"{dataset.name}: {summary['extra_rolls']} right Extra Rolls ({summary['model_seconds']} s)")
+    typer.echo(
+        f"  settled right {summary['settled_right']} ({summary['settled_right_pct']}%), settled wrong "
+        f"{summary['settled_wrong']}, left to a person {summary['left_to_a_person']} "
+        f"({summary['left_to_a_person_pct']}%); posted {summary['posted_verdicts']}"
+    )
+    typer.echo(f"  alerts raised (every one false: these moves and rolls are right): {summary['alerts']}")
+    for key, label in (("scenes_settled_wrong", "settled wrong"), ("scenes_dealer_error", "dealer_error")):
         if summary[key]:
             typer.echo(f"  {label}: {', '.join(summary[key])}")

@@ -178,3 +178,51 @@ def test_layout_moves_says_when_no_scene_records_a_move(tmp_path: Path) -> None:
 def test_layout_moves_refuses_the_verdict_options(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", str(tmp_path), "--layout-moves", "--verdicts"])
     assert result.exit_code == 2 and "--layout-moves goes alone" in result.output
+
+
+@pytest.mark.skipif(not manifest_lists("detector", "pips", "die_state"), reason="models not committed")
+def test_extra_rolls_decides_each_extra_roll_as_the_live_loop(tmp_path: Path) -> None:
+    """Two freshly rendered Extra Roll scenes (kept dice in the winner's box, the rest rethrown)."""
+    root = tmp_path / "extra"
+    made = runner.invoke(
+        app,
+        [
+            "synth",
+            str(root),
+            "--scenes",
+            "2",
+            "--seed",
+            "7",
+            "--mix",
+            "extra_roll=1",
+            "--width",
+            "640",
+            "--height",
+            "480",
+            "--workers",
+            "1",
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    kept = sum(
+        any(d["kept"] for d in json.loads(f.read_text(encoding="utf-8"))["dice"])
+        for f in (root / "labels").glob("*.json")
+    )
+    result = runner.invoke(app, ["eval", str(root), "--extra-rolls", "--json"])
+    if kept == 0:  # a staging that failed is a plain throw: nothing to score, and it says so
+        assert result.exit_code == 2
+        return
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.output)
+    assert s["extra_rolls"] == kept
+    assert s["settled_right"] + s["settled_wrong"] + s["left_to_a_person"] == kept
+    assert sum(s["posted_verdicts"].values()) == kept
+    table = runner.invoke(app, ["eval", str(root), "--extra-rolls"])
+    assert table.exit_code == 0 and "right Extra Rolls" in table.output
+
+
+def test_extra_rolls_says_when_no_scene_has_kept_dice(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", str(_judge_set(tmp_path)), "--extra-rolls"])
+    assert result.exit_code == 2 and "no scene" in result.output and "kept dice" in result.output
+    both = runner.invoke(app, ["eval", str(tmp_path), "--extra-rolls", "--layout-moves"])
+    assert both.exit_code == 2 and "--extra-rolls goes alone" in both.output

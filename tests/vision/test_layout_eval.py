@@ -46,3 +46,21 @@ def test_false_alarms_misses_and_exact_reports_are_counted_per_move_kind() -> No
     assert s["by_kind"]["missing"]["alerts"] == 1 and s["by_kind"]["missing"]["exact"] == 0
     assert set(s["by_kind"]) == {"none", "wrong_box", "missing", "extra"}
     assert score_moves([])["right_moves_alerted_pct"] is None  # no moves: no rate
+
+
+def test_extra_rolls_are_counted_settled_right_wrong_or_left_to_a_person() -> None:
+    from vision.layout_eval import ExtraRollOutcome, score_extra_rolls
+
+    rows = [
+        ExtraRollOutcome("right", "valid", True, None),
+        ExtraRollOutcome("wrong", "valid", False, None),  # posted valid with other rethrown faces
+        ExtraRollOutcome("left", "no_decision", False, "layout_unverified"),
+        ExtraRollOutcome("accused", "no_decision", False, "dealer_error"),
+        ExtraRollOutcome("sent back", "invalid", False, None),
+    ]
+    s = score_extra_rolls(rows)
+    assert (s["extra_rolls"], s["settled_right"], s["settled_wrong"], s["left_to_a_person"]) == (5, 1, 1, 3)
+    assert s["settled_right_pct"] == 20.0 and s["left_to_a_person_pct"] == 60.0
+    assert s["posted_verdicts"] == {"invalid": 1, "no_decision": 2, "valid": 2}
+    assert s["alerts"] == {"layout_unverified": 1, "dealer_error": 1}
+    assert s["scenes_settled_wrong"] == ["wrong"] and s["scenes_dealer_error"] == ["accused"]
