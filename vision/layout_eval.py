@@ -205,37 +205,57 @@ class ExtraRollOutcome:
     posted: str  # the verdict posted to the rules engine
     settled_right: bool  # posted valid with the true rethrown faces
     alert: str | None  # "dealer_error" or "layout_unverified" raised with it, if any
+    problems: tuple[str, ...] = ()  # the split's problem codes (`split_extra_roll`)
+
+
+def right_extra_roll(scene: SceneTruth) -> int | None:
+    """The winning face when `scene` is a right Extra Roll to score: a valid roll whose kept dice all show
+    one face and lie in that face's layout box, and whose other dice lie outside every box; else None."""
+    kept = [d for d in scene.dice if d.kept]
+    faces = {d.face for d in kept}
+    if not kept or scene.verdict != "valid" or len(faces) != 1 or None in faces:
+        return None
+    winner = next(iter(faces))
+    if winner is None or any(d.layout_box != winner for d in kept):
+        return None
+    if any(d.layout_box is not None for d in scene.dice if not d.kept):
+        return None
+    return int(winner)
 
 
 def check_extra_roll_scene(
     reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]
 ) -> ExtraRollOutcome | None:
     """Read `image` as the live loop reads an Extra Roll at rest (the table's dice count, its calibration)
-    and decide it as the loop does (`decide_extra_roll`); None for a scene with no kept dice (no Extra Roll)
-    or that is not a valid roll. Every such scene the generator makes is a right Extra Roll: the kept dice,
-    all of the winning face, in the winner's box."""
-    kept = [d for d in scene.dice if d.kept]
-    faces = {d.face for d in kept}
-    if not kept or scene.verdict != "valid" or len(faces) != 1 or None in faces:
+    and decide it as the loop does (`decide_extra_roll`); None for a scene that is no right Extra Roll
+    (`right_extra_roll`)."""
+    winner = right_extra_roll(scene)
+    if winner is None:
         return None
-    winner = int(next(iter(faces)))  # type: ignore[arg-type]
+    kept = sum(1 for d in scene.dice if d.kept)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     roll = reader.read(
         Frame(image=image, frame_id=scene.scene_id), expected_dice=scene.expected_dice, geometry=geometry
     )
-    decision = decide_extra_roll(roll, winner=winner, kept=len(kept), expected_dice=scene.expected_dice)
+    decision = decide_extra_roll(roll, winner=winner, kept=kept, expected_dice=scene.expected_dice)
     truth = sorted(d.face or 0 for d in scene.dice if not d.kept)
     right = decision.verdict is Verdict.VALID and sorted(decision.split.thrown_faces) == truth
     return ExtraRollOutcome(
-        scene_id=scene.scene_id, posted=decision.verdict.value, settled_right=right, alert=decision.alert
+        scene_id=scene.scene_id,
+        posted=decision.verdict.value,
+        settled_right=right,
+        alert=decision.alert,
+        problems=tuple(p.reason for p in decision.split.problems),
     )
 
 
 def score_extra_rolls(outcomes: Iterable[ExtraRollOutcome]) -> dict[str, Any]:
-    """Right Extra Rolls: settled right, settled wrong, left to a person; the alerts raised (all false)."""
+    """Right Extra Rolls: settled right, settled wrong, left to a person (`no_decision`), sent back (posted
+    `invalid` or `void`: a rethrow of a right roll); the alerts raised (every one false)."""
     rows = list(outcomes)
     wrong = [o for o in rows if o.posted == "valid" and not o.settled_right]
-    left = [o for o in rows if o.posted != "valid"]
+    left = [o for o in rows if o.posted == "no_decision"]
+    back = [o for o in rows if o.posted in ("invalid", "void")]
     alerts: dict[str, int] = {}
     for o in rows:
         if o.alert is not None:
@@ -247,8 +267,13 @@ def score_extra_rolls(outcomes: Iterable[ExtraRollOutcome]) -> dict[str, Any]:
         "settled_wrong": len(wrong),
         "left_to_a_person": len(left),
         "left_to_a_person_pct": _pct(len(left), len(rows)),
+        "sent_back": len(back),
+        "sent_back_pct": _pct(len(back), len(rows)),
         "posted_verdicts": {v: sum(o.posted == v for o in rows) for v in sorted({o.posted for o in rows})},
         "alerts": alerts,
         "scenes_settled_wrong": [o.scene_id for o in wrong],
-        "scenes_dealer_error": [o.scene_id for o in rows if o.alert == "dealer_error"],
+        "scenes_sent_back": [o.scene_id for o in back],
+        "dealer_errors": [
+            {"scene_id": o.scene_id, "problems": list(o.problems)} for o in rows if o.alert == "dealer_error"
+        ],
     }

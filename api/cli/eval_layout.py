@@ -133,7 +133,7 @@ def run_extra_rolls(
     from rich.progress import track
 
     from vision.judge.evaluate import load_image, load_scenes
-    from vision.layout_eval import check_extra_roll_scene, score_extra_rolls
+    from vision.layout_eval import check_extra_roll_scene, right_extra_roll, score_extra_rolls
     from vision.onnx_session import MANIFEST_PATH, ModelError
     from vision.reader import Reader, ReaderConfig
 
@@ -142,14 +142,15 @@ def run_extra_rolls(
             f"throwbox eval --extra-rolls: {dataset} is not a synthetic data set (no labels/)", err=True
         )
         raise typer.Exit(2)
-    scenes = [
-        s for s in load_scenes(dataset, skip=skip) if s.verdict == "valid" and any(d.kept for d in s.dice)
-    ]
+    labelled = [s for s in load_scenes(dataset, skip=skip) if any(d.kept for d in s.dice)]
+    scenes = [s for s in labelled if right_extra_roll(s) is not None]
+    skipped = [s.scene_id for s in labelled if right_extra_roll(s) is None]
     scenes = scenes[:limit] if limit else scenes
     if not scenes:
         typer.echo(
-            f"throwbox eval --extra-rolls: no scene in {dataset} has kept dice (make some with "
-            "`throwbox synth DIR --mix extra_roll=1`)",
+            f"throwbox eval --extra-rolls: no scene in {dataset} is a right Extra Roll (a valid roll, its "
+            "kept dice of one face in that face's box, the others outside every box; make some with "
+            f"`throwbox synth DIR --mix extra_roll=1`); {len(skipped)} with kept dice left out",
             err=True,
         )
         raise typer.Exit(2)
@@ -176,6 +177,7 @@ def run_extra_rolls(
         "dataset": str(dataset),
         "models": dict(reader.models),
         **score_extra_rolls(outcomes),
+        "scenes_left_out": skipped,  # kept dice, but no right Extra Roll (right_extra_roll)
         "model_seconds": round(time.perf_counter() - start, 1),
     }
     if as_json:
@@ -185,9 +187,14 @@ def run_extra_rolls(
     typer.echo(
         f"  settled right {summary['settled_right']} ({summary['settled_right_pct']}%), settled wrong "
         f"{summary['settled_wrong']}, left to a person {summary['left_to_a_person']} "
-        f"({summary['left_to_a_person_pct']}%); posted {summary['posted_verdicts']}"
+        f"({summary['left_to_a_person_pct']}%), sent back (a rethrow of a right roll) {summary['sent_back']} "
+        f"({summary['sent_back_pct']}%); posted {summary['posted_verdicts']}"
     )
-    typer.echo(f"  alerts raised (every one false: these moves and rolls are right): {summary['alerts']}")
-    for key, label in (("scenes_settled_wrong", "settled wrong"), ("scenes_dealer_error", "dealer_error")):
+    typer.echo(f"  alerts raised (every one false: these rolls are right): {summary['alerts']}")
+    for key, label in (("scenes_settled_wrong", "settled wrong"), ("scenes_sent_back", "sent back")):
         if summary[key]:
             typer.echo(f"  {label}: {', '.join(summary[key])}")
+    for d in summary["dealer_errors"]:
+        typer.echo(f"  dealer_error: {d['scene_id']} ({', '.join(d['problems'])})")
+    if skipped:
+        typer.echo(f"  left out (kept dice, but no right Extra Roll): {len(skipped)}")

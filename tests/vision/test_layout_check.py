@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vision.layout_check import DOUBT_CODES, check_layout_move, split_extra_roll
-from vision.types import DieCandidate, DieReading
+from vision.judge.decide import verdict_of
+from vision.layout_check import DOUBT_CODES, check_layout_move, decide_extra_roll, split_extra_roll
+from vision.types import DieCandidate, DieReading, Finding, Roll, Verdict
 
 
 def die(face: int | None, box: str | None = None, *, x: float = 0.0) -> DieReading:
@@ -145,3 +146,57 @@ def test_bad_arguments_are_refused(kwargs: dict[str, int], message: str) -> None
         check_layout_move(dice=RIGHT_MOVE, **kwargs)
     with pytest.raises(ValueError, match="kept must be"):
         split_extra_roll(dice=RIGHT_MOVE, winner=5, kept=11, expected_dice=10)
+
+
+def _extra_roll(dice: list[DieReading], *findings: Finding) -> Roll:
+    verdict = verdict_of(list(findings))
+    faces = tuple(d.face for d in dice if d.face is not None)
+    return Roll(
+        tuple(dice),
+        verdict,
+        tuple(f.detail for f in findings),
+        10,
+        faces,
+        None,
+        None,
+        "f",
+        None,
+        {},
+        {},
+        findings=tuple(findings),
+    )
+
+
+KEPT = [die(5, "Five", x=30.0 * i) for i in range(4)]
+THROWN = [die(f, x=300.0 + 30 * i) for i, f in enumerate([5, 2, 3, 4, 6, 1])]
+
+
+def test_593_4_g_the_extra_roll_sets_aside_what_the_judge_found_about_kept_dice_alone() -> None:
+    on_kept = Finding(Verdict.NO_DECISION, "stacked_unclear", (1, 2), "two kept dice side by side")
+    decided = decide_extra_roll(_extra_roll(KEPT + THROWN, on_kept), winner=5, kept=4, expected_dice=10)
+    assert decided.verdict is Verdict.VALID and decided.on_kept == (on_kept,) and decided.alert is None
+    assert sorted(decided.split.thrown_faces) == [1, 2, 3, 4, 5, 6] and decided.split.new_matches == 1
+    # ... but not a detection that may be no die at all, nor a finding about a rethrown die
+    chip = Finding(Verdict.NO_DECISION, "object_unclear", (1,), "a chip?")
+    assert decide_extra_roll(
+        _extra_roll(KEPT + THROWN, chip), winner=5, kept=4, expected_dice=10
+    ).verdict is (Verdict.NO_DECISION)
+    thrown = Finding(Verdict.NO_DECISION, "face_uncertain", (5,), "a rethrown die unsure")
+    assert decide_extra_roll(
+        _extra_roll(KEPT + THROWN, thrown), winner=5, kept=4, expected_dice=10
+    ).verdict is (Verdict.NO_DECISION)
+
+
+@pytest.mark.parametrize(
+    ("dice", "alert"),
+    [
+        ([*KEPT[:3], *THROWN, die(5)], "dealer_error"),  # a kept die back in the throw area: kept_changed
+        ([*KEPT, die(None, x=300.0), *THROWN[1:]], "layout_unverified"),  # a rethrown die unread: doubt
+    ],
+)
+def test_593_4_g_a_split_problem_stops_a_valid_extra_roll_with_the_right_alert(
+    dice: list[DieReading], alert: str
+) -> None:
+    decided = decide_extra_roll(_extra_roll(dice), winner=5, kept=4, expected_dice=10)
+    assert decided.verdict is Verdict.NO_DECISION and decided.alert == alert
+    assert decided.reasons == tuple(p.message for p in decided.split.problems)

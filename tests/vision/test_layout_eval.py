@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from vision.layout_check import DOUBT_CODES
 from vision.layout_eval import MoveOutcome, score_moves
 
@@ -59,8 +63,67 @@ def test_extra_rolls_are_counted_settled_right_wrong_or_left_to_a_person() -> No
         ExtraRollOutcome("sent back", "invalid", False, None),
     ]
     s = score_extra_rolls(rows)
-    assert (s["extra_rolls"], s["settled_right"], s["settled_wrong"], s["left_to_a_person"]) == (5, 1, 1, 3)
-    assert s["settled_right_pct"] == 20.0 and s["left_to_a_person_pct"] == 60.0
+    assert (s["extra_rolls"], s["settled_right"], s["settled_wrong"]) == (5, 1, 1)
+    assert (s["left_to_a_person"], s["sent_back"]) == (2, 1)  # no_decision; invalid is a rethrow, no look
+    assert s["settled_right_pct"] == 20.0 and s["left_to_a_person_pct"] == 40.0 and s["sent_back_pct"] == 20.0
     assert s["posted_verdicts"] == {"invalid": 1, "no_decision": 2, "valid": 2}
     assert s["alerts"] == {"layout_unverified": 1, "dealer_error": 1}
-    assert s["scenes_settled_wrong"] == ["wrong"] and s["scenes_dealer_error"] == ["accused"]
+    assert s["scenes_settled_wrong"] == ["wrong"] and s["scenes_sent_back"] == ["sent back"]
+    assert s["dealer_errors"] == [{"scene_id": "accused", "problems": []}]
+
+
+def _extra_roll_scene() -> Any:
+    """The committed valid judge frame's label made an Extra Roll: the dice showing die 0's face kept in
+    that face's box (only the label changes; the stub reader below never looks at the picture)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from datasets.format import read_scene
+
+    scene = read_scene(Path(__file__).resolve().parent / "fixtures" / "judge" / "valid.json")
+    winner = scene.dice[0].face
+    dice = tuple(
+        replace(d, kept=d.face == winner, layout_box=winner if d.face == winner else None) for d in scene.dice
+    )
+    return replace(scene, dice=dice)
+
+
+class _StubReader:
+    """Reads every frame as the scene's true dice (the kept ones in the winner's box), one face changed."""
+
+    def __init__(self, scene: Any, wrong_face_at: int | None = None) -> None:
+        self.scene, self.wrong = scene, wrong_face_at
+
+    def read(self, frame: Any, *, expected_dice: int | None = None, geometry: Any = None) -> Any:
+        from calibration.layout import LAYOUT_LABELS
+        from tests.vision.test_layout_check import die
+        from vision.types import Roll, Verdict
+
+        dice = []
+        for i, t in enumerate(self.scene.dice):
+            face = (t.face % 6) + 1 if i == self.wrong else t.face
+            dice.append(die(face, LAYOUT_LABELS[t.layout_box] if t.layout_box else None, x=30.0 * i))
+        faces = tuple(d.face for d in dice)
+        return Roll(tuple(dice), Verdict.VALID, (), expected_dice, faces, None, None, "f", None, {}, {})
+
+
+def test_an_extra_roll_scene_is_decided_as_the_live_loop_and_checked_against_the_rethrown_truth() -> None:
+    from vision.layout_eval import check_extra_roll_scene, right_extra_roll
+
+    scene = _extra_roll_scene()
+    winner = scene.dice[0].face
+    assert right_extra_roll(scene) == winner
+    image = np.zeros((48, 64, 3), np.uint8)
+    right = check_extra_roll_scene(_StubReader(scene), scene, image)  # type: ignore[arg-type]
+    assert right is not None and right.posted == "valid" and right.settled_right and right.alert is None
+    thrown = next(i for i, d in enumerate(scene.dice) if not d.kept)
+    stub = _StubReader(scene, wrong_face_at=thrown)
+    wrong = check_extra_roll_scene(stub, scene, image)  # type: ignore[arg-type]
+    assert wrong is not None and wrong.posted == "valid" and not wrong.settled_right  # a wrong settlement
+    # a kept die outside the winner's box, or a rethrown die in a box: no right Extra Roll to score
+    from dataclasses import replace
+
+    dice = list(scene.dice)
+    dice[0] = replace(dice[0], layout_box=None)
+    assert right_extra_roll(replace(scene, dice=tuple(dice))) is None
+    assert right_extra_roll(replace(scene, verdict="invalid")) is None
