@@ -309,10 +309,31 @@ def decide_extra_roll(roll: Roll, *, winner: int, kept: int, expected_dice: int)
         and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
     )
     verdict, reasons = roll.verdict, tuple(roll.reasons)
+    counted = [f for f in roll.findings if f not in on_kept]
     if on_kept:
-        counted = [f for f in roll.findings if f not in on_kept]
         verdict, reasons = verdict_of(counted), tuple(f.detail for f in counted)
     alert = None
+    deciding = [f for f in counted if f.verdict is Verdict.INVALID]
+    short = expected_dice - len(roll.dice)
+    if (
+        verdict is Verdict.INVALID
+        and deciding
+        and all(f.reason == "die_off_table" and not f.die_ids for f in deciding)
+        and sum(1 for d in roll.dice if d.layout_box is None) == expected_dice - kept
+        and short > 0
+        and kept - split.kept == short
+    ):
+        # The count is short by exactly the kept dice missing from the winner's box, and the throw area holds
+        # the dice to be rethrown: the dice the reader missed lie in the box (the dealer set them there), not
+        # off the table. A person looks instead of a rethrow of what may be a right roll.
+        verdict = Verdict.NO_DECISION
+        reasons = (
+            f"{short} of the {kept} kept dice not found in the {box} box (the throw area holds the "
+            f"{expected_dice - kept} rethrown dice): a person looks",
+        )
+        return ExtraRollDecision(
+            verdict=verdict, reasons=reasons, split=split, on_kept=on_kept, alert="layout_unverified"
+        )
     if not split.ok and verdict is Verdict.VALID:
         verdict, reasons = Verdict.NO_DECISION, tuple(p.message for p in split.problems)
         alert = "dealer_error" if split.dealer_error else "layout_unverified"

@@ -200,3 +200,24 @@ def test_593_4_g_a_split_problem_stops_a_valid_extra_roll_with_the_right_alert(
     decided = decide_extra_roll(_extra_roll(dice), winner=5, kept=4, expected_dice=10)
     assert decided.verdict is Verdict.NO_DECISION and decided.alert == alert
     assert decided.reasons == tuple(p.message for p in decided.split.problems)
+
+
+def test_593_4_g_a_short_count_of_kept_dice_missed_in_the_box_is_left_to_a_person_not_sent_back() -> None:
+    """The reader missed a kept die in the winner's box: the frame holds 9 dice, the judge calls the roll
+    invalid (die_off_table), but the throw area holds the 6 rethrown dice and the box is short by that one
+    die: `no_decision` with `layout_unverified`, not a rethrow of what may be a right roll."""
+    off = Finding(Verdict.INVALID, "die_off_table", (), "expected 10 dice, found 9")
+    decided = decide_extra_roll(_extra_roll([*KEPT[:3], *THROWN], off), winner=5, kept=4, expected_dice=10)
+    assert decided.verdict is Verdict.NO_DECISION and decided.alert == "layout_unverified"
+    assert "not found in the Five box" in decided.reasons[0]
+    # a rethrown die missing too (the throw area short): a die may have left the table, the rethrow stands
+    too_few = [*KEPT[:3], *THROWN[:5]]
+    off2 = Finding(Verdict.INVALID, "die_off_table", (), "expected 10 dice, found 8")
+    assert decide_extra_roll(_extra_roll(too_few, off2), winner=5, kept=4, expected_dice=10).verdict is (
+        Verdict.INVALID
+    )
+    # a die named off the table by its felt position: the rethrow stands
+    named = Finding(Verdict.INVALID, "die_off_table", (5,), "die 5 beyond the wall")
+    assert decide_extra_roll(
+        _extra_roll([*KEPT[:3], *THROWN], named), winner=5, kept=4, expected_dice=10
+    ).verdict is (Verdict.INVALID)
