@@ -106,41 +106,31 @@ def register(app: typer.Typer) -> None:
         reader_config = ReaderConfig()
         if second_look_below is not None:
             reader_config = ReaderConfig(second_look_below=second_look_below)
-        if extra_rolls:
+        if extra_rolls or layout_moves:
+            from api.cli.eval_layout import run as run_layout
             from api.cli.eval_layout import run_extra_rolls
 
-            if verdicts or oracle_boxes or misses is not None or layout_moves:
-                typer.echo("throwbox eval: --extra-rolls goes alone", err=True)
-                raise typer.Exit(2)
-            run_extra_rolls(
-                dataset=dataset,
-                limit=limit,
-                skip=skip,
-                threads=threads,
-                as_json=as_json,
-                manifest_path=manifest,
-                reader_config=reader_config,
-            )
-            return
-        if layout_moves:
-            from api.cli.eval_layout import run as run_layout
-
-            if verdicts or oracle_boxes or misses is not None:
+            mode = "--extra-rolls" if extra_rolls else "--layout-moves"
+            if verdicts or oracle_boxes or misses is not None or (extra_rolls and layout_moves):
                 typer.echo(
-                    "throwbox eval: --layout-moves goes alone (no --verdicts, --oracle-boxes or --misses)",
+                    f"throwbox eval: {mode} goes alone (no --verdicts, --oracle-boxes or --misses, nor both)",
                     err=True,
                 )
                 raise typer.Exit(2)
-            run_layout(
-                dataset=dataset,
-                limit=limit,
-                skip=skip,
-                threads=threads,
-                as_json=as_json,
-                manifest_path=manifest,
-                plot=plot if plot != Path("reports/eval.png") else Path("reports/layout-moves.png"),
-                reader_config=reader_config,
-            )
+            common: dict[str, Any] = {
+                "dataset": dataset,
+                "limit": limit,
+                "skip": skip,
+                "threads": threads,
+                "as_json": as_json,
+                "manifest_path": manifest,
+                "reader_config": reader_config,
+            }
+            if extra_rolls:
+                run_extra_rolls(**common)
+            else:
+                layout_plot = plot if plot != Path("reports/eval.png") else Path("reports/layout-moves.png")
+                run_layout(**common, plot=layout_plot)
             return
         if verdicts:
             from api.cli.eval_verdicts import run

@@ -6,13 +6,69 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
-    from vision.reader import ReaderConfig
+    from datasets.format import SceneTruth
+    from vision.reader import Reader, ReaderConfig
+
+T = TypeVar("T")
+
+
+def _synth_scenes(dataset: Path, flag: str, *, skip: int) -> list[SceneTruth]:
+    """The labelled scenes of a `throwbox synth` folder, after the first `skip` (exit 2 when it is none)."""
+    from vision.judge.evaluate import load_scenes
+
+    if not (dataset / "labels").is_dir():
+        typer.echo(f"throwbox eval {flag}: {dataset} is not a synthetic data set (no labels/)", err=True)
+        raise typer.Exit(2)
+    return load_scenes(dataset, skip=skip)
+
+
+def _check_each(
+    dataset: Path,
+    scenes: list[SceneTruth],
+    check: Callable[[Reader, SceneTruth, Any], T | None],
+    *,
+    flag: str,
+    label: str,
+    threads: int,
+    as_json: bool,
+    manifest_path: Path | None,
+    reader_config: ReaderConfig | None,
+) -> tuple[list[T], dict[str, str], float]:
+    """Load the reader and run `check` on every scene, with a progress bar: the outcomes (None ones left
+    out), the models read with and the seconds it took. A model or image that cannot be read exits 2."""
+    from rich.progress import track
+
+    from vision.judge.evaluate import load_image
+    from vision.onnx_session import MANIFEST_PATH, ModelError
+    from vision.reader import Reader, ReaderConfig
+
+    try:
+        reader = Reader(
+            threads=threads,
+            manifest_path=manifest_path or MANIFEST_PATH,
+            config=reader_config or ReaderConfig(),
+        )
+    except ModelError as exc:
+        typer.echo(f"throwbox eval {flag}: cannot load the models: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    start = time.perf_counter()
+    outcomes: list[T] = []
+    for scene in track(scenes, description=f"{label} {dataset.name}", transient=True, disable=as_json):
+        try:
+            image = load_image(dataset, scene)
+        except ValueError as exc:
+            typer.echo(f"throwbox eval {flag}: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        if (outcome := check(reader, scene, image)) is not None:
+            outcomes.append(outcome)
+    return outcomes, dict(reader.models), round(time.perf_counter() - start, 1)
 
 
 def run(
@@ -27,19 +83,9 @@ def run(
     reader_config: ReaderConfig | None = None,
 ) -> None:
     """Check every labelled move of `dataset` (a `throwbox synth` folder) and report."""
-    from rich.progress import track
-
-    from vision.judge.evaluate import load_image, load_scenes
     from vision.layout_eval import ERRORS, check_scene, plot_moves, score_moves
-    from vision.onnx_session import MANIFEST_PATH, ModelError
-    from vision.reader import Reader, ReaderConfig
 
-    if not (dataset / "labels").is_dir():
-        typer.echo(
-            f"throwbox eval --layout-moves: {dataset} is not a synthetic data set (no labels/)", err=True
-        )
-        raise typer.Exit(2)
-    scenes = [s for s in load_scenes(dataset, skip=skip) if s.layout_move is not None]
+    scenes = [s for s in _synth_scenes(dataset, "--layout-moves", skip=skip) if s.layout_move is not None]
     scenes = scenes[:limit] if limit else scenes  # the first N scenes that record a move
     if not scenes:
         typer.echo(
@@ -48,31 +94,22 @@ def run(
             err=True,
         )
         raise typer.Exit(2)
-    try:
-        reader = Reader(
-            threads=threads,
-            manifest_path=manifest_path or MANIFEST_PATH,
-            config=reader_config or ReaderConfig(),
-        )
-    except ModelError as exc:
-        typer.echo(f"throwbox eval --layout-moves: cannot load the models: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    start = time.perf_counter()
-    outcomes = []
-    for scene in track(scenes, description=f"moves {dataset.name}", transient=True, disable=as_json):
-        try:
-            image = load_image(dataset, scene)
-        except ValueError as exc:
-            typer.echo(f"throwbox eval --layout-moves: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        outcome = check_scene(reader, scene, image)
-        if outcome is not None:
-            outcomes.append(outcome)
+    outcomes, models, seconds = _check_each(
+        dataset,
+        scenes,
+        check_scene,
+        flag="--layout-moves",
+        label="moves",
+        threads=threads,
+        as_json=as_json,
+        manifest_path=manifest_path,
+        reader_config=reader_config,
+    )
     summary: dict[str, Any] = {
         "dataset": str(dataset),
-        "models": dict(reader.models),
+        "models": models,
         **score_moves(outcomes),
-        "model_seconds": round(time.perf_counter() - start, 1),
+        "model_seconds": seconds,
     }
     plot.parent.mkdir(parents=True, exist_ok=True)
     plot_moves(summary, plot, f"{dataset.name}: the dealer's move, {summary['moves']} scenes")
@@ -130,19 +167,9 @@ def run_extra_rolls(
     reader_config: ReaderConfig | None = None,
 ) -> None:
     """Decide every labelled Extra Roll of `dataset` as the live loop would and report."""
-    from rich.progress import track
-
-    from vision.judge.evaluate import load_image, load_scenes
     from vision.layout_eval import check_extra_roll_scene, right_extra_roll, score_extra_rolls
-    from vision.onnx_session import MANIFEST_PATH, ModelError
-    from vision.reader import Reader, ReaderConfig
 
-    if not (dataset / "labels").is_dir():
-        typer.echo(
-            f"throwbox eval --extra-rolls: {dataset} is not a synthetic data set (no labels/)", err=True
-        )
-        raise typer.Exit(2)
-    labelled = [s for s in load_scenes(dataset, skip=skip) if any(d.kept for d in s.dice)]
+    labelled = [s for s in _synth_scenes(dataset, "--extra-rolls", skip=skip) if any(d.kept for d in s.dice)]
     scenes = [s for s in labelled if right_extra_roll(s) is not None]
     skipped = [s.scene_id for s in labelled if right_extra_roll(s) is None]
     scenes = scenes[:limit] if limit else scenes
@@ -154,31 +181,23 @@ def run_extra_rolls(
             err=True,
         )
         raise typer.Exit(2)
-    try:
-        reader = Reader(
-            threads=threads,
-            manifest_path=manifest_path or MANIFEST_PATH,
-            config=reader_config or ReaderConfig(),
-        )
-    except ModelError as exc:
-        typer.echo(f"throwbox eval --extra-rolls: cannot load the models: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    start = time.perf_counter()
-    outcomes = []
-    for scene in track(scenes, description=f"extra rolls {dataset.name}", transient=True, disable=as_json):
-        try:
-            image = load_image(dataset, scene)
-        except ValueError as exc:
-            typer.echo(f"throwbox eval --extra-rolls: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        if (outcome := check_extra_roll_scene(reader, scene, image)) is not None:
-            outcomes.append(outcome)
+    outcomes, models, seconds = _check_each(
+        dataset,
+        scenes,
+        check_extra_roll_scene,
+        flag="--extra-rolls",
+        label="extra rolls",
+        threads=threads,
+        as_json=as_json,
+        manifest_path=manifest_path,
+        reader_config=reader_config,
+    )
     summary: dict[str, Any] = {
         "dataset": str(dataset),
-        "models": dict(reader.models),
+        "models": models,
         **score_extra_rolls(outcomes),
         "scenes_left_out": skipped,  # kept dice, but no right Extra Roll (right_extra_roll)
-        "model_seconds": round(time.perf_counter() - start, 1),
+        "model_seconds": seconds,
     }
     if as_json:
         typer.echo(json.dumps(summary))
