@@ -120,7 +120,7 @@ class Reader:
             frame.image, weak_score=weak_score, coarse=coarse
         )
         t1 = time.perf_counter()
-        readings = self.faces(frame.image, candidates)
+        readings = self.faces(frame.image, candidates, geometry)
         t2 = time.perf_counter()
         states = self.die_state(frame.image, candidates) if self.die_state is not None else None
         verdict = judge(

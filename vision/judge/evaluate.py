@@ -123,7 +123,10 @@ def record_scene(
     image: np.ndarray[Any, Any],
     *,
     detect: DetectWithWeak | None,
-    read_faces: Callable[[np.ndarray[Any, Any], tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None,
+    read_faces: Callable[
+        [np.ndarray[Any, Any], tuple[DieCandidate, ...], TableGeometry], tuple[FaceReading, ...]
+    ]
+    | None,
     die_state: DieStateClassifier,
 ) -> SceneRecord:
     """Run the models on one scene (the detector and face reader, or the oracle when they are None).
@@ -131,6 +134,7 @@ def record_scene(
     `detect` gives the candidates and the weak peaks (`DieDetector.detect_with_weak`, at `WEAK_FLOOR`).
     """
     truth = true_dice_of(scene)
+    geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     weak: tuple[DieCandidate, ...] = ()
     if detect is None or read_faces is None:
         order = sorted(range(len(truth)), key=lambda i: truth[i].box_xyxy[0] + truth[i].box_xyxy[2])
@@ -144,7 +148,7 @@ def record_scene(
         )
     else:
         candidates, weak = detect(image)
-        readings = read_faces(image, candidates)
+        readings = read_faces(image, candidates, geometry)
     return SceneRecord(
         scene_id=scene.scene_id,
         truth_verdict=scene.verdict,
@@ -153,7 +157,7 @@ def record_scene(
         candidates=candidates,
         readings=readings,
         states=die_state(image, candidates),
-        geometry=TableGeometry(camera=scene.camera, layout=ThrowBoxLayout()),
+        geometry=geometry,
         true_dice=truth,
         weak_peaks=weak,
         motion_blur_px=_motion_px(scene.render),

@@ -14,17 +14,31 @@ weighted geometric mean of the small net's merged looks and the wide net's readi
 the wide net; 1.0 = the wide net alone, and the small net's turned looks are then skipped). With
 `second_accept`, that merged reading stands only where its top probability reaches the bar; the other unsure
 dice keep the small net's turned looks (so the turned looks are always read).
+
+Under an oblique camera: with a table calibration whose camera leans at least `rectify_min_tilt_deg` from
+straight down, each die is cut from the plane of its top face seen straight down (`crop_die_top`: the die's
+felt position from its box, the top face's plane one die edge above the felt, `rectify_span` die edges
+across) instead of from its box in the frame. The top face comes out square and the side faces, which an
+oblique camera shows with their own pips, are pushed to the crop's edge. Both the classifier and the pip
+count read that crop. A photo read without a calibration, or a camera nearly straight above, is cut from
+its box as before.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vision.onnx_session import OnnxModel
 from vision.pips.classical import PipCountConfig, count_pips, steady_count
-from vision.pips.crops import crop_die, crops_to_tensor, scaled_box
+from vision.pips.crops import crop_die, crop_die_top, crops_to_tensor, scaled_box
 from vision.types import DieCandidate, FaceReading, ImageArray
+
+if TYPE_CHECKING:
+    from vision.judge.geometry import TableGeometry
 
 SECOND_LOOK_BELOW = 0.90
 # The wide net's share of an unsure die's log-probabilities; 1.0 = it alone. Not chosen on data yet: no wide
@@ -33,6 +47,12 @@ SECOND_MODEL_WEIGHT = 1.0
 # The accept bar for that reading (`FaceReader.second_accept`); None = always taken. A wide model registered
 # as `pips_second` is read with these two values: set them to the ones its tries were judged with.
 SECOND_MODEL_ACCEPT: float | None = None
+# Crops cut from the die-top plane under a camera leaning at least this far from straight down (degrees);
+# None: always from the box. RECTIFY_SPAN: the crop's side in die edges. Chosen on the tuning sets tune-s3400
+# and tune-s3500 (the README, "Under an oblique camera"); judged on fresh sets under
+# /work/data/candidates/rectify/RULE.md.
+RECTIFY_MIN_TILT_DEG: float | None = 10.0
+RECTIFY_SPAN = 1.6
 
 
 def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -54,7 +74,11 @@ class FaceReader:
         second_model: OnnxModel | None = None,
         second_weight: float = SECOND_MODEL_WEIGHT,
         second_accept: float | None = SECOND_MODEL_ACCEPT,
+        rectify_min_tilt_deg: float | None = RECTIFY_MIN_TILT_DEG,
+        rectify_span: float = RECTIFY_SPAN,
     ) -> None:
+        if rectify_span <= 0:
+            raise ValueError(f"rectify_span must be positive, got {rectify_span}")
         if not 0.0 <= second_weight <= 1.0:
             raise ValueError(f"second_weight must be in [0, 1], got {second_weight}")
         if second_accept is not None and not 0.0 < second_accept <= 1.0:
@@ -65,6 +89,8 @@ class FaceReader:
         self.second_model = second_model
         self.second_weight = second_weight
         self.second_accept = second_accept
+        self.rectify_min_tilt_deg = rectify_min_tilt_deg
+        self.rectify_span = rectify_span
 
     def _probs(self, batch: NDArray[np.float32], model: OnnxModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
@@ -104,19 +130,47 @@ class FaceReader:
         probs[unsure] = merged
         return probs
 
+    def rectifies(self, geometry: TableGeometry | None) -> bool:
+        """Are dice under this table's camera cut from their top face's plane (`crop_die_top`)?"""
+        return (
+            geometry is not None
+            and self.rectify_min_tilt_deg is not None
+            and geometry.camera.pose.tilt_deg >= self.rectify_min_tilt_deg
+        )
+
+    def cutter(
+        self, image_bgr: ImageArray, geometry: TableGeometry | None = None
+    ) -> Callable[[DieCandidate, float], ImageArray]:
+        """`cut(candidate, scale)`: the die's crop, its side scaled by `scale` (the pip count's recount)."""
+        if geometry is None or not self.rectifies(geometry):
+            return lambda cand, scale: crop_die(image_bgr, scaled_box(cand.box_xyxy, scale))
+        camera, edge = geometry.camera, geometry.layout.die_edge_mm
+        span = edge * self.rectify_span
+
+        def cut_top(cand: DieCandidate, scale: float) -> ImageArray:
+            centre = geometry.centre_mm(cand.box_xyxy)
+            return crop_die_top(image_bgr, camera, centre, z_mm=edge, side_mm=span * scale)
+
+        return cut_top
+
     def __call__(
-        self, image_bgr: ImageArray, candidates: tuple[DieCandidate, ...]
+        self,
+        image_bgr: ImageArray,
+        candidates: tuple[DieCandidate, ...],
+        geometry: TableGeometry | None = None,
     ) -> tuple[FaceReading, ...]:
-        """One `FaceReading` per candidate, in the same order."""
+        """One `FaceReading` per candidate, in the same order; `geometry` (a table calibration) cuts the
+        crops from the die-top plane under an oblique camera (`rectifies`)."""
         if not candidates:
             return ()
-        crops = [crop_die(image_bgr, c.box_xyxy) for c in candidates]
+        cut = self.cutter(image_bgr, geometry)
+        crops = [cut(c, 1.0) for c in candidates]
         probs = self.probabilities(crops)
         readings = []
         for row, crop, cand in zip(probs, crops, candidates, strict=True):
 
-            def recount(scale: float, box: tuple[float, ...] = cand.box_xyxy) -> int | None:
-                return count_pips(crop_die(image_bgr, scaled_box(box, scale)), config=self.pip_config)
+            def recount(scale: float, c: DieCandidate = cand) -> int | None:
+                return count_pips(cut(c, scale), config=self.pip_config)
 
             count = steady_count(
                 count_pips(crop, config=self.pip_config),

@@ -6,6 +6,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from calibration.camera import Camera
 from vision.types import ImageArray
 
 CROP_PX = 64
@@ -53,6 +54,58 @@ def crop_die(
                 _shrunk=True,
             )
     out = cv2.warpAffine(image_bgr, m, (size_px, size_px), flags=interp, borderMode=cv2.BORDER_REPLICATE)
+    return np.asarray(out, np.uint8)
+
+
+def crop_die_top(
+    image_bgr: ImageArray,
+    camera: Camera,
+    centre_mm: tuple[float, float],
+    *,
+    z_mm: float,
+    side_mm: float,
+    size_px: int = CROP_PX,
+) -> ImageArray:
+    """A (size_px, size_px, 3) BGR crop of the square `side_mm` across centred on `centre_mm` in the plane
+    `z_mm` above the felt, as a camera straight above it would see that plane (the die's top face square).
+
+    The plane's square is mapped through the camera (its distortion included) at its four corners and cut
+    with the perspective transform they give: over one die the lens is as good as a pinhole. A square much
+    bigger in the frame than the crop is shrunk with area averaging first, as `crop_die` does.
+    """
+    if side_mm <= 0:
+        raise ValueError(f"side_mm must be positive, got {side_mm}")
+    (cx, cy), half = centre_mm, side_mm / 2.0
+    corners_mm = np.array(
+        [[cx - half, cy - half, z_mm], [cx + half, cy - half, z_mm], [cx + half, cy + half, z_mm],
+         [cx - half, cy + half, z_mm]],
+        np.float64,
+    )  # fmt: skip
+    corners_px = camera.project(corners_mm).astype(np.float32)
+    target = np.array([[0, 0], [size_px, 0], [size_px, size_px], [0, size_px]], np.float32)
+    source: ImageArray = image_bgr
+    side_px = float(np.mean(np.linalg.norm(corners_px - np.roll(corners_px, 1, axis=0), axis=1)))
+    scale = size_px / max(side_px, 1e-6)
+    if scale < 0.5:
+        # Shrink the square's neighbourhood with area averaging first, so pips are not aliased away.
+        h, w = image_bgr.shape[:2]
+        ix0, iy0 = (max(0, int(v) - 2) for v in corners_px.min(axis=0))
+        ix1, iy1 = (int(v) + 3 for v in corners_px.max(axis=0))
+        ix1, iy1 = min(w, ix1), min(h, iy1)
+        if ix1 - ix0 >= 2 and iy1 - iy0 >= 2:
+            f = 1.8 * scale
+            sub = image_bgr[iy0:iy1, ix0:ix1]
+            source = np.asarray(cv2.resize(sub, None, fx=f, fy=f, interpolation=cv2.INTER_AREA), np.uint8)
+            offset = np.array([ix0, iy0], np.float32)
+            factor = np.array([source.shape[1] / (ix1 - ix0), source.shape[0] / (iy1 - iy0)], np.float32)
+            corners_px = ((corners_px - offset + 0.5) * factor - 0.5).astype(np.float32)
+    # Pixel centres: crop pixel (i, j) samples the plane at ((i + 0.5) / size_px, (j + 0.5) / size_px) of the
+    # square, so the square's corners lie at -0.5 and size_px - 0.5 in crop coordinates.
+    m = cv2.getPerspectiveTransform(target - 0.5, corners_px)
+    out = cv2.warpPerspective(
+        source, m, (size_px, size_px), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_REPLICATE,
+    )  # fmt: skip
     return np.asarray(out, np.uint8)
 
 
