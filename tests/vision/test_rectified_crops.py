@@ -20,7 +20,7 @@ from tests.vision.test_second_look import RecordingSession
 from vision.judge.geometry import TableGeometry
 from vision.onnx_session import load_model
 from vision.pips.classifier import RECTIFY_MIN_TILT_DEG, RECTIFY_SPAN, FaceReader
-from vision.pips.crops import CROP_PX, crop_die, crop_die_top, crops_to_tensor
+from vision.pips.crops import CROP_PX, crop_die, crop_die_top, crops_die_top, crops_to_tensor
 from vision.types import DieCandidate
 
 EDGE = ThrowBoxLayout().die_edge_mm
@@ -105,6 +105,19 @@ def test_a_top_face_seen_obliquely_comes_out_square() -> None:
     # In the frame the same square is foreshortened: its quad is far from square.
     span = quad.max(axis=0) - quad.min(axis=0)
     assert span[1] / span[0] < 0.8
+
+
+def test_many_dice_cut_at_once_are_cut_as_one_at_a_time() -> None:
+    image = np.random.default_rng(5).integers(0, 255, (960, 1280, 3), dtype=np.uint8)
+    centres = np.array([CENTRE, (120.0, 80.0), (520.0, 400.0)], np.float64)
+    many = crops_die_top(image, OBLIQUE, centres, z_mm=EDGE, side_mm=30.0)
+    for centre, crop in zip(centres, many, strict=True):
+        one = crop_die_top(image, OBLIQUE, (float(centre[0]), float(centre[1])), z_mm=EDGE, side_mm=30.0)
+        np.testing.assert_array_equal(crop, one)
+    assert crops_die_top(image, OBLIQUE, np.zeros((0, 2)), z_mm=EDGE, side_mm=30.0) == []
+    geo = geometry(OBLIQUE)
+    boxes = [(100.0, 200.0, 140.0, 250.0), (600.0, 500.0, 650.0, 560.0)]
+    assert geo.centres_mm(boxes) == pytest.approx(np.array([geo.centre_mm(b) for b in boxes]))
 
 
 def test_a_bad_side_is_refused() -> None:

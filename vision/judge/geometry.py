@@ -30,11 +30,16 @@ class TableGeometry:
 
     def centre_mm(self, box_xyxy: Sequence[float]) -> tuple[float, float]:
         """Felt position (mm) of a die whose whole-die box this is (its centre lies half an edge up)."""
-        x0, y0, x1, y1 = (float(v) for v in box_xyxy)
-        xy = pixel_to_plane_at_height(
-            self.camera, [((x0 + x1) / 2.0, (y0 + y1) / 2.0)], z_mm=self.layout.die_edge_mm / 2.0
-        )[0]
+        xy = self.centres_mm([box_xyxy])[0]
         return (float(xy[0]), float(xy[1]))
+
+    def centres_mm(self, boxes_xyxy: Sequence[Sequence[float]]) -> np.ndarray:
+        """`centre_mm` of each box, in one go: (n, 2) felt positions in mm."""
+        if len(boxes_xyxy) == 0:
+            return np.zeros((0, 2), np.float64)
+        b = np.asarray(boxes_xyxy, np.float64).reshape(-1, 4)
+        centres = np.stack([(b[:, 0] + b[:, 2]) / 2.0, (b[:, 1] + b[:, 3]) / 2.0], axis=1)
+        return pixel_to_plane_at_height(self.camera, centres, z_mm=self.layout.die_edge_mm / 2.0)
 
     def beyond_walls_mm(self, x_mm: float, y_mm: float) -> float:
         """How far a felt point lies outside the throw box's inner walls (negative: inside)."""

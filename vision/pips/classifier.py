@@ -26,7 +26,7 @@ its box as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from vision.onnx_session import OnnxModel
 from vision.pips.classical import PipCountConfig, count_pips, steady_count
-from vision.pips.crops import crop_die, crop_die_top, crops_to_tensor, scaled_box
+from vision.pips.crops import crop_die, crops_die_top, crops_to_tensor, scaled_box
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 if TYPE_CHECKING:
@@ -140,16 +140,16 @@ class FaceReader:
 
     def cutter(
         self, image_bgr: ImageArray, geometry: TableGeometry | None = None
-    ) -> Callable[[DieCandidate, float], ImageArray]:
-        """`cut(candidate, scale)`: the die's crop, its side scaled by `scale` (the pip count's recount)."""
+    ) -> Callable[[Sequence[DieCandidate], float], list[ImageArray]]:
+        """`cut(candidates, scale)`: their crops, each side scaled by `scale` (the pip count's recount)."""
         if geometry is None or not self.rectifies(geometry):
-            return lambda cand, scale: crop_die(image_bgr, scaled_box(cand.box_xyxy, scale))
+            return lambda cands, scale: [crop_die(image_bgr, scaled_box(c.box_xyxy, scale)) for c in cands]
         camera, edge = geometry.camera, geometry.layout.die_edge_mm
         span = edge * self.rectify_span
 
-        def cut_top(cand: DieCandidate, scale: float) -> ImageArray:
-            centre = geometry.centre_mm(cand.box_xyxy)
-            return crop_die_top(image_bgr, camera, centre, z_mm=edge, side_mm=span * scale)
+        def cut_top(cands: Sequence[DieCandidate], scale: float) -> list[ImageArray]:
+            centres = geometry.centres_mm([c.box_xyxy for c in cands])
+            return crops_die_top(image_bgr, camera, centres, z_mm=edge, side_mm=span * scale)
 
         return cut_top
 
@@ -164,13 +164,13 @@ class FaceReader:
         if not candidates:
             return ()
         cut = self.cutter(image_bgr, geometry)
-        crops = [cut(c, 1.0) for c in candidates]
+        crops = cut(candidates, 1.0)
         probs = self.probabilities(crops)
         readings = []
         for row, crop, cand in zip(probs, crops, candidates, strict=True):
 
             def recount(scale: float, c: DieCandidate = cand) -> int | None:
-                return count_pips(cut(c, scale), config=self.pip_config)
+                return count_pips(cut((c,), scale)[0], config=self.pip_config)
 
             count = steady_count(
                 count_pips(crop, config=self.pip_config),

@@ -57,6 +57,38 @@ def crop_die(
     return np.asarray(out, np.uint8)
 
 
+def crops_die_top(
+    image_bgr: ImageArray,
+    camera: Camera,
+    centres_mm: NDArray[np.float64],
+    *,
+    z_mm: float,
+    side_mm: float,
+    size_px: int = CROP_PX,
+) -> list[ImageArray]:
+    """One (size_px, size_px, 3) BGR crop per row of `centres_mm` (n, 2): the square `side_mm` across centred
+    there in the plane `z_mm` above the felt, as a camera straight above it would see that plane (a die's
+    top face square).
+
+    Each square is mapped through the camera (its distortion included) at its four corners, all dice in one
+    projection, and cut with the perspective transform they give: over one die the lens is as good as a
+    pinhole. A square much bigger in the frame than the crop is shrunk with area averaging first, as
+    `crop_die` does.
+    """
+    if side_mm <= 0:
+        raise ValueError(f"side_mm must be positive, got {side_mm}")
+    centres = np.asarray(centres_mm, np.float64).reshape(-1, 2)
+    if len(centres) == 0:
+        return []
+    half = side_mm / 2.0
+    offsets = np.array([[-half, -half], [half, -half], [half, half], [-half, half]], np.float64)
+    corners_mm = np.concatenate(
+        [(centres[:, None, :] + offsets[None]).reshape(-1, 2), np.full((4 * len(centres), 1), z_mm)], axis=1
+    )
+    corners_px = camera.project(corners_mm).astype(np.float32).reshape(-1, 4, 2)
+    return [_crop_square(image_bgr, quad, size_px) for quad in corners_px]
+
+
 def crop_die_top(
     image_bgr: ImageArray,
     camera: Camera,
@@ -66,22 +98,14 @@ def crop_die_top(
     side_mm: float,
     size_px: int = CROP_PX,
 ) -> ImageArray:
-    """A (size_px, size_px, 3) BGR crop of the square `side_mm` across centred on `centre_mm` in the plane
-    `z_mm` above the felt, as a camera straight above it would see that plane (the die's top face square).
+    """`crops_die_top` for one die."""
+    centres = np.array([centre_mm], np.float64)
+    return crops_die_top(image_bgr, camera, centres, z_mm=z_mm, side_mm=side_mm, size_px=size_px)[0]
 
-    The plane's square is mapped through the camera (its distortion included) at its four corners and cut
-    with the perspective transform they give: over one die the lens is as good as a pinhole. A square much
-    bigger in the frame than the crop is shrunk with area averaging first, as `crop_die` does.
-    """
-    if side_mm <= 0:
-        raise ValueError(f"side_mm must be positive, got {side_mm}")
-    (cx, cy), half = centre_mm, side_mm / 2.0
-    corners_mm = np.array(
-        [[cx - half, cy - half, z_mm], [cx + half, cy - half, z_mm], [cx + half, cy + half, z_mm],
-         [cx - half, cy + half, z_mm]],
-        np.float64,
-    )  # fmt: skip
-    corners_px = camera.project(corners_mm).astype(np.float32)
+
+def _crop_square(image_bgr: ImageArray, corners_px: NDArray[np.float32], size_px: int) -> ImageArray:
+    """The quad `corners_px` (4, 2; a square's corners in order round it, seen in the frame) warped to a
+    (size_px, size_px) crop."""
     target = np.array([[0, 0], [size_px, 0], [size_px, size_px], [0, size_px]], np.float32)
     source: ImageArray = image_bgr
     side_px = float(np.mean(np.linalg.norm(corners_px - np.roll(corners_px, 1, axis=0), axis=1)))
