@@ -92,6 +92,13 @@ def register(app: typer.Typer) -> None:
             help="Score the Extra Roll as the live loop posts it (593.4(g), (h); synthetic scenes with kept "
             "dice): settled right or wrong, left to a person, alerts (vision/layout_eval.py).",
         ),
+        calibrated: bool = typer.Option(
+            False,
+            "--calibrated",
+            help="Synthetic scenes: read each with its own camera over the generator's throw box, as a "
+            "calibrated table reads (faces under an oblique camera cut from the die-top plane; the judge "
+            "places the dice). Without it a scene is read as a photo with no calibration.",
+        ),
         misses: Path | None = typer.Option(
             None,
             "--misses",
@@ -106,6 +113,13 @@ def register(app: typer.Typer) -> None:
         reader_config = ReaderConfig()
         if second_look_below is not None:
             reader_config = ReaderConfig(second_look_below=second_look_below)
+        if calibrated and (verdicts or extra_rolls or layout_moves):
+            typer.echo(
+                "throwbox eval: --verdicts, --layout-moves and --extra-rolls always read with the scene's "
+                "calibration; --calibrated is for the reader's figures",
+                err=True,
+            )
+            raise typer.Exit(2)
         if extra_rolls or layout_moves:
             from api.cli.eval_layout import run as run_layout
             from api.cli.eval_layout import run_extra_rolls
@@ -152,9 +166,12 @@ def register(app: typer.Typer) -> None:
         import numpy as np
         from rich.progress import track
 
+        from calibration.layout import ThrowBoxLayout
+        from datasets.format import read_scene
         from models.data import DatasetError, load_dataset
         from models.evaluate import Tally
         from vision.image import UnreadableImageError, load_image
+        from vision.judge.geometry import TableGeometry
         from vision.onnx_session import MANIFEST_PATH, ModelError
         from vision.reader import Reader
         from vision.types import DieCandidate, Frame
@@ -176,6 +193,18 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc
         box_kind = items[0].box_kind
+        geometries: dict[Path, TableGeometry] = {}
+        if calibrated:
+            labels = dataset / "labels"
+            if not labels.is_dir():
+                typer.echo(
+                    f"throwbox eval: --calibrated needs a synthetic set (no labels/ in {dataset})", err=True
+                )
+                raise typer.Exit(2)
+            for label in sorted(labels.glob("*.json")):
+                scene = read_scene(label)
+                table = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
+                geometries[(dataset / scene.image).resolve()] = table
         tally = Tally()
         oracle_right = oracle_total = 0  # the face classifier alone, on the labelled boxes
         for item in track(items, description=f"eval {dataset.name}", transient=True, disable=as_json):
@@ -185,7 +214,10 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"throwbox eval: {exc}", err=True)
                 raise typer.Exit(2) from exc
             expected = len(item.faces) if expect_from_labels and len(item.faces) else None
-            roll = reader.read(Frame(image=image, frame_id=item.path.name), expected_dice=expected)
+            geometry = geometries.get(item.path.resolve()) if calibrated else None
+            roll = reader.read(
+                Frame(image=image, frame_id=item.path.name), expected_dice=expected, geometry=geometry
+            )
             labelled = item.boxes_xyxy.copy()
             if item.box_kind == "top":  # top-face labels, widened to the whole die as in models/train_pips.py
                 centre, half = (
@@ -202,7 +234,7 @@ def register(app: typer.Typer) -> None:
                 )
                 for b in labelled
             )  # fmt: skip
-            for reading, truth in zip(reader.faces(image, oracle), item.faces, strict=True):
+            for reading, truth in zip(reader.faces(image, oracle, geometry), item.faces, strict=True):
                 oracle_right += int(reading.learned_face == int(truth))
                 oracle_total += 1
             tally.add_roll(
@@ -217,6 +249,7 @@ def register(app: typer.Typer) -> None:
             "split": split,
             "models": reader.models,
             "second_look_below": reader.faces.second_look_below,
+            "calibrated": calibrated,
             **tally.summary(box_kind=box_kind),
             "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2)
             if oracle_total
@@ -229,7 +262,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(summary))
             return
         det, faces, rolls = summary["detection"], summary["face_accuracy_pct"], summary["rolls"]
-        typer.echo(f"{dataset} [{split}]: {summary['images']} images, {summary['gt_dice']} labelled dice")
+        how = ", read with each scene's calibration" if calibrated else ""
+        typer.echo(
+            f"{dataset} [{split}]: {summary['images']} images, {summary['gt_dice']} labelled dice{how}"
+        )
         typer.echo(f"  detection: recall {det['recall_pct']}%  precision {det['precision_pct']}%")
         typer.echo(
             f"  faces: learned {faces['learned_of_matched']}% of matched; final {faces['final_of_gt_dice']}% "

@@ -218,3 +218,30 @@ def test_extra_rolls_says_when_no_scene_has_kept_dice(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is a right Extra Roll" in result.output
     both = runner.invoke(app, ["eval", str(tmp_path), "--extra-rolls", "--layout-moves"])
     assert both.exit_code == 2 and "--extra-rolls goes alone" in both.output
+
+
+def test_calibrated_reads_each_scene_with_its_own_camera(tmp_path: Path) -> None:
+    # The committed oblique frame (a camera leaning 39 degrees): as a photo the face stage is unsure of
+    # dice the calibrated read cuts from the die-top plane and reads (tests/vision/test_rectified_crops.py).
+    root = _as_synth_set(FIXTURES / "oblique", tmp_path / "oblique-set")
+    plot = str(tmp_path / "o.png")
+    as_photo = runner.invoke(app, ["eval", str(root), "--json", "--plot", plot])
+    calibrated = runner.invoke(app, ["eval", str(root), "--calibrated", "--json", "--plot", plot])
+    assert as_photo.exit_code == 0 and calibrated.exit_code == 0, as_photo.output + calibrated.output
+    photo, table = json.loads(as_photo.output), json.loads(calibrated.output)
+    assert photo["calibrated"] is False and table["calibrated"] is True
+    assert table["rolls"]["verdicts"] == {"valid": 1}
+    assert table["rolls"]["exact_valid_pct"] == 100.0
+    assert (
+        table["face_accuracy_pct"]["uncertain_of_matched"]
+        < photo["face_accuracy_pct"]["uncertain_of_matched"]
+    )
+
+
+def test_calibrated_needs_a_synthetic_set_and_goes_without_the_other_modes(tmp_path: Path) -> None:
+    plot = str(tmp_path / "e.png")
+    photos = runner.invoke(app, ["eval", str(FIXTURES), "--calibrated", "--plot", plot])
+    assert photos.exit_code == 2 and "needs a synthetic set" in photos.output
+    root = _judge_set(tmp_path)
+    both = runner.invoke(app, ["eval", str(root), "--calibrated", "--verdicts", "--plot", plot])
+    assert both.exit_code == 2 and "always read with the scene's calibration" in both.output
