@@ -52,8 +52,8 @@ def test_no_opinion_rather_than_a_guess(crop: np.ndarray) -> None:
     ],
 )
 def test_faint_pips_give_no_opinion_when_asked(face: int, pip_grey: int, counted: bool) -> None:
-    # By default (no faint-pip bar, README "Faint pips: tried, withdrawn") every one is counted, rightly;
-    # with the bar tried (48), the faint ones give no opinion.
+    # By default (no faint-pip bar, docs/history/judge.md, "Faint pips: tried, withdrawn") every one is
+    # counted, rightly; with the bar tried (48), the faint ones give no opinion.
     img = plain(300, 300)
     box = draw_die(img, face=face, centre_xy=(150, 150), edge_px=60, pip_bgr=(pip_grey,) * 3)
     crop = crop_die(img, box)

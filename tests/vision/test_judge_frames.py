@@ -81,8 +81,8 @@ def _judge_on_true_boxes(
 
 # What the judge alone gets wrong on these frames with the die-state model of 2026-11-30 03:42Z (the one
 # with `no_die`), measured with `pytest --runxfail`; strict, so a model that fixes it lifts the mark. The
-# model before it passed this case; on the tuning scenes the new one is better (README, "Detections that
-# are no die"), but not on this frame.
+# model before it passed this case; on the tuning scenes the new one is better (docs/history/judge.md,
+# "Detections that are no die"), but not on this frame.
 JUDGE_MISSES = {
     "missing": "the verdict is right (invalid) but the die-state model calls die 8, a flat die 27 % visible, "
     "off the table (p=0.93) and die 5 on die 9 (p=0.93): die_off_table names die 8 instead of no die",

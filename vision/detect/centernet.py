@@ -30,7 +30,7 @@ class DetectorConfig:
     input_long_px: int = 640  # the frame's long side is scaled to this before the net
     # Score threshold and box-size factor: chosen with `python -m models.tune_detector --synth
     # /work/data/synth/train-v1` (nellbyler train photos and synthetic scenes 1500-1559, never a test split;
-    # the table is in the README, "Accuracy and speed").
+    # the table is in docs/history/reader.md, "Accuracy and speed").
     score_threshold: float = 0.35
     nms_iou: float = 0.5
     max_dice: int = 64

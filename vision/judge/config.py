@@ -1,7 +1,8 @@
 """`JudgeConfig`: every threshold of the judgement stage in one frozen object.
 
 The defaults were chosen from data: `throwbox eval DATASET --verdicts` sweeps `min_state_confidence` and
-`overlap_stacked` on labelled synthetic scenes and plots the curves (README, "Invalid and void rolls").
+`overlap_stacked` on labelled synthetic scenes and plots the curves (docs/history/judge.md, "Measured
+(2026-11-29, on the 2-core machine)").
 They were picked on scenes generated with seed 500 (tuning) and reported on other seeds (held out).
 """
 
@@ -47,7 +48,7 @@ class JudgeConfig:
     # cocked dice read by rule 55 -> 19 % (a person reads the rest). 0.95, tried again with face stage 16b
     # (2026-11-30 night), read no cocked die wrong on two tuning sets; on a fresh set it settled one more roll
     # wrong (a die read at 0.981, in a roll it let through) and read one more cocked die's value wrong:
-    # refused (README, "Tried, refused: a lower bar for a cocked die's face").
+    # refused (docs/history/judge.md, "Tried, refused: a lower bar for a cocked die's face").
     min_cocked_face_confidence: float = 0.97
     # With a table calibration whose camera is tilted more than this from straight down, a die cocked on one
     # side is not read by rule (`cocked_unclear`): the rule reads the uppermost face, and an oblique camera
@@ -68,8 +69,9 @@ class JudgeConfig:
     # with a short count (the die beneath wholly hidden), it stands. On the tuning scenes (seeds 900 and
     # 500, judge alone and whole reader) the least overlap of a true die on a die so called, count full,
     # was 0.12; flat dice so called overlap anything from 0 to 0.45. A first candidate ruled out every call
-    # under 0.45 and read one held-out invalid roll valid (README, "Invalid and void rolls"); at 0.1, seed
-    # 900 judge alone: valid rolls called invalid/void 0.96 %, no_decision 4.6 % (0.45: 0.96 %, 1.34 %).
+    # under 0.45 and read one held-out invalid roll valid (docs/history/judge.md, "Measured (2026-11-29, on
+    # the 2-core machine)"); at 0.1, seed 900 judge alone: valid rolls called invalid/void 0.96 %,
+    # no_decision 4.6 % (0.45: 0.96 %, 1.34 %).
     stack_partner_overlap: float = 0.10
     # A detected "die" whose box's long side is more than this many times the frame's typical die (the
     # median) is not taken as a die for a call that would send the dice back: chip stacks taken for dice
@@ -86,13 +88,13 @@ class JudgeConfig:
     # die: a chip stack, a chip's edge, a mark) with at least this probability is left out of the roll
     # (`Roll.set_aside`, drawn grey on the evidence frame), the surest first and never more than the surplus.
     # Only then: a real die of a style the classifier never saw may look like no die to it (oblique white dice
-    # on wood did, README "Detections that are no die"), so nothing is set aside on a photo read without a
-    # count or with the count at or under the game's. A detection kept though most likely no die (or with this
-    # much `no_die`) makes the roll `object_unclear` (no_decision): a chip stack read as a die would settle a
-    # wrong roll. 1.0 sets nothing aside. 0.9 on the tuning scenes tune-s900 (whole reader, the die-state
-    # model of 2026-11-30 03:42Z): valid rolls `no_decision` 42.91 % at 1.0 -> 31.99 % at 0.5, 0.7 and 0.9
-    # alike, sent back 8.24 -> 8.43 %, recall of each invalid kind unchanged; 0.9, the surest, of the tie. On
-    # the real photos of matteop65's train split, 1 of 296 held-back dice gets 0.7 or more.
+    # on wood did: docs/history/judge.md, "Detections that are no die"), so nothing is set aside on a photo
+    # read without a count or with the count at or under the game's. A detection kept though most likely no
+    # die (or with this much `no_die`) makes the roll `object_unclear` (no_decision): a chip stack read as a
+    # die would settle a wrong roll. 1.0 sets nothing aside. 0.9 on the tuning scenes tune-s900 (whole reader,
+    # the die-state model of 2026-11-30 03:42Z): valid rolls `no_decision` 42.91 % at 1.0 -> 31.99 % at 0.5,
+    # 0.7 and 0.9 alike, sent back 8.24 -> 8.43 %, recall of each invalid kind unchanged; 0.9, the surest, of
+    # the tie. On the real photos of matteop65's train split, 1 of 296 held-back dice gets 0.7 or more.
     min_no_die: float = 0.90
     # With a table calibration: a die whose centre is this far beyond the throw box's inner walls is off
     # the table (a die inside has its centre at least half an edge inside the walls).

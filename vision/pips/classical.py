@@ -45,16 +45,16 @@ class PipCountConfig:
     # Faint pips can be made to give no opinion: the marked pixels (above the Otsu cut, inside the face,
     # after the opening: the pips and any other mark on the face) under this mean Lab distance from the face
     # colour (blur, glare, a small die). Off (0) by default: 48 cut the count's false vetoes of sure, right
-    # faces by about a third but also let errors through that a faint count had stopped (README, "Faint
-    # pips: tried, withdrawn": on facetune-s12 dice sure and wrong 9 -> 11). A second opinion that is often
-    # wrong still stops errors when it disagrees.
+    # faces by about a third but also let errors through that a faint count had stopped
+    # (docs/history/judge.md, "Faint pips: tried, withdrawn": on facetune-s12 dice sure and wrong 9 -> 11).
+    # A second opinion that is often wrong still stops errors when it disagrees.
     min_pip_contrast: float = 0.0
     # A count that differs from the learned face is an opinion only if the die's crop cut again from its box
     # scaled by each of these factors (same centre) counts the same (`steady_count`, used by the face stage,
     # vision/pips/classifier.py): a count that changes when the crop moves by a few pixels was reading
     # blur, glare or a side face, not pips. Only disagreeing counts are recounted, so a count that agrees
-    # costs nothing more. () turns it off. Chosen on tuning scenes (README, "A count must hold when the
-    # crop moves").
+    # costs nothing more. () turns it off. Chosen on tuning scenes (docs/history/judge.md, "A count must
+    # hold when the crop moves").
     recount_scales: tuple[float, ...] = (0.94, 1.06)
 
     def __post_init__(self) -> None:
