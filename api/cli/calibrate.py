@@ -61,9 +61,9 @@ def oblique_advice(tilt_deg: float) -> str | None:
     return (
         f"over {limit:g} deg, the reader leaves every die it sees cocked on one side to a person (an "
         "oblique camera reads the face turned toward it, not the uppermost one), and on synthetic throws it "
-        "leaves far more good rolls to a person, and sends more back, than from straight above (README, "
-        "'Wrong settlements, and top-down against oblique cameras'); mount the camera over the box if the "
-        "table allows"
+        "leaves far more good rolls to a person, and sends more back, than from straight above, though it "
+        "reads faces from the die-top plane (README, 'Invalid and void rolls', 'Measured now', and 'Under an "
+        "oblique camera'); mount the camera over the box if the table allows"
     )
 
 

@@ -215,6 +215,9 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2) from exc
             expected = len(item.faces) if expect_from_labels and len(item.faces) else None
             geometry = geometries.get(item.path.resolve()) if calibrated else None
+            if calibrated and geometry is None:
+                typer.echo(f"throwbox eval: --calibrated: no label in labels/ names {item.path}", err=True)
+                raise typer.Exit(2)
             roll = reader.read(
                 Frame(image=image, frame_id=item.path.name), expected_dice=expected, geometry=geometry
             )

@@ -230,8 +230,6 @@ def test_calibrated_reads_each_scene_with_its_own_camera(tmp_path: Path) -> None
     assert as_photo.exit_code == 0 and calibrated.exit_code == 0, as_photo.output + calibrated.output
     photo, table = json.loads(as_photo.output), json.loads(calibrated.output)
     assert photo["calibrated"] is False and table["calibrated"] is True
-    assert table["rolls"]["verdicts"] == {"valid": 1}
-    assert table["rolls"]["exact_valid_pct"] == 100.0
     assert (
         table["face_accuracy_pct"]["uncertain_of_matched"]
         < photo["face_accuracy_pct"]["uncertain_of_matched"]

@@ -36,11 +36,12 @@ class DetectorConfig:
     max_dice: int = 64
     size_scale: float = 1.05
     # A box whose long side is under this fraction of the frame's median box (and that does not touch the
-    # frame's edge) is a speck of dirt or a pip, not a die: all dice of a frame lie at about one distance
-    # from the camera. 0 turns it off. Chosen with `python -m models.tune_detector` (table in the README):
-    # on the nellbyler train photos 0.5 drops 29 of 42 false alarms and no true die; the smallest true die
-    # on the tuning sets was 0.61 of its frame's median there (0.71 in the labels of 500 synthetic scenes):
-    # those two counts came from a throwaway script on 2026-11-29, the precision/recall grid from the command.
+    # frame's edge) is a speck of dirt or a pip, not a die: all dice of a frame lie at about one distance from
+    # the camera. 0 turns it off. Chosen with `python -m models.tune_detector`
+    # (reports/reader/tune-detector.md): on the nellbyler train photos 0.5 drops 29 of 42 false alarms and no
+    # true die; the smallest true die on the tuning sets was 0.61 of its frame's median there (0.71 in the
+    # labels of 500 synthetic scenes): those two counts came from a throwaway script on 2026-11-29, the
+    # precision/recall grid from the command.
     min_size_of_median: float = 0.5
     # A die much bigger than the net learned (about 6-60 px at `input_long_px`, a few up to 150) is missed
     # and its pips come out as "dice" (a hand-held close-up). Where the reader has no table context (no

@@ -20,7 +20,7 @@ class JudgeConfig:
     # doing and the roll is `no_decision`. Higher: fewer wrong calls, more rolls for a person. 0.5 on the
     # seed-500 tuning scenes with the 20:13 die-state model (rethrow threshold 0.5): valid rolls called
     # invalid/void 4.17 %, no_decision 1.39 % (0.6: 2.31 % and 10.65 %; 0.4: the same as 0.5); the sweep
-    # plot in the README shows the trade.
+    # plot in docs/history/judge.md shows the trade.
     min_state_confidence: float = 0.50
     # A die-state call that sends the dice back to the shaker (a die on a die, a die seen off the table, a
     # die wedged on more than one side) needs at least this probability of its kind; between

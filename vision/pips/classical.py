@@ -49,8 +49,9 @@ class PipCountConfig:
     # (docs/history/judge.md, "Faint pips: tried, withdrawn": on facetune-s12 dice sure and wrong 9 -> 11).
     # A second opinion that is often wrong still stops errors when it disagrees.
     min_pip_contrast: float = 0.0
-    # A count that differs from the learned face is an opinion only if the die's crop cut again from its box
-    # scaled by each of these factors (same centre) counts the same (`steady_count`, used by the face stage,
+    # A count that differs from the learned face is an opinion only if the die's crop cut again with its side
+    # scaled by each of these factors (same centre; the box, or under a calibrated oblique camera the square
+    # on the die-top plane) counts the same (`steady_count`, used by the face stage,
     # vision/pips/classifier.py): a count that changes when the crop moves by a few pixels was reading
     # blur, glare or a side face, not pips. Only disagreeing counts are recounted, so a count that agrees
     # costs nothing more. () turns it off. Chosen on tuning scenes (docs/history/judge.md, "A count must

@@ -16,10 +16,10 @@ the wide net; 1.0 = the wide net alone, and the small net's turned looks are the
 dice keep the small net's turned looks (so the turned looks are always read).
 
 Under an oblique camera: with a table calibration whose camera leans at least `rectify_min_tilt_deg` from
-straight down, each die is cut from the plane of its top face seen straight down (`crop_die_top`: the die's
-felt position from its box, the top face's plane one die edge above the felt, `rectify_span` die edges
-across) instead of from its box in the frame. The top face comes out square and the side faces, which an
-oblique camera shows with their own pips, are pushed to the crop's edge. Both the classifier and the pip
+straight down, each die is cut from the plane of its top face seen square-on from above (`crop_die_top`:
+the die's felt position from its box, the top face's plane one die edge above the felt, `rectify_span` die
+edges across) instead of from its box in the frame. The top face comes out square and the side faces, which
+an oblique camera shows with their own pips, are pushed to the crop's edge. Both the classifier and the pip
 count read that crop. A photo read without a calibration, or a camera nearly straight above, is cut from
 its box as before.
 """
@@ -143,7 +143,15 @@ class FaceReader:
     ) -> Callable[[Sequence[DieCandidate], float], list[ImageArray]]:
         """`cut(candidates, scale)`: their crops, each side scaled by `scale` (the pip count's recount)."""
         if geometry is None or not self.rectifies(geometry):
-            return lambda cands, scale: [crop_die(image_bgr, scaled_box(c.box_xyxy, scale)) for c in cands]
+
+            def cut_box(cands: Sequence[DieCandidate], scale: float) -> list[ImageArray]:
+                # The box itself at scale 1 (scaled_box(box, 1.0) may differ from it by a float's last bit).
+                return [
+                    crop_die(image_bgr, c.box_xyxy if scale == 1.0 else scaled_box(c.box_xyxy, scale))
+                    for c in cands
+                ]
+
+            return cut_box
         camera, edge = geometry.camera, geometry.layout.die_edge_mm
         span = edge * self.rectify_span
 

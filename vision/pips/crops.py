@@ -67,8 +67,9 @@ def crops_die_top(
     size_px: int = CROP_PX,
 ) -> list[ImageArray]:
     """One (size_px, size_px, 3) BGR crop per row of `centres_mm` (n, 2): the square `side_mm` across centred
-    there in the plane `z_mm` above the felt, as a camera straight above it would see that plane (a die's
-    top face square).
+    there in the plane `z_mm` above the felt, seen square-on from above (a die's top face square). The crop's
+    x and y run with the table's x and y, so it is the mirror image of what a camera above the table sees;
+    every d6 face looks the same mirrored as turned, and the face model reads dice at any turn.
 
     Each square is mapped through the camera (its distortion included) at its four corners, all dice in one
     projection, and cut with the perspective transform they give: over one die the lens is as good as a
