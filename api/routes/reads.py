@@ -2,7 +2,10 @@
 
 `POST /v1/reads` (multipart: `image` file, optional `expect` and `table_id` fields), role reader. The read,
 its annotated evidence frame and an audit entry are committed before the answer. The models are loaded
-once per app, on the first read.
+once per app, on the first read. A `table_id` naming a table with a stored calibration (its
+`calibration_id`) reads the frame as that table's camera sees it, as `throwbox read --table` does: the judge
+places the dice on the felt and, under an oblique camera, faces are cut from the die-top plane; the answer
+names the calibration used (`calibration_id`, null when the frame was read from the image alone).
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile, status
 
+from api.db.models import GameTable
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
 from api.read_records import record_read
 
 if TYPE_CHECKING:
+    from api.db.session import Database
+    from api.settings import Settings
+    from calibration.table import TableCalibration
     from vision.reader import Reader
 
 router = APIRouter(prefix="/v1/reads", tags=["reads"])
@@ -85,10 +92,21 @@ def create_read(
         frame_bgr = decode_image(data, source=image.filename or "upload")
     except UnreadableImageError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+    calibration = _table_calibration(database, settings, table_id, frame_bgr.shape[1], frame_bgr.shape[0])
+    geometry = None
+    if calibration is not None:
+        from vision.judge.geometry import TableGeometry
+
+        geometry = TableGeometry.from_calibration(calibration)
     reader = get_reader(request)
     read_id = uuid.uuid4().hex
-    roll = reader.read(Frame(image=frame_bgr, frame_id=read_id, table_id=table_id), expected_dice=expect)
-    document = roll.as_dict()
+    roll = reader.read(
+        Frame(image=frame_bgr, frame_id=read_id, table_id=table_id), expected_dice=expect, geometry=geometry
+    )
+    document = {
+        **roll.as_dict(),
+        "calibration_id": None if calibration is None else calibration.calibration_id,
+    }
     ok, encoded = cv2.imencode(".jpg", annotate(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
     evidence = bytes(encoded) if ok else b""
     with database.session() as session:
@@ -103,3 +121,38 @@ def create_read(
         )
     metrics.reads.labels(verdict=str(document["verdict"])).inc()
     return {"read_id": read_id, "evidence_sha256": sha256, **document}
+
+
+def _table_calibration(
+    database: Database, settings: Settings, table_id: str | None, width: int, height: int
+) -> TableCalibration | None:
+    """The stored calibration of the table `table_id` names, if it has one; None for no table, an unknown
+    table or one with no calibration. A frame of another resolution than the calibration's is refused (422);
+    a stored calibration that cannot be read is the service's fault (503, naming it)."""
+    if table_id is None:
+        return None
+    from calibration.errors import CalibrationError, CalibrationNotFoundError
+    from calibration.store import load_table
+
+    with database.session() as session:
+        table = session.get(GameTable, table_id)
+        calibration_id = None if table is None else table.calibration_id
+    if calibration_id is None:
+        return None
+    try:
+        calibration = load_table(settings.calibration_dir, calibration_id)
+    except CalibrationNotFoundError:
+        return None
+    except CalibrationError as exc:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail=f"table {table_id!r}: its calibration {calibration_id!r} cannot be read: {exc}",
+        ) from exc
+    if (width, height) != calibration.resolution_wh:
+        want = calibration.resolution_wh
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            detail=f"the image is {width}x{height} but table {table_id!r} was calibrated at "
+            f"{want[0]}x{want[1]}",
+        )
+    return calibration

@@ -56,3 +56,43 @@ def test_read_refuses_a_corrupt_calibration(scenes: Scenes, tmp_path: Path) -> N
     cv2.imwrite(str(frame), scenes.empty)
     code, _, err = _read(str(frame), "--table", "t-small", "--calibration-dir", str(tmp_path))
     assert code == 2 and "t-small" in err
+
+
+def test_the_api_reads_with_the_tables_calibration(scenes: Scenes, tmp_path: Path) -> None:
+    """`POST /v1/reads` with a `table_id` whose table has a stored calibration reads as that table's camera
+    sees (as `throwbox read --table` does) and names the calibration; an unknown table or one with no
+    calibration reads from the image alone; a frame of another resolution is refused, saying why."""
+    import httpx
+
+    from api.auth import Role, create_key
+    from api.db.models import GameTable
+    from api.main import create_app
+    from api.settings import Settings
+    from tests.conftest import serve_app
+
+    settings = Settings(data_dir=tmp_path / "data")
+    save_table(scenes.cal, settings.calibration_dir)
+    app = create_app(settings)
+    with serve_app(app) as base_url, httpx.Client(timeout=60) as http:
+        with app.state.database.session() as session:
+            key = create_key(session, role=Role.READER, name="camera").secret
+            session.add(GameTable(id="T1", game="hrd10", settings={}, calibration_id="t-small"))
+            session.add(GameTable(id="T2", game="hrd10", settings={}))
+        headers = {"Authorization": f"Bearer {key}"}
+        ok, png = cv2.imencode(".png", scenes.empty)
+        assert ok
+
+        def post(table: str, image: bytes = png.tobytes()) -> httpx.Response:
+            files = {"image": ("frame.png", image, "image/png")}
+            return http.post(f"{base_url}/v1/reads", files=files, data={"table_id": table}, headers=headers)
+
+        calibrated = post("T1")
+        assert calibrated.status_code == 201, calibrated.text
+        assert calibrated.json()["calibration_id"] == scenes.cal.calibration_id
+        for table in ("T2", "nowhere"):
+            alone = post(table)
+            assert alone.status_code == 201, alone.text
+            assert alone.json()["calibration_id"] is None
+        ok, other = cv2.imencode(".png", np.full((480, 800, 3), 90, np.uint8))
+        refused = post("T1", other.tobytes())
+        assert refused.status_code == 422 and "calibrated at 640x360" in refused.json()["detail"]
