@@ -6,6 +6,10 @@ Data seen: dice of the nellbyler train split (never its test split), the matteop
 valid/; its boxes hold the top face only, so they are widened to the whole die), and optionally synthetic
 train scenes. Each sample is `vision.pips.crops.crop_die` on a jittered box (the detector's error), turned by
 a random angle, with strong colour augmentation (hue rotation, inversion, grey, blur, noise, JPEG).
+`--plane-synth DIR`: synthetic scenes whose dice under a camera leaning at least the reader's bar
+(`RECTIFY_MIN_TILT_DEG`) are cut as the reader cuts them with a calibration, from the die-top plane
+(`vision.pips.crops.crops_die_top`, the felt position from the die's true box, jittered); their other
+dice as boxes.
 """
 
 from __future__ import annotations
@@ -18,10 +22,16 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from calibration.camera import Camera
 from models.augment import photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
 from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
-from vision.pips.crops import CROP_PX, crop_die
+from vision.pips.classifier import RECTIFY_MIN_TILT_DEG, RECTIFY_SPAN
+from vision.pips.crops import CROP_PX, crop_die, crops_die_top
+
+# A frame whose dice are cut from the die-top plane: its image, camera, die edge (mm) and each die's felt
+# position (mm) and face.
+PlaneFrame = tuple[NDArray[np.uint8], Camera, float, list[tuple[float, float, int]]]
 
 MODEL_DIR = Path(__file__).resolve().parent / "pips_facenet"
 WIDE_MODEL_DIR = Path(__file__).resolve().parent / "pips_wide"
@@ -40,6 +50,8 @@ class CropSampler:
         self.rng = np.random.default_rng(seed)
         self.images: list[NDArray[np.uint8]] = []
         self.dice: list[tuple[int, NDArray[np.float32], int]] = []  # (image index, box, face)
+        self.frames: list[tuple[NDArray[np.uint8], Camera, float]] = []  # whole frames for plane crops
+        self.plane: list[tuple[int, float, float, int]] = []  # (frame index, felt x, y mm, face)
         for it in items:
             img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
             if img is None:
@@ -60,9 +72,29 @@ class CropSampler:
                 shift = np.array([x0, y0, x0, y0], np.float32)
                 self.dice.append((len(self.images) - 1, (b - shift).astype(np.float32), int(face)))
 
+    def add_plane(self, frames: list[PlaneFrame]) -> None:
+        """Dice to cut from the die-top plane: per frame its image, camera, die edge (mm) and each die's true
+        felt position and face."""
+        for image, camera, edge, dice in frames:
+            self.frames.append((image, camera, edge))
+            for x, y, face in dice:
+                self.plane.append((len(self.frames) - 1, x, y, face))
+
+    def __len__(self) -> int:
+        return len(self.dice) + len(self.plane)
+
     def sample(self, index: int | None = None) -> tuple[NDArray[np.uint8], int]:
         rng = self.rng
-        i = int(rng.integers(len(self.dice))) if index is None else index
+        i = int(rng.integers(len(self))) if index is None else index
+        big_px = round(CROP_PX * CONTEXT)
+        if i >= len(self.dice):
+            frame_idx, x, y, face = self.plane[i - len(self.dice)]
+            image, camera, edge = self.frames[frame_idx]
+            # The felt position from a detector's box is off by a few percent of the die, the span likewise.
+            centre = np.array([[x, y]]) + rng.normal(0, 0.05, size=(1, 2)) * edge
+            span = RECTIFY_SPAN * edge * float(np.exp(rng.normal(0, 0.08))) * CONTEXT
+            big = crops_die_top(image, camera, centre, z_mm=edge, side_mm=span, size_px=big_px)[0]
+            return self._finish(big, face)
         img_idx, box, face = self.dice[i]
         w, h = box[2] - box[0], box[3] - box[1]
         side = max(w, h)
@@ -70,8 +102,13 @@ class CropSampler:
         c = (box[:2] + box[2:]) / 2 + rng.normal(0, 0.05, size=2) * side
         s = np.array([w, h]) * np.exp(rng.normal(0, 0.08, size=2)) * CONTEXT / 2
         jittered = np.array([c[0] - s[0], c[1] - s[1], c[0] + s[0], c[1] + s[1]], np.float32)
-        big_px = round(CROP_PX * CONTEXT)
         big = crop_die(self.images[img_idx], jittered, size_px=big_px)
+        return self._finish(big, face)
+
+    def _finish(self, big: NDArray[np.uint8], face: int) -> tuple[NDArray[np.uint8], int]:
+        """A random turn, the centre crop, sometimes low resolution, the colour augmentation."""
+        rng = self.rng
+        big_px = big.shape[0]
         rot = cv2.getRotationMatrix2D((big_px / 2 - 0.5, big_px / 2 - 0.5), float(rng.uniform(0, 360)), 1.0)
         big = np.asarray(
             cv2.warpAffine(big, rot, (big_px, big_px), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT),
@@ -84,6 +121,42 @@ class CropSampler:
             tiny = cv2.resize(crop, (small, small), interpolation=cv2.INTER_AREA)
             crop = np.asarray(cv2.resize(tiny, (CROP_PX, CROP_PX)), np.uint8)
         return photometric(crop, rng), face
+
+
+def plane_split(folder: Path) -> tuple[list[LabelledImage], list[PlaneFrame]]:
+    """A synthetic folder's scenes: those under a camera leaning less than the reader's bar as box items,
+    the others as whole frames with each die's felt position (from its true box, as the reader places a
+    detected die) and face: dice with a face by the rules and at least 30 % visible, as `load_synth` keeps."""
+    from calibration.layout import ThrowBoxLayout
+    from datasets import loaders
+    from vision.judge.geometry import TableGeometry
+
+    edge = ThrowBoxLayout().die_edge_mm
+    bar = RECTIFY_MIN_TILT_DEG if RECTIFY_MIN_TILT_DEG is not None else 90.0
+    box_items: list[LabelledImage] = []
+    frames: list[PlaneFrame] = []
+    for scene in loaders.load_synth(folder, min_visible=0.3):
+        truth = scene.truth
+        assert truth is not None
+        dice = [d for d in truth.dice if d.face is not None and d.in_image and d.visible_fraction >= 0.3]
+        if truth.camera.pose.tilt_deg < bar:
+            box_items.append(
+                LabelledImage(
+                    path=scene.image_path,
+                    boxes_xyxy=np.asarray([d.box_xyxy for d in dice], np.float32).reshape(-1, 4),
+                    faces=np.asarray([d.face for d in dice], np.int64),
+                )
+            )
+            continue
+        image = cv2.imread(str(scene.image_path), cv2.IMREAD_COLOR)
+        if image is None:
+            raise SystemExit(f"unreadable training image {scene.image_path}")
+        # Where the reader puts each die: its felt position from its box, as `TableGeometry.centres_mm` does.
+        geometry = TableGeometry(camera=truth.camera, layout=ThrowBoxLayout())
+        centres = geometry.centres_mm([d.box_xyxy for d in dice])
+        felt = [(float(c[0]), float(c[1]), int(d.face or 0)) for c, d in zip(centres, dice, strict=True)]
+        frames.append((np.asarray(image, np.uint8), truth.camera, edge, felt))
+    return box_items, frames
 
 
 def main() -> None:
@@ -112,6 +185,14 @@ def main() -> None:
         action="append",
         default=[],
         help="more synthetic scene folders, every scene (repeat; e.g. the judge's chips and layout boxes)",
+    )
+    parser.add_argument(
+        "--plane-synth",
+        type=Path,
+        action="append",
+        default=[],
+        help="synthetic scene folders whose dice under an oblique camera are cut from the die-top plane, as "
+        "the reader cuts them with a calibration (repeat); their other dice from their boxes",
     )
     parser.add_argument(
         "--init",
@@ -159,8 +240,17 @@ def main() -> None:
         items += load_synth(args.synth, limit=args.synth_limit)
     for folder in args.synth_extra:
         items += load_synth(folder)
+    plane_frames: list[PlaneFrame] = []
+    for folder in args.plane_synth:
+        box_items, frames = plane_split(folder)
+        items += box_items
+        plane_frames += frames
     sampler = CropSampler(items, args.seed)
-    print(f"training on {len(sampler.dice)} dice from {len(items)} images")
+    sampler.add_plane(plane_frames)
+    print(
+        f"training on {len(sampler)} dice from {len(items) + len(plane_frames)} images "
+        f"({len(sampler.plane)} cut from the die-top plane)"
+    )
 
     wide = args.arch == "wide"
     model = WideFaceClassifier() if wide else FaceClassifier()
