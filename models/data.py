@@ -9,9 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from calibration.camera import Camera
 
 SHARED_REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "real"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
@@ -29,6 +33,7 @@ class LabelledImage:
     boxes_xyxy: NDArray[np.float32]
     faces: NDArray[np.int64]  # (n,) 1..6 (0: no face, only from `load_synth(all_dice=True)`)
     box_kind: str = "die"  # "die": the whole die as seen; "top": the top face only (matteop65)
+    camera: Camera | None = None  # synthetic scenes: the camera that took the frame (its calibration)
 
     def __post_init__(self) -> None:
         if self.boxes_xyxy.ndim != 2 or self.boxes_xyxy.shape[1] != 4:
@@ -122,6 +127,7 @@ def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[La
                 boxes_xyxy=np.asarray([d.box_xyxy for d in dice], np.float32).reshape(-1, 4),
                 faces=np.asarray([d.face or d.face_visible or 0 for d in dice], np.int64),
                 box_kind="die",
+                camera=None if scene.truth is None else scene.truth.camera,
             )
         )
     return items

@@ -124,38 +124,27 @@ class CropSampler:
 
 
 def plane_split(folder: Path) -> tuple[list[LabelledImage], list[PlaneFrame]]:
-    """A synthetic folder's scenes: those under a camera leaning less than the reader's bar as box items,
-    the others as whole frames with each die's felt position (from its true box, as the reader places a
-    detected die) and face: dice with a face by the rules and at least 30 % visible, as `load_synth` keeps."""
+    """A synthetic folder's scenes (as `load_synth` keeps their dice): those under a camera leaning less
+    than the reader's bar as box items, the others as whole frames with each die's felt position (from its
+    box, as the reader places a detected die) and face."""
     from calibration.layout import ThrowBoxLayout
-    from datasets import loaders
     from vision.judge.geometry import TableGeometry
 
-    edge = ThrowBoxLayout().die_edge_mm
+    layout = ThrowBoxLayout()
     bar = RECTIFY_MIN_TILT_DEG if RECTIFY_MIN_TILT_DEG is not None else 90.0
     box_items: list[LabelledImage] = []
     frames: list[PlaneFrame] = []
-    for scene in loaders.load_synth(folder, min_visible=0.3):
-        truth = scene.truth
-        assert truth is not None
-        dice = [d for d in truth.dice if d.face is not None and d.in_image and d.visible_fraction >= 0.3]
-        if truth.camera.pose.tilt_deg < bar:
-            box_items.append(
-                LabelledImage(
-                    path=scene.image_path,
-                    boxes_xyxy=np.asarray([d.box_xyxy for d in dice], np.float32).reshape(-1, 4),
-                    faces=np.asarray([d.face for d in dice], np.int64),
-                )
-            )
+    for item in load_synth(folder):
+        assert item.camera is not None  # a synthetic scene's label gives its camera
+        if item.camera.pose.tilt_deg < bar:
+            box_items.append(item)
             continue
-        image = cv2.imread(str(scene.image_path), cv2.IMREAD_COLOR)
+        image = cv2.imread(str(item.path), cv2.IMREAD_COLOR)
         if image is None:
-            raise SystemExit(f"unreadable training image {scene.image_path}")
-        # Where the reader puts each die: its felt position from its box, as `TableGeometry.centres_mm` does.
-        geometry = TableGeometry(camera=truth.camera, layout=ThrowBoxLayout())
-        centres = geometry.centres_mm([d.box_xyxy for d in dice])
-        felt = [(float(c[0]), float(c[1]), int(d.face or 0)) for c, d in zip(centres, dice, strict=True)]
-        frames.append((np.asarray(image, np.uint8), truth.camera, edge, felt))
+            raise SystemExit(f"unreadable training image {item.path}")
+        centres = TableGeometry(camera=item.camera, layout=layout).centres_mm(item.boxes_xyxy.tolist())
+        felt = [(float(c[0]), float(c[1]), int(f)) for c, f in zip(centres, item.faces, strict=True)]
+        frames.append((np.asarray(image, np.uint8), item.camera, layout.die_edge_mm, felt))
     return box_items, frames
 
 

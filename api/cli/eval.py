@@ -167,7 +167,6 @@ def register(app: typer.Typer) -> None:
         from rich.progress import track
 
         from calibration.layout import ThrowBoxLayout
-        from datasets.format import read_scene
         from models.data import DatasetError, load_dataset
         from models.evaluate import Tally
         from vision.image import UnreadableImageError, load_image
@@ -193,18 +192,14 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"throwbox eval: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc
         box_kind = items[0].box_kind
-        geometries: dict[Path, TableGeometry] = {}
-        if calibrated:
-            labels = dataset / "labels"
-            if not labels.is_dir():
-                typer.echo(
-                    f"throwbox eval: --calibrated needs a synthetic set (no labels/ in {dataset})", err=True
-                )
-                raise typer.Exit(2)
-            for label in sorted(labels.glob("*.json")):
-                scene = read_scene(label)
-                table = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
-                geometries[(dataset / scene.image).resolve()] = table
+        if calibrated and any(item.camera is None for item in items):
+            typer.echo(
+                f"throwbox eval: --calibrated needs a synthetic set, whose labels give each frame's camera "
+                f"({dataset} has none)",
+                err=True,
+            )
+            raise typer.Exit(2)
+        layout = ThrowBoxLayout()
         tally = Tally()
         oracle_right = oracle_total = 0  # the face classifier alone, on the labelled boxes
         for item in track(items, description=f"eval {dataset.name}", transient=True, disable=as_json):
@@ -214,10 +209,9 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"throwbox eval: {exc}", err=True)
                 raise typer.Exit(2) from exc
             expected = len(item.faces) if expect_from_labels and len(item.faces) else None
-            geometry = geometries.get(item.path.resolve()) if calibrated else None
-            if calibrated and geometry is None:
-                typer.echo(f"throwbox eval: --calibrated: no label in labels/ names {item.path}", err=True)
-                raise typer.Exit(2)
+            geometry = (
+                TableGeometry(camera=item.camera, layout=layout) if calibrated and item.camera else None
+            )
             roll = reader.read(
                 Frame(image=image, frame_id=item.path.name), expected_dice=expected, geometry=geometry
             )
