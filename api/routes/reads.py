@@ -131,7 +131,7 @@ def _table_calibration(
     a stored calibration that cannot be read is the service's fault (503, naming it)."""
     if table_id is None:
         return None
-    from calibration.errors import CalibrationError, CalibrationNotFoundError
+    from calibration.errors import CalibrationError, CalibrationNotFoundError, ResolutionMismatchError
     from calibration.store import load_table
 
     with database.session() as session:
@@ -140,19 +140,16 @@ def _table_calibration(
     if calibration_id is None:
         return None
     try:
-        calibration = load_table(settings.calibration_dir, calibration_id)
+        calibration = load_table(settings.calibration_dir, calibration_id, resolution_wh=(width, height))
     except CalibrationNotFoundError:
         return None
+    except ResolutionMismatchError as exc:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, detail=f"table {table_id!r}: the image does not fit: {exc}"
+        ) from exc
     except CalibrationError as exc:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             detail=f"table {table_id!r}: its calibration {calibration_id!r} cannot be read: {exc}",
         ) from exc
-    if (width, height) != calibration.resolution_wh:
-        want = calibration.resolution_wh
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            detail=f"the image is {width}x{height} but table {table_id!r} was calibrated at "
-            f"{want[0]}x{want[1]}",
-        )
     return calibration

@@ -95,4 +95,5 @@ def test_the_api_reads_with_the_tables_calibration(scenes: Scenes, tmp_path: Pat
             assert alone.json()["calibration_id"] is None
         ok, other = cv2.imencode(".png", np.full((480, 800, 3), 90, np.uint8))
         refused = post("T1", other.tobytes())
-        assert refused.status_code == 422 and "calibrated at 640x360" in refused.json()["detail"]
+        assert refused.status_code == 422 and "640x360" in refused.json()["detail"]
+        assert "800x480" in refused.json()["detail"]

@@ -57,6 +57,8 @@ def test_recount_scales_are_checked(bad: tuple[float, ...]) -> None:
 
 def test_scaled_box_keeps_the_centre() -> None:
     assert scaled_box((10.0, 20.0, 30.0, 60.0), 1.5) == (5.0, 10.0, 35.0, 70.0)
+    # At scale 1 the box itself, to the last bit (the centre plus half-side would move 1236.7 by one).
+    assert scaled_box((1236.7, 705.1, 1414.0, 883.1), 1.0) == (1236.7, 705.1, 1414.0, 883.1)
 
 
 def _three(tmp_path: Path, face_read: int) -> tuple[FaceReader, ImageArray, tuple[DieCandidate, ...]]:

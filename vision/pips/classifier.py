@@ -143,15 +143,7 @@ class FaceReader:
     ) -> Callable[[Sequence[DieCandidate], float], list[ImageArray]]:
         """`cut(candidates, scale)`: their crops, each side scaled by `scale` (the pip count's recount)."""
         if geometry is None or not self.rectifies(geometry):
-
-            def cut_box(cands: Sequence[DieCandidate], scale: float) -> list[ImageArray]:
-                # The box itself at scale 1 (scaled_box(box, 1.0) may differ from it by a float's last bit).
-                return [
-                    crop_die(image_bgr, c.box_xyxy if scale == 1.0 else scaled_box(c.box_xyxy, scale))
-                    for c in cands
-                ]
-
-            return cut_box
+            return lambda cands, scale: [crop_die(image_bgr, scaled_box(c.box_xyxy, scale)) for c in cands]
         camera, edge = geometry.camera, geometry.layout.die_edge_mm
         span = edge * self.rectify_span
 

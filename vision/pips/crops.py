@@ -135,8 +135,11 @@ def _crop_square(image_bgr: ImageArray, corners_px: NDArray[np.float32], size_px
 
 
 def scaled_box(box_xyxy: tuple[float, ...], scale: float) -> tuple[float, float, float, float]:
-    """The box scaled by `scale` about its centre (the pip count's recount cuts its crops from these)."""
+    """The box scaled by `scale` about its centre (the pip count's recount cuts its crops from these); at
+    scale 1 the box itself, to the last bit (centre plus half-side can differ from the corner by one)."""
     x0, y0, x1, y1 = box_xyxy
+    if scale == 1.0:
+        return (float(x0), float(y0), float(x1), float(y1))
     cx, cy, hw, hh = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2 * scale, (y1 - y0) / 2 * scale
     return (cx - hw, cy - hh, cx + hw, cy + hh)
 
