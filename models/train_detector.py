@@ -203,45 +203,14 @@ def targets(boxes: NDArray[np.float32], size: int) -> NDArray[np.float32]:
     return t
 
 
-def export_detector(model: Any, path: Path, *, example_hw: tuple[int, int] = (480, 640)) -> None:
-    """The detector's ONNX export: input "image" (1, 3, H, W), output "head" (1, 5, H/4, W/4); H, W free."""
-    export_onnx(
-        model,
-        path,
-        example_shape=(1, 3, *example_hw),
-        input_name="image",
-        output_name="head",
-        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
-    )
-
-
-def main() -> None:
-    require_torch()
-    import torch
-
-    from models.export import dated_name, register
-    from models.nets import DieDetector
-
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--minutes", type=float, default=25.0, help="wall-time budget for training")
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The training data options, shared with models/distill_detector.py."""
     parser.add_argument("--real", type=Path, default=SHARED_REAL / "d6-topdown-nellbyler")
     parser.add_argument(
         "--synth", type=Path, action="append", default=[], help="synthetic train scenes (repeatable)"
     )
     parser.add_argument(
         "--synth-limit", type=int, default=300, help="use the first N scenes of each synthetic folder"
-    )
-    parser.add_argument(
-        "--init",
-        type=Path,
-        default=None,
-        help="start from these weights: a last.pt checkpoint, or a committed .onnx export (its batch norms "
-        f"rebuilt from {CALIBRATION_CROPS} training crops, models/from_onnx.py)",
     )
     parser.add_argument(
         "--matteop65", type=Path, default=None, help="matteop65 train/ folder (top-face boxes widened 1.2x)"
@@ -267,15 +236,16 @@ def main() -> None:
         help="mine the hard negatives with the detector this manifest names (default: the registered one), "
         "e.g. a candidate's own false alarms",
     )
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=MODEL_DIR)
-    parser.add_argument(
-        "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
-    )
-    args = parser.parse_args()
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+
+def load_training_data(
+    args: argparse.Namespace,
+) -> tuple[
+    list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]],
+    list[NDArray[np.float32]] | None,
+    Sampler,
+]:
+    """The training scenes, their mined false alarms (None without --hard-negatives) and the sampler."""
     items = load_nellbyler(args.real, "train")  # never the test split
     n_real = len(items)
     for folder in args.synth:
@@ -303,19 +273,108 @@ def main() -> None:
         print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
     sampler = Sampler(scenes, args.seed, false_alarms=false_alarms, hard_share=args.hard_negatives)
     print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
+    return scenes, false_alarms, sampler
+
+
+def detection_loss(out: Any, t: Any) -> tuple[Any, Any, Any]:
+    """CenterNet's loss terms on a batch: focal loss on the heat, L1 on log size and offset at the centres."""
+    import torch
+
+    heat = out[:, 0].clamp(1e-4, 1 - 1e-4)
+    gt = t[:, 0]
+    pos = (gt == 1).float()
+    n_pos = pos.sum().clamp(min=1)
+    pos_loss = torch.log(heat) * (1 - heat) ** 2 * pos
+    neg_loss = torch.log(1 - heat) * heat**2 * (1 - gt) ** 4 * (1 - pos)
+    focal = -(pos_loss.sum() + neg_loss.sum()) / n_pos
+    mask = t[:, 5:6]
+    size_l1 = (torch.abs(out[:, 1:3] - t[:, 1:3]) * mask).sum() / n_pos
+    off_l1 = (torch.abs(out[:, 3:5] - t[:, 3:5]) * mask).sum() / n_pos
+    return focal, size_l1, off_l1
+
+
+def draw_batch(sampler: Sampler, n: int) -> tuple[Any, Any]:
+    """`n` samples as tensors: images (n, 3, CROP, CROP) RGB in 0..1 and their targets (n, 6, ...)."""
+    import torch
+
+    imgs, tgts = [], []
+    for _ in range(n):
+        img, boxes = sampler.sample()
+        imgs.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
+        tgts.append(targets(boxes, CROP))
+    return torch.from_numpy(np.stack(imgs)), torch.from_numpy(np.stack(tgts))
+
+
+def load_detector_onnx(
+    model: Any,
+    onnx_path: Path,
+    scenes: list[tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.int64]]],
+    false_alarms: list[NDArray[np.float32]] | None,
+    args: argparse.Namespace,
+) -> None:
+    """Put an exported detector's weights into `model`, batch norms rebuilt from training crops.
+
+    The calibration crops come from a sampler of their own (seed + 1), so the run's draws stay those of
+    --seed.
+    """
+    import torch
+
+    from models.from_onnx import init_from_onnx
+
+    calib = Sampler(scenes, args.seed + 1, false_alarms=false_alarms, hard_share=args.hard_negatives)
+    x, _ = draw_batch(calib, CALIBRATION_CROPS)
+    del calib  # it holds a copy of every die patch
+    init_from_onnx(model, onnx_path, torch.as_tensor(x))
+
+
+def export_detector(model: Any, path: Path, *, example_hw: tuple[int, int] = (480, 640)) -> None:
+    """The detector's ONNX export: input "image" (1, 3, H, W), output "head" (1, 5, H/4, W/4); H, W free."""
+    export_onnx(
+        model,
+        path,
+        example_shape=(1, 3, *example_hw),
+        input_name="image",
+        output_name="head",
+        dynamic_axes={"image": {2: "h", 3: "w"}, "head": {2: "h4", 3: "w4"}},
+    )
+
+
+def main() -> None:
+    require_torch()
+    import torch
+
+    from models.export import dated_name, register
+    from models.nets import DieDetector
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, default=25.0, help="wall-time budget for training")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    add_data_arguments(parser)
+    parser.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="start from these weights: a last.pt checkpoint, or a committed .onnx export (its batch norms "
+        f"rebuilt from {CALIBRATION_CROPS} training crops, models/from_onnx.py)",
+    )
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=MODEL_DIR)
+    parser.add_argument(
+        "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
+    )
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    scenes, false_alarms, sampler = load_training_data(args)
 
     model = DieDetector()
     if args.init is not None and args.init.suffix == ".onnx":
-        from models.from_onnx import init_from_onnx
-
-        # The calibration crops come from a sampler of their own, so the run's draws stay those of --seed.
-        calib = Sampler(scenes, args.seed + 1, false_alarms=false_alarms, hard_share=args.hard_negatives)
-        crops = [calib.sample()[0] for _ in range(CALIBRATION_CROPS)]
-        calibration = torch.from_numpy(
-            np.stack([c[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255 for c in crops])
-        )
-        init_from_onnx(model, args.init, calibration)
-        del calib, crops, calibration  # the second sampler holds a copy of every die patch
+        load_detector_onnx(model, args.init, scenes, false_alarms, args)
         print(f"starting from {args.init} (batch norms from {CALIBRATION_CROPS} training crops)")
     elif args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
@@ -323,24 +382,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     def step_loss() -> tuple[torch.Tensor, str]:
-        imgs, tgts = [], []
-        for _ in range(args.batch):
-            img, boxes = sampler.sample()
-            imgs.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
-            tgts.append(targets(boxes, CROP))
-        x = torch.from_numpy(np.stack(imgs))
-        t = torch.from_numpy(np.stack(tgts))
-        out = model(x)
-        heat = out[:, 0].clamp(1e-4, 1 - 1e-4)
-        gt = t[:, 0]
-        pos = (gt == 1).float()
-        n_pos = pos.sum().clamp(min=1)
-        pos_loss = torch.log(heat) * (1 - heat) ** 2 * pos
-        neg_loss = torch.log(1 - heat) * heat**2 * (1 - gt) ** 4 * (1 - pos)
-        focal = -(pos_loss.sum() + neg_loss.sum()) / n_pos
-        mask = t[:, 5:6]
-        size_l1 = (torch.abs(out[:, 1:3] - t[:, 1:3]) * mask).sum() / n_pos
-        off_l1 = (torch.abs(out[:, 3:5] - t[:, 3:5]) * mask).sum() / n_pos
+        x, t = draw_batch(sampler, args.batch)
+        focal, size_l1, off_l1 = detection_loss(model(x), t)
         return focal + size_l1 + off_l1, f"focal {float(focal.detach()):.2f}"
 
     run = train_for(
