@@ -68,6 +68,29 @@ class DieDetector(nn.Module):
         return torch.cat([torch.sigmoid(out[:, :1]), out[:, 1:]], dim=1)
 
 
+class LiteDieDetector(DieDetector):
+    """`DieDetector` with depthwise-separable blocks after the stem: the same input, output and pyramid.
+
+    The stem, the lateral 1x1 convolutions, `fuse16`, `fuse4` and the head keep the teacher's shapes, so a
+    student starts with those layers copied from a trained `DieDetector`; `s4`, `s8`, `s16`, `s32` and
+    `fuse8` are MobileNet blocks (`_dws`) learned by distillation (models/distill_detector.py). About 0.4x
+    the teacher's time per 640x480 frame on one onnxruntime thread (models/detect_centernet/README.md).
+    """
+
+    # The layers a student takes from its teacher unchanged.
+    SHARED = ("stem", "lat32", "lat16", "lat8", "lat4", "fuse16", "fuse4", "head")
+    # The layers it learns, each replacing the teacher's layer of the same name.
+    REPLACED = ("s4", "s8", "s16", "s32", "fuse8")
+
+    def __init__(self, width: int = 24) -> None:
+        super().__init__(width)
+        self.s4 = _dws(12, 24, stride=2)
+        self.s8 = nn.Sequential(_dws(24, 40, stride=2), _dws(40, 40))
+        self.s16 = nn.Sequential(_dws(40, 64, stride=2), _dws(64, 64))
+        self.s32 = nn.Sequential(_dws(64, 96, stride=2), _dws(96, 96), _dws(96, 96))
+        self.fuse8 = _dws(width, width)
+
+
 class _CropClassifier(nn.Module):
     """Convolutions (`features`), global average pooling, dropout and one linear layer (`fc`)."""
 

@@ -30,7 +30,10 @@ def test_lr_at_scales_with_the_base_rate() -> None:
     )
 
 
-@pytest.mark.parametrize("script", ["models.train_pips", "models.train_detector", "models.train_die_state"])
+@pytest.mark.parametrize(
+    "script",
+    ["models.train_pips", "models.train_detector", "models.train_die_state", "models.distill_detector"],
+)
 def test_a_training_script_without_torch_exits_with_the_install_command(
     script: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
