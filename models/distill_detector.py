@@ -17,6 +17,10 @@ Phase 2 (`--minutes`): the whole student trains on the CenterNet loss against th
 teacher's output (`--distill-weight`): squared error on the heat, L1 on the log size and offset where
 the teacher sees a die centre (heat >= 0.1, weighted by it).
 
+`--init-student PT` continues a student from an earlier run's `last.pt` (its own weights, none copied from
+the teacher); with `--feature-minutes 0` phase 1 is skipped. With `--hard-negatives` and `--mine-manifest` (a
+manifest naming that student's ONNX file) the crops are cut where the student itself fires with no die.
+
 The data options are train_detector's (the same sampler, crops and augmentation). Needs the `train` extra.
 """
 
@@ -113,7 +117,15 @@ def main() -> None:
         default=None,
         help="the teacher's .onnx (default: the detector models/manifest.json names)",
     )
-    parser.add_argument("--feature-minutes", type=float, default=10.0, help="phase 1 wall-time budget")
+    parser.add_argument(
+        "--init-student",
+        type=Path,
+        default=None,
+        help="continue an earlier run's last.pt; no layer is copied from the teacher",
+    )
+    parser.add_argument(
+        "--feature-minutes", type=float, default=10.0, help="phase 1 wall-time budget (0: skip it)"
+    )
     parser.add_argument("--minutes", type=float, default=40.0, help="phase 2 wall-time budget")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--feature-lr", type=float, default=3e-3)
@@ -139,8 +151,12 @@ def main() -> None:
     for p in teacher.parameters():
         p.requires_grad_(False)
     student = LiteDieDetector()
-    copy_shared_layers(student, teacher)
-    print(f"teacher {teacher_path}; student copies {', '.join(student.SHARED)}")
+    if args.init_student is not None:
+        student.load_state_dict(torch.load(args.init_student, weights_only=True))
+        print(f"teacher {teacher_path}; student continues {args.init_student}")
+    else:
+        copy_shared_layers(student, teacher)
+        print(f"teacher {teacher_path}; student copies {', '.join(student.SHARED)}")
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
 
