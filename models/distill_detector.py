@@ -57,6 +57,20 @@ def copy_shared_layers(student: Any, teacher: Any) -> None:
         raise ValueError(f"the student's shared layers do not fit the teacher: {left or unexpected}")
 
 
+def build_student(teacher: Any, *, init_student: Path | None = None) -> Any:
+    """A `LiteDieDetector` with the teacher's shared layers, or an earlier student's whole checkpoint."""
+    import torch
+
+    from models.nets import LiteDieDetector
+
+    student = LiteDieDetector()
+    if init_student is not None:
+        student.load_state_dict(torch.load(init_student, weights_only=True))
+    else:
+        copy_shared_layers(student, teacher)
+    return student
+
+
 class BlockRecorder:
     """Forward hooks on the teacher's replaced blocks: the input and output each saw on the last call."""
 
@@ -105,7 +119,7 @@ def main() -> None:
     import torch
 
     from models.export import dated_name, register
-    from models.nets import DieDetector, LiteDieDetector
+    from models.nets import DieDetector
     from vision.onnx_session import MANIFEST_PATH, load_manifest
 
     parser = argparse.ArgumentParser(
@@ -150,13 +164,9 @@ def main() -> None:
     teacher.eval()
     for p in teacher.parameters():
         p.requires_grad_(False)
-    student = LiteDieDetector()
-    if args.init_student is not None:
-        student.load_state_dict(torch.load(args.init_student, weights_only=True))
-        print(f"teacher {teacher_path}; student continues {args.init_student}")
-    else:
-        copy_shared_layers(student, teacher)
-        print(f"teacher {teacher_path}; student copies {', '.join(student.SHARED)}")
+    student = build_student(teacher, init_student=args.init_student)
+    start = f"continues {args.init_student}" if args.init_student else f"copies {', '.join(student.SHARED)}"
+    print(f"teacher {teacher_path}; student {start}")
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
 

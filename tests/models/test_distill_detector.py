@@ -13,6 +13,7 @@ pytest.importorskip("onnx")
 from models.distill_detector import (  # noqa: E402
     TEACHER_CENTRE_HEAT,
     BlockRecorder,
+    build_student,
     copy_shared_layers,
     feature_loss,
     output_distill_loss,
@@ -68,6 +69,27 @@ def test_the_shared_layers_are_copied_and_only_those() -> None:
     assert set(LiteDieDetector.SHARED) | set(LiteDieDetector.REPLACED) == {
         name for name, _ in student.named_children()
     }
+
+
+def test_a_student_continued_from_its_checkpoint_keeps_its_own_weights(tmp_path: Path) -> None:
+    """--init-student: every layer from the checkpoint, none from the teacher (which differs everywhere)."""
+    teacher = _shuffled(DieDetector(), seed=4)
+    earlier = _shuffled(LiteDieDetector(), seed=5)
+    path = tmp_path / "last.pt"
+    torch.save(earlier.state_dict(), path)
+    continued = build_student(teacher, init_student=path).state_dict()
+    fresh = build_student(teacher).state_dict()
+    for key, value in earlier.state_dict().items():
+        assert torch.equal(continued[key], value), key
+    assert torch.equal(fresh["stem.0.weight"], teacher.state_dict()["stem.0.weight"])
+    assert not torch.equal(continued["stem.0.weight"], fresh["stem.0.weight"])
+
+
+def test_a_checkpoint_of_another_net_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "teacher.pt"
+    torch.save(DieDetector().state_dict(), path)
+    with pytest.raises(RuntimeError, match="Missing key"):  # a teacher's checkpoint is no student's
+        build_student(DieDetector(), init_student=path)
 
 
 def test_a_teacher_of_another_shape_is_refused() -> None:
