@@ -37,7 +37,7 @@ from models.train_detector import (
     add_data_arguments,
     detection_loss,
     draw_batch,
-    export_detector,
+    finish_detector,
     load_detector_onnx,
     load_training_data,
 )
@@ -118,7 +118,6 @@ def main() -> None:
     require_torch()
     import torch
 
-    from models.export import dated_name, register
     from models.nets import DieDetector
     from vision.onnx_session import MANIFEST_PATH, load_manifest
 
@@ -218,16 +217,14 @@ def main() -> None:
         checkpoint_every=50,
     )
 
-    torch.save(student.state_dict(), args.out / "last.pt")
-    onnx_path = args.out / dated_name("detect", "centernet_lite")
-    export_detector(student, onnx_path)
-    minutes = (time.monotonic() - started) / 60
-    steps = f"{phase1.steps} + {phase2.steps} steps x {args.batch} in {minutes:.1f} min"
-    if args.no_register:
-        print(f"done: {steps} -> {onnx_path} (not registered)")
-        return
-    entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
-    print(f"done: {steps} -> {onnx_path} {entry['sha256']}")
+    finish_detector(
+        student,
+        out=args.out,
+        kind="centernet_lite",
+        steps=f"{phase1.steps} + {phase2.steps} steps x {args.batch}",
+        started_s=started,
+        no_register=args.no_register,
+    )
 
 
 if __name__ == "__main__":

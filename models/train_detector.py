@@ -339,11 +339,29 @@ def export_detector(model: Any, path: Path, *, example_hw: tuple[int, int] = (48
     )
 
 
+def finish_detector(
+    model: Any, *, out: Path, kind: str, steps: str, started_s: float, no_register: bool
+) -> None:
+    """Save `last.pt`, export `detect_<kind>_<date>.onnx` into `out` and register it unless `no_register`."""
+    import torch
+
+    from models.export import dated_name, register
+
+    torch.save(model.state_dict(), out / "last.pt")
+    onnx_path = out / dated_name("detect", kind)
+    export_detector(model, onnx_path)
+    minutes = (time.monotonic() - started_s) / 60
+    if no_register:
+        print(f"done: {steps} in {minutes:.1f} min -> {onnx_path} (not registered)")
+        return
+    entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
+    print(f"done: {steps} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+
+
 def main() -> None:
     require_torch()
     import torch
 
-    from models.export import dated_name, register
     from models.nets import DieDetector
 
     parser = argparse.ArgumentParser(
@@ -399,15 +417,14 @@ def main() -> None:
         checkpoint_every=50,
     )
 
-    torch.save(model.state_dict(), args.out / "last.pt")
-    onnx_path = args.out / dated_name("detect", "centernet")
-    export_detector(model, onnx_path)
-    minutes = (time.monotonic() - run.started_s) / 60
-    if args.no_register:
-        print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} (not registered)")
-        return
-    entry = register(name="detector", onnx_path=onnx_path, input_size_hw=(480, 640), labels=("die",))
-    print(f"done: {run.steps} steps x {args.batch} in {minutes:.1f} min -> {onnx_path} {entry['sha256']}")
+    finish_detector(
+        model,
+        out=args.out,
+        kind="centernet",
+        steps=f"{run.steps} steps x {args.batch}",
+        started_s=run.started_s,
+        no_register=args.no_register,
+    )
 
 
 if __name__ == "__main__":

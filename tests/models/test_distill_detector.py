@@ -155,3 +155,28 @@ def test_the_student_exports_as_the_reader_runs_detectors(tmp_path: Path) -> Non
     )
     assert theirs.shape == (1, 5, 24, 40)
     assert np.abs(ours - theirs).max() < 1e-4
+
+
+def test_a_finished_student_is_saved_and_exported_unregistered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """finish_detector (both detector scripts): last.pt and the dated ONNX file; the manifest untouched."""
+    import time
+
+    from models.train_detector import finish_detector
+    from vision.onnx_session import MANIFEST_PATH
+
+    before = MANIFEST_PATH.read_bytes()
+    net = _shuffled(LiteDieDetector(), seed=6)
+    finish_detector(
+        net, out=tmp_path, kind="centernet_lite", steps="1 + 2 steps x 4", started_s=time.monotonic(),
+        no_register=True,
+    )  # fmt: skip
+    (onnx_path,) = tmp_path.glob("detect_centernet_lite_*.onnx")
+    assert (tmp_path / "last.pt").is_file()
+    assert "1 + 2 steps x 4 in" in capsys.readouterr().out
+    assert MANIFEST_PATH.read_bytes() == before
+    out = onnxruntime_session(onnx_path, 1, DEFAULT_PROVIDERS).run(
+        None, {"image": np.zeros((1, 3, 64, 64), np.float32)}
+    )
+    assert np.asarray(out[0]).shape == (1, 5, 16, 16)
