@@ -27,6 +27,7 @@ The data options are train_detector's (the same sampler, crops and augmentation)
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -57,17 +58,28 @@ def copy_shared_layers(student: Any, teacher: Any) -> None:
         raise ValueError(f"the student's shared layers do not fit the teacher: {left or unexpected}")
 
 
-def build_student(teacher: Any, *, init_student: Path | None = None) -> Any:
-    """A `LiteDieDetector` with the teacher's shared layers, or an earlier student's whole checkpoint."""
+def load_student(checkpoint: Path) -> Any:
+    """An earlier student's whole checkpoint (`--init-student`); ValueError naming what is wrong with it."""
     import torch
 
     from models.nets import LiteDieDetector
 
+    if not checkpoint.is_file():
+        raise ValueError(f"no student checkpoint at {checkpoint}")
     student = LiteDieDetector()
-    if init_student is not None:
-        student.load_state_dict(torch.load(init_student, weights_only=True))
-    else:
-        copy_shared_layers(student, teacher)
+    try:
+        student.load_state_dict(torch.load(checkpoint, weights_only=True))
+    except (RuntimeError, pickle.UnpicklingError) as exc:
+        raise ValueError(f"{checkpoint} is not a LiteDieDetector checkpoint: {exc}") from exc
+    return student
+
+
+def build_student(teacher: Any) -> Any:
+    """A `LiteDieDetector` with the teacher's shared layers, its new blocks as initialised."""
+    from models.nets import LiteDieDetector
+
+    student = LiteDieDetector()
+    copy_shared_layers(student, teacher)
     return student
 
 
@@ -152,6 +164,11 @@ def main() -> None:
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
     args = parser.parse_args()
+    # Checked before the data load and the mining (minutes), so a wrong path fails at once.
+    try:
+        continued = load_student(args.init_student) if args.init_student is not None else None
+    except ValueError as exc:
+        parser.error(str(exc))
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -163,7 +180,7 @@ def main() -> None:
     teacher.eval()
     for p in teacher.parameters():
         p.requires_grad_(False)
-    student = build_student(teacher, init_student=args.init_student)
+    student = continued if continued is not None else build_student(teacher)
     start = f"continues {args.init_student}" if args.init_student else f"copies {', '.join(student.SHARED)}"
     print(f"teacher {teacher_path}; student {start}")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from models.distill_detector import (  # noqa: E402
     build_student,
     copy_shared_layers,
     feature_loss,
+    load_student,
     output_distill_loss,
 )
 from models.nets import DieDetector, LiteDieDetector  # noqa: E402
@@ -77,7 +78,7 @@ def test_a_student_continued_from_its_checkpoint_keeps_its_own_weights(tmp_path:
     earlier = _shuffled(LiteDieDetector(), seed=5)
     path = tmp_path / "last.pt"
     torch.save(earlier.state_dict(), path)
-    continued = build_student(teacher, init_student=path).state_dict()
+    continued = load_student(path).state_dict()
     fresh = build_student(teacher).state_dict()
     for key, value in earlier.state_dict().items():
         assert torch.equal(continued[key], value), key
@@ -85,11 +86,42 @@ def test_a_student_continued_from_its_checkpoint_keeps_its_own_weights(tmp_path:
     assert not torch.equal(continued["stem.0.weight"], fresh["stem.0.weight"])
 
 
-def test_a_checkpoint_of_another_net_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "teacher.pt"
-    torch.save(DieDetector().state_dict(), path)
-    with pytest.raises(RuntimeError, match="Missing key"):  # a teacher's checkpoint is no student's
-        build_student(DieDetector(), init_student=path)
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no student checkpoint at"),  # a wrong path
+        ("teacher", "(?s)is not a LiteDieDetector checkpoint: .*Missing key"),  # a teacher's checkpoint
+        (b"not a checkpoint", "is not a LiteDieDetector checkpoint"),  # a file of something else
+    ],
+)
+def test_a_bad_student_checkpoint_is_refused_with_its_reason(
+    tmp_path: Path, content: str | bytes | None, message: str
+) -> None:
+    path = tmp_path / "last.pt"
+    if content == "teacher":
+        torch.save(DieDetector().state_dict(), path)
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        load_student(path)
+
+
+def test_a_bad_init_student_stops_the_script_before_any_data_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import models.distill_detector as distill
+
+    def no_data(_args: object) -> None:
+        raise AssertionError("the data were loaded before the checkpoint was checked")
+
+    monkeypatch.setattr(distill, "load_training_data", no_data)
+    monkeypatch.setattr(sys, "argv", ["distill_detector", "--init-student", str(tmp_path / "missing.pt")])
+    with pytest.raises(SystemExit) as exc:
+        distill.main()
+    assert exc.value.code == 2
+    assert "no student checkpoint at" in capsys.readouterr().err
 
 
 def test_a_teacher_of_another_shape_is_refused() -> None:
