@@ -65,6 +65,10 @@ class ModelSpec:
     version: str
     input_size_hw: tuple[int, int]
     labels: tuple[str, ...]
+    # A detector's own score threshold, tuned for its weights with `python -m models.tune_detector`; it
+    # replaces `DetectorConfig.score_threshold` wherever the model runs (`vision.detect.DieDetector`).
+    # None: the config's.
+    score_threshold: float | None = None
 
     @property
     def tag(self) -> str:
@@ -113,10 +117,20 @@ def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
                 version=str(entry["version"]),
                 input_size_hw=(int(entry["input_size_hw"][0]), int(entry["input_size_hw"][1])),
                 labels=tuple(str(x) for x in entry.get("labels", ())),
+                score_threshold=_threshold(entry.get("score_threshold")),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ManifestError(f"model manifest entry {name!r} is malformed: {exc!r}") from exc
     return specs
+
+
+def _threshold(value: object) -> float | None:
+    """A manifest entry's `score_threshold`: absent, or a number strictly between 0 and 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) < 1.0:
+        raise ValueError(f"score_threshold must be a number in (0, 1), got {value!r}")
+    return float(value)
 
 
 def manifest_lists(*names: str, manifest_path: Path = MANIFEST_PATH) -> bool:

@@ -80,8 +80,17 @@ def one_hot(face: int, p: float = 0.97) -> list[float]:
     return row
 
 
-def write_manifest(folder: Path, *, detector_bytes: bytes = b"det", pips_bytes: bytes = b"pips") -> Path:
-    """Dummy weight files and a manifest that lists them with their true SHA-256."""
+def write_manifest(
+    folder: Path,
+    *,
+    detector_bytes: bytes = b"det",
+    pips_bytes: bytes = b"pips",
+    detector_threshold: float | None = None,
+) -> Path:
+    """Dummy weight files and a manifest that lists them with their true SHA-256.
+
+    `detector_threshold` writes the detector's own `score_threshold` into its entry.
+    """
     models = {}
     for name, data in (("detector", detector_bytes), ("pips", pips_bytes)):
         path = folder / f"{name}_fake_2026nov.onnx"
@@ -93,6 +102,8 @@ def write_manifest(folder: Path, *, detector_bytes: bytes = b"det", pips_bytes: 
             "input_size_hw": [480, 640],
             "labels": [],
         }
+    if detector_threshold is not None:
+        models["detector"]["score_threshold"] = detector_threshold
     manifest = folder / "manifest.json"
     manifest.write_text(json.dumps({"models": models}), encoding="utf-8")
     return manifest

@@ -93,6 +93,22 @@ def test_the_session_is_never_built_for_a_bad_checksum(tmp_path: Path) -> None:
         ('{"models": []}', "pips", ManifestError, "'models' object"),  # wrong shape
         ('{"models": {"pips": {"file": "x.onnx"}}}', "pips", ManifestError, "malformed"),  # missing keys
         ('{"models": {}}', "detector", ManifestError, "not in"),  # unknown model name
+        (  # a detector's own threshold outside (0, 1)
+            '{"models": {"detector": {"file": "d.onnx", "sha256": "0", "version": "v",'
+            ' "input_size_hw": [4, 4],'
+            ' "score_threshold": 1.5}}}',
+            "detector",
+            ManifestError,
+            "score_threshold must be a number in",
+        ),
+        (  # ... or not a number
+            '{"models": {"detector": {"file": "d.onnx", "sha256": "0", "version": "v",'
+            ' "input_size_hw": [4, 4],'
+            ' "score_threshold": "0.3"}}}',
+            "detector",
+            ManifestError,
+            "score_threshold must be a number in",
+        ),
     ],
 )
 def test_manifest_errors_are_typed_and_clear(

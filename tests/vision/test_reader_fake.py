@@ -54,6 +54,28 @@ def test_reads_a_valid_roll_and_fills_the_json_contract(tmp_path: Path) -> None:
     assert doc["timing_ms"]["total"] >= doc["timing_ms"]["detect"] >= 0
 
 
+def test_a_detector_is_read_at_the_threshold_its_manifest_entry_gives(tmp_path: Path) -> None:
+    # A detector whose scores run lower (a distilled student, models/detect_centernet/README.md stage 10d)
+    # carries its own tuned threshold: the reader must use it, and without it keep DetectorConfig's 0.35.
+    img, boxes = _scene()
+    rows = [one_hot(f) for f in FACES]
+    sessions = factory(FakeDetectorSession(boxes, score=0.3), FakeFaceSession(rows))
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    default = Reader(manifest_path=write_manifest(tmp_path / "a"), session_factory=sessions)
+    own = Reader(
+        manifest_path=write_manifest(tmp_path / "b", detector_threshold=0.28), session_factory=sessions
+    )
+    assert default.detector.config.score_threshold == 0.35
+    assert own.detector.config.score_threshold == 0.28
+    assert own.config.detector.score_threshold == 0.35  # the reader's own settings are left as given
+    missed = default.read(Frame(image=img), expected_dice=3)
+    assert (missed.verdict, len(missed.dice)) == (Verdict.NO_DECISION, 0)
+    roll = own.read(Frame(image=img), expected_dice=3)
+    assert roll.verdict is Verdict.VALID, roll.reasons
+    assert roll.faces == FACES
+
+
 def test_disagreeing_classifier_gives_no_decision_not_a_guess(tmp_path: Path) -> None:
     img, boxes = _scene()
     reader = _reader(tmp_path, boxes, [one_hot(6), one_hot(5), one_hot(2)])  # the middle die shows 6

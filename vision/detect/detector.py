@@ -17,7 +17,12 @@ class DieDetector:
 
     def __init__(self, model: OnnxModel, config: DetectorConfig | None = None) -> None:
         self.model = model
-        self.config = config or DetectorConfig()
+        config = config or DetectorConfig()
+        # A threshold tuned for these weights (the manifest's `score_threshold`) is the model's own: it
+        # replaces the config's, so a detector whose scores run lower is read at its own threshold.
+        if model.spec.score_threshold is not None:
+            config = replace(config, score_threshold=model.spec.score_threshold)
+        self.config = config
 
     def __call__(self, image_bgr: ImageArray, *, coarse: bool = False) -> tuple[DieCandidate, ...]:
         """Candidates sorted left to right; an empty tuple when there is no die.
