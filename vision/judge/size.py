@@ -5,10 +5,6 @@ that matched no die were over 1.4 times the frame's median box, against 18 of 7,
 die-state classifier then sees a "die" wedged or cocked among chips, or off the table, and a good roll
 would be voided or sent back. Such a call on a detection larger than `JudgeConfig.max_die_size_ratio` times
 the frame's typical die is `no_decision` (`object_unclear`) with the evidence, for a person to decide.
-
-The other way round, a single pip of a die whose body hardly shows (a black die on black felt) is boxed
-as a small die and read as a 1: a die read as 1 under `JudgeConfig.min_ace_size_ratio` of the frame's
-typical die is `no_decision` too (`small_aces`).
 """
 
 from __future__ import annotations
@@ -52,28 +48,6 @@ def object_unclear(
                 detail=f"{f.detail}; but {which} times the frame's typical die (over "
                 f"{config.max_die_size_ratio:.1f}): maybe a chip stack or another object, not a die, "
                 "a person must look",
-            )
-        )
-    return out
-
-
-def small_aces(dice: Sequence[DieReading], *, config: JudgeConfig) -> list[Finding]:
-    """`object_unclear` for each die read as 1 whose box is under `min_ace_size_ratio` of the typical die."""
-    if config.min_ace_size_ratio <= 0.0:
-        return []
-    out: list[Finding] = []
-    for i, (die, ratio) in enumerate(zip(dice, size_ratios(dice), strict=True)):
-        if die.face != 1 or ratio >= config.min_ace_size_ratio:
-            continue
-        x0, y0, x1, y1 = die.candidate.box_xyxy
-        out.append(
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="object_unclear",
-                die_ids=(i + 1,),
-                detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) reads 1 but is "
-                f"{ratio:.2f} times the frame's typical die (under {config.min_ace_size_ratio:.2f}): "
-                "maybe one pip of a die whose body does not show, a person must look",
             )
         )
     return out
