@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models.loop import require_torch, train_for
+from models.loop import TrainRun, require_torch, train_for
 from models.train_detector import (
     MODEL_DIR,
     add_data_arguments,
@@ -186,27 +186,31 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
 
-    recorder = BlockRecorder(teacher, student.REPLACED)
-    new_params = [p for name in student.REPLACED for p in student.get_submodule(name).parameters()]
-    opt = torch.optim.AdamW(new_params, lr=args.feature_lr, weight_decay=1e-4)
+    # Phase 1 (the replaced blocks learn the teacher's block outputs) is skipped with --feature-minutes 0,
+    # as a continued student (--init-student) needs: no teacher hooks, no empty progress bar.
+    phase1 = TrainRun(steps=0, started_s=time.monotonic())
+    if args.feature_minutes > 0:
+        recorder = BlockRecorder(teacher, student.REPLACED)
+        new_params = [p for name in student.REPLACED for p in student.get_submodule(name).parameters()]
+        opt = torch.optim.AdamW(new_params, lr=args.feature_lr, weight_decay=1e-4)
 
-    def feature_step() -> tuple[torch.Tensor, str]:
-        x, _ = draw_batch(sampler, args.batch)
-        with torch.no_grad():
-            teacher(x)
-        return feature_loss(student, recorder.io), ""
+        def feature_step() -> tuple[torch.Tensor, str]:
+            x, _ = draw_batch(sampler, args.batch)
+            with torch.no_grad():
+                teacher(x)
+            return feature_loss(student, recorder.io), ""
 
-    phase1 = train_for(
-        model=student,
-        opt=opt,
-        base_lr=args.feature_lr,
-        minutes=args.feature_minutes,
-        label="student blocks",
-        step_loss=feature_step,
-        warmup_steps=50,
-        clip_grad_norm=10.0,
-    )
-    recorder.close()
+        phase1 = train_for(
+            model=student,
+            opt=opt,
+            base_lr=args.feature_lr,
+            minutes=args.feature_minutes,
+            label="student blocks",
+            step_loss=feature_step,
+            warmup_steps=50,
+            clip_grad_norm=10.0,
+        )
+        recorder.close()
 
     opt = torch.optim.AdamW(student.parameters(), lr=args.lr, weight_decay=1e-4)
 
