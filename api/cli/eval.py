@@ -246,6 +246,7 @@ def register(app: typer.Typer) -> None:
             "split": split,
             "models": reader.models,
             "second_look_below": reader.faces.second_look_below,
+            "detector_score_threshold": reader.detector.config.score_threshold,
             "calibrated": calibrated,
             **tally.summary(box_kind=box_kind),
             "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2)

@@ -74,6 +74,7 @@ def run(
             detect: DetectWithWeak | None = None
             read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
             look: float | None = None
+            threshold: float | None = None
         else:
             reader = Reader(threads=threads, manifest_path=manifest_path, config=reader_config)
             if reader.die_state is None:
@@ -88,6 +89,7 @@ def run(
             detect = detect_with_weak
             read_faces, models = reader.faces, dict(reader.models)
             look = reader.faces.second_look_below
+            threshold = detector.config.score_threshold
     except ModelError as exc:
         typer.echo(f"throwbox eval --verdicts: cannot load the models: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -106,6 +108,7 @@ def run(
         "mode": "judge only (ground-truth boxes and faces)" if oracle_boxes else "whole reader",
         "models": models,
         "second_look_below": look,
+        "detector_score_threshold": threshold,
         **score(records, config),
         "by_camera": score_by_camera(records, config),
         "by_camera_and_frame": score_by_camera_and_frame(records, config),

@@ -139,6 +139,19 @@ def test_the_second_look_bar_can_be_weighed_and_is_recorded(tmp_path: Path) -> N
     # the face and detection scores (no --verdicts) record the bar they read with, too
     assert _eval(tmp_path)["second_look_below"] == SECOND_LOOK_BELOW
     assert _eval(tmp_path, "--second-look-below", "1.01")["second_look_below"] == 1.01
+    # ... and the detector's score threshold: DetectorConfig's, or the manifest entry's own (a candidate's)
+    assert docs[None]["detector_score_threshold"] == _eval(tmp_path)["detector_score_threshold"] == 0.35
+    manifest = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    for entry in manifest["models"].values():
+        entry["file"] = str(MANIFEST_PATH.parent / entry["file"])
+    manifest["models"]["detector"]["score_threshold"] = 0.3
+    own = tmp_path / "own-threshold.json"
+    own.write_text(json.dumps(manifest), encoding="utf-8")
+    result = runner.invoke(
+        app, ["eval", str(root), "--verdicts", "--json", "--plot", plot, "--manifest", str(own)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["detector_score_threshold"] == 0.3
     too_high = ["eval", str(root), "--verdicts", "--second-look-below", "2", "--plot", plot]
     refused = runner.invoke(app, too_high)
     assert refused.exit_code == 2
