@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models.loop import TrainRun, require_torch, train_for
+from models.loop import require_torch, train_for
 from models.train_detector import (
     MODEL_DIR,
     add_data_arguments,
@@ -188,7 +188,7 @@ def main() -> None:
 
     # Phase 1 (the replaced blocks learn the teacher's block outputs) is skipped with --feature-minutes 0,
     # as a continued student (--init-student) needs: no teacher hooks, no empty progress bar.
-    phase1 = TrainRun(steps=0, started_s=time.monotonic())
+    phase1_steps = 0
     if args.feature_minutes > 0:
         recorder = BlockRecorder(teacher, student.REPLACED)
         new_params = [p for name in student.REPLACED for p in student.get_submodule(name).parameters()]
@@ -200,7 +200,7 @@ def main() -> None:
                 teacher(x)
             return feature_loss(student, recorder.io), ""
 
-        phase1 = train_for(
+        phase1_steps = train_for(
             model=student,
             opt=opt,
             base_lr=args.feature_lr,
@@ -209,7 +209,7 @@ def main() -> None:
             step_loss=feature_step,
             warmup_steps=50,
             clip_grad_norm=10.0,
-        )
+        ).steps
         recorder.close()
 
     opt = torch.optim.AdamW(student.parameters(), lr=args.lr, weight_decay=1e-4)
@@ -242,7 +242,7 @@ def main() -> None:
         student,
         out=args.out,
         kind="centernet_lite",
-        steps=f"{phase1.steps} + {phase2.steps} steps x {args.batch}",
+        steps=f"{phase1_steps} + {phase2.steps} steps x {args.batch}",
         started_s=started,
         no_register=args.no_register,
     )
