@@ -21,20 +21,21 @@ FloatArray = NDArray[np.float64]
 
 def die_edge_px(camera: Camera, *, x_mm: float, y_mm: float, die_edge_mm: float) -> float:
     """Expected edge length in pixels of the top face of a die resting flat with its centre at (x, y)."""
+    return float(die_edges_px(camera, np.array([[x_mm, y_mm]]), die_edge_mm=die_edge_mm)[0])
+
+
+def die_edges_px(camera: Camera, centres_mm: object, *, die_edge_mm: float) -> FloatArray:
+    """`die_edge_px` at each of (n, 2) felt positions in mm, in one projection: (n,) pixels."""
     if not die_edge_mm > 0:
         raise ValueError(f"die edge must be positive, got {die_edge_mm}")
+    xy = np.asarray(centres_mm, dtype=np.float64).reshape(-1, 2)
     half = die_edge_mm / 2.0
-    square = np.array(
-        [
-            [x_mm - half, y_mm - half, die_edge_mm],
-            [x_mm + half, y_mm - half, die_edge_mm],
-            [x_mm + half, y_mm + half, die_edge_mm],
-            [x_mm - half, y_mm + half, die_edge_mm],
-        ]
-    )
-    px = camera.project(square)
-    sides = np.linalg.norm(px - np.roll(px, -1, axis=0), axis=1)
-    return float(sides.mean())
+    offsets = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
+    corners = xy[:, None, :] + offsets[None, :, :]  # (n, 4, 2): the top face's corners, in order round it
+    square = np.concatenate([corners, np.full((len(xy), 4, 1), die_edge_mm)], axis=2)
+    px = camera.project(square.reshape(-1, 3)).reshape(-1, 4, 2)
+    sides = np.linalg.norm(px - np.roll(px, -1, axis=1), axis=2)
+    return np.asarray(sides.mean(axis=1), dtype=np.float64)
 
 
 def die_edge_grid(

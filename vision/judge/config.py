@@ -77,6 +77,16 @@ class JudgeConfig:
     # median) is not taken as a die for a call that would send the dice back: chip stacks taken for dice
     # are that large, dice (even cocked or on a die) hardly ever are; such a call is `no_decision`.
     max_die_size_ratio: float = 1.4
+    # With a table calibration, a die read as 1 whose size, set against the die size the calibration
+    # expects at its felt position (perspective taken out), is under this share of the frame's median such
+    # size is `no_decision` (`object_unclear`, vision/judge/size.py::small_aces): a lone pip of a die whose
+    # body hardly shows (a black die on black felt) is boxed as a small die and reads as a 1. From the
+    # tuning sets tune-s6200 and tune-s6300 (2026-12-02, the shipped models, a throwaway count
+    # /tmp/s29/ratio.py and rule_c.py): of 18,997 dice given their right face, 9 were under 0.7 (3 of them
+    # 1s, none in a roll read valid); the wrong 1 of the one roll settled wrong there was 0.64. Without a
+    # calibration it does nothing (tried on the frame's median alone: photos of an oblique webcam show
+    # far dice small, docs/history/judge.md, "A small box read as 1"). 0 turns it off.
+    min_ace_size_ratio: float = 0.7
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).
@@ -127,6 +137,10 @@ class JudgeConfig:
         if self.stacked_max_centre_mm < 0.0:
             raise ValueError(
                 f"JudgeConfig.stacked_max_centre_mm must be >= 0, got {self.stacked_max_centre_mm}"
+            )
+        if not 0.0 <= self.min_ace_size_ratio < 1.0:
+            raise ValueError(
+                f"JudgeConfig.min_ace_size_ratio must be in [0, 1), got {self.min_ace_size_ratio}"
             )
         if self.max_die_size_ratio <= 1.0:
             raise ValueError(f"JudgeConfig.max_die_size_ratio must be > 1, got {self.max_die_size_ratio}")

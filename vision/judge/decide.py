@@ -14,7 +14,7 @@ from vision.judge.cocked import CockedCall, cocked_dice
 from vision.judge.config import JudgeConfig
 from vision.judge.count import count_findings, outside_dice, unexplained_peaks
 from vision.judge.geometry import TableGeometry
-from vision.judge.size import object_unclear
+from vision.judge.size import object_unclear, small_aces
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
 from vision.types import DieCandidate, DieReading, Finding, Verdict
@@ -114,6 +114,7 @@ def judge_roll(
         cocked_findings, calls = cocked_dice(dice, states, config=config, camera_tilt_deg=tilt)
         findings += cocked_findings
     findings = object_unclear(findings, dice, config=config)
+    findings += small_aces(dice, geometry=geometry, config=config)
     by_die = {c.index: c for c in calls}
     out = []
     for i, die in enumerate(dice):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibration.camera import Camera
-from calibration.die_scale import pixel_to_plane_at_height
+from calibration.die_scale import die_edges_px, pixel_to_plane_at_height
 from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from calibration.table import TableCalibration
 
@@ -40,6 +40,13 @@ class TableGeometry:
         b = np.asarray(boxes_xyxy, np.float64).reshape(-1, 4)
         centres = np.stack([(b[:, 0] + b[:, 2]) / 2.0, (b[:, 1] + b[:, 3]) / 2.0], axis=1)
         return pixel_to_plane_at_height(self.camera, centres, z_mm=self.layout.die_edge_mm / 2.0)
+
+    def die_edges_px(self, boxes_xyxy: Sequence[Sequence[float]]) -> np.ndarray:
+        """The top-face edge (px) a die flat on the felt would show at each box's felt position: (n,).
+
+        Perspective taken out: a die far from an oblique camera is small in the frame, and so is this.
+        """
+        return die_edges_px(self.camera, self.centres_mm(boxes_xyxy), die_edge_mm=self.layout.die_edge_mm)
 
     def beyond_walls_mm(self, x_mm: float, y_mm: float) -> float:
         """How far a felt point lies outside the throw box's inner walls (negative: inside)."""

@@ -5,13 +5,21 @@ that matched no die were over 1.4 times the frame's median box, against 18 of 7,
 die-state classifier then sees a "die" wedged or cocked among chips, or off the table, and a good roll
 would be voided or sent back. Such a call on a detection larger than `JudgeConfig.max_die_size_ratio` times
 the frame's typical die is `no_decision` (`object_unclear`) with the evidence, for a person to decide.
+
+The other way round, with a table calibration, a lone pip of a die whose body hardly shows (a black die on
+black felt) is boxed as a small die and read as a 1: a die read as 1 that is under
+`JudgeConfig.min_ace_size_ratio` of the frame's typical die, each die's size first set against the size
+the calibration expects at its felt position, is `no_decision` too (`small_aces`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from vision.judge.config import JudgeConfig
+from vision.judge.geometry import TableGeometry
 from vision.judge.state import reference_die_px
 from vision.types import DieReading, Finding, Verdict
 
@@ -47,6 +55,43 @@ def object_unclear(
                 die_ids=f.die_ids,
                 detail=f"{f.detail}; but {which} times the frame's typical die (over "
                 f"{config.max_die_size_ratio:.1f}): maybe a chip stack or another object, not a die, "
+                "a person must look",
+            )
+        )
+    return out
+
+
+def calibrated_size_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> list[float]:
+    """Each box's long side over the top-face edge a flat die shows at its felt position, over the median
+    of that for the frame's dice (1.0 each when fewer than 3 dice): perspective taken out."""
+    if len(dice) < MIN_DICE_FOR_MEDIAN:
+        return [1.0] * len(dice)
+    boxes = [d.candidate.box_xyxy for d in dice]
+    expected = geometry.die_edges_px(boxes)
+    sizes = np.array([max(b[2] - b[0], b[3] - b[1]) for b in boxes], np.float64) / expected
+    return [float(s) for s in sizes / float(np.median(sizes))]
+
+
+def small_aces(
+    dice: Sequence[DieReading], *, geometry: TableGeometry | None, config: JudgeConfig
+) -> list[Finding]:
+    """`object_unclear` for each die read as 1 under `min_ace_size_ratio` of the frame's calibrated die
+    size (`calibrated_size_ratios`); nothing without a calibration."""
+    if geometry is None or config.min_ace_size_ratio <= 0.0 or not any(d.face == 1 for d in dice):
+        return []
+    out: list[Finding] = []
+    for i, (die, ratio) in enumerate(zip(dice, calibrated_size_ratios(dice, geometry), strict=True)):
+        if die.face != 1 or ratio >= config.min_ace_size_ratio:
+            continue
+        x0, y0, x1, y1 = die.candidate.box_xyxy
+        out.append(
+            Finding(
+                verdict=Verdict.NO_DECISION,
+                reason="object_unclear",
+                die_ids=(i + 1,),
+                detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) reads 1 but is "
+                f"{ratio:.2f} times the frame's typical die where it lies (under "
+                f"{config.min_ace_size_ratio:.2f}): maybe one pip of a die whose body does not show, "
                 "a person must look",
             )
         )
