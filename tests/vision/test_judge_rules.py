@@ -488,3 +488,21 @@ def test_expected_die_edges_follow_perspective() -> None:
         for x, y in geo.centres_mm(boxes)
     ]
     assert edges.tolist() == pytest.approx(one, rel=1e-12)
+
+
+def test_a_die_with_no_expected_size_is_not_judged_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A box whose felt position gives no size (above the horizon: nan or a negative edge) counts as a
+    # typical die and leaves the others' median alone; with fewer than 3 sizes known nothing is judged.
+    geo = _camera_at_tilt(35.0)
+    cands = _row_of_dice(geo, small_at=2, shrink=0.6)
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(f)), pip_count=f) for f in (1, 5, 1, 2, 6))
+    real = geo.die_edges_px(tuple(c.box_xyxy for c in cands))
+    broken = real.copy()
+    broken[0] = np.nan
+    broken[4] = -3.0
+    monkeypatch.setattr(TableGeometry, "die_edges_px", lambda self, boxes: broken)
+    out = judge(cands, reads, expected_dice=5, config=CFG, states=[FLAT] * 5, geometry=geo)
+    assert [f.die_ids for f in out.findings if f.reason == "object_unclear"] == [(3,)]
+    broken[1] = np.inf
+    out = judge(cands, reads, expected_dice=5, config=CFG, states=[FLAT] * 5, geometry=geo)
+    assert out.verdict is Verdict.VALID

@@ -63,13 +63,20 @@ def object_unclear(
 
 def calibrated_size_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> list[float]:
     """Each box's long side over the top-face edge a flat die shows at its felt position, over the median
-    of that for the frame's dice (1.0 each when fewer than 3 dice): perspective taken out."""
+    of that for the frame's dice: perspective taken out. 1.0 for a die whose felt position gives no size
+    (a box above the camera's horizon: no finite, positive edge), and for all when fewer than 3 dice have one.
+    """
     if len(dice) < MIN_DICE_FOR_MEDIAN:
         return [1.0] * len(dice)
     boxes = [d.candidate.box_xyxy for d in dice]
-    expected = geometry.die_edges_px(boxes)
-    sizes = np.array([max(b[2] - b[0], b[3] - b[1]) for b in boxes], np.float64) / expected
-    return [float(s) for s in sizes / float(np.median(sizes))]
+    with np.errstate(all="ignore"):
+        expected = geometry.die_edges_px(boxes)
+        known = np.isfinite(expected) & (expected > 0)
+        if int(known.sum()) < MIN_DICE_FOR_MEDIAN:
+            return [1.0] * len(dice)
+        sizes = np.array([max(b[2] - b[0], b[3] - b[1]) for b in boxes], np.float64) / expected
+    ratios = np.where(known, sizes / float(np.median(sizes[known])), 1.0)
+    return [float(r) for r in ratios]
 
 
 def small_aces(
