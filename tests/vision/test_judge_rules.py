@@ -506,3 +506,37 @@ def test_a_die_with_no_expected_size_is_not_judged_by_it(monkeypatch: pytest.Mon
     broken[1] = np.inf
     out = judge(cands, reads, expected_dice=5, config=CFG, states=[FLAT] * 5, geometry=geo)
     assert out.verdict is Verdict.VALID
+
+
+def _low_camera_beyond_the_near_wall() -> TableGeometry:
+    """A camera 250 mm up, 250 mm beyond the y = 0 wall (60 mm high), looking across the box."""
+    low = CameraPose.look_at(eye_mm=(300.0, -250.0, 250.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0))
+    return TableGeometry(camera=Camera(_overhead_geometry().camera.intrinsics, low), layout=ThrowBoxLayout())
+
+
+def test_a_wall_that_can_hide_a_die_means_the_box_is_not_wholly_in_view() -> None:
+    # 675a.4(b): a die off the table voids the roll; a die hidden behind the throw box's wall from the
+    # camera is not off the table. Straight above, no wall hides anything.
+    assert _overhead_geometry().walls_hide_a_die() is False
+    geo = _low_camera_beyond_the_near_wall()
+    assert geo.walls_hide_a_die() is True and geo.box_in_view() is False
+    cands = _row_of_dice(geo, small_at=None, shrink=1.0, places=ROW[1:])  # four found, five expected
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(f)), pip_count=f) for f in (3, 5, 2, 6))
+    out = judge(cands, reads, expected_dice=5, config=CFG, states=[FLAT] * 4, geometry=geo)
+    assert out.verdict is Verdict.NO_DECISION
+    assert [f.reason for f in out.findings] == ["count_mismatch"]
+    assert "could be hidden behind it from this camera" in out.findings[0].detail
+    # The same short count seen from straight above: a die left the table.
+    top = _overhead_geometry()
+    cands = _row_of_dice(top, small_at=None, shrink=1.0, places=ROW[1:])
+    out = judge(cands, reads, expected_dice=5, config=CFG, states=[FLAT] * 4, geometry=top)
+    assert out.verdict is Verdict.INVALID and [f.reason for f in out.findings] == ["die_off_table"]
+
+
+def test_a_camera_beyond_a_wall_but_high_enough_sees_a_die_against_it() -> None:
+    # Beyond the same wall but 1,500 mm up the line of sight clears the wall's top: nothing is hidden.
+    high = CameraPose.look_at(
+        eye_mm=(300.0, -250.0, 1500.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0)
+    )
+    geo = TableGeometry(camera=Camera(_overhead_geometry().camera.intrinsics, high), layout=ThrowBoxLayout())
+    assert geo.walls_hide_a_die() is False

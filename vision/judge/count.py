@@ -149,7 +149,12 @@ def count_findings(
                 verdict=Verdict.NO_DECISION,
                 reason="count_mismatch",
                 die_ids=(),
-                detail=f"{text} and the throw box is not wholly in view",
+                detail=f"{text} and the throw box is not wholly in view"
+                + (
+                    " (a die lying against a wall could be hidden behind it from this camera)"
+                    if geometry.walls_hide_a_die()
+                    else ""
+                ),
             )
         ]
     if unsure:
