@@ -58,7 +58,14 @@ def register(app: typer.Typer) -> None:
             try:
                 calibration = load_table(calibration_dir, table)
             except CalibrationNotFoundError:
-                calibration = None  # an uncalibrated table: read from the image alone, and say so
+                # An uncalibrated table (or a mistyped id): read from the image alone, and say so.
+                calibration = None
+                typer.echo(
+                    f"throwbox read: table {table!r} has no calibration in {calibration_dir}: read from "
+                    "the image alone (no felt positions, no layout boxes, no check by the die size "
+                    "expected where it lies)",
+                    err=True,
+                )
             except CalibrationError as exc:
                 typer.echo(f"throwbox read: table {table!r}: {exc}", err=True)
                 raise typer.Exit(2) from exc

@@ -36,6 +36,7 @@ def test_read_without_a_stored_calibration_says_none(scenes: Scenes, tmp_path: P
     code, out, err = _read(str(frame), "--table", "nowhere", "--calibration-dir", str(tmp_path))
     assert code == 0, err
     assert json.loads(out.strip().splitlines()[-1])["calibration_id"] is None
+    assert "table 'nowhere' has no calibration in" in err and "read from the image alone" in err
 
 
 def test_read_refuses_an_image_of_another_resolution(scenes: Scenes, tmp_path: Path) -> None:
