@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -73,19 +74,25 @@ class TableGeometry:
         in_frame = bool(np.all((px[:, 0] >= 0) & (px[:, 0] <= w) & (px[:, 1] >= 0) & (px[:, 1] <= h)))
         return in_frame and not self.walls_hide_a_die()
 
-    def walls_hide_a_die(self, probes_per_wall: int = WALL_PROBES) -> bool:
+    def walls_hide_a_die(self) -> bool:
         """Could a die lying flat against a wall be wholly hidden behind that wall from this camera?
 
         The last part of such a die to go out of sight is its top face's inner edge, one die edge from the
         wall and one die edge above the felt. It is hidden when the camera stands beyond the wall's plane
-        and the line of sight from it crosses that plane below the wall's top. Probed at `probes_per_wall`
+        and the line of sight from it crosses that plane below the wall's top. Probed at `WALL_PROBES`
         places along each wall (a low, oblique camera over a near wall: 37 of 1,000 cameras of tune-s6400,
-        and there every good roll holding a die the render shows not at all).
+        and there every good roll holding a die the render shows not at all). Worked out once per geometry
+        (the count rule asks it twice for a short count: whether the box is in view, and why not).
         """
+        return self._walls_hide_a_die
+
+    @cached_property
+    def _walls_hide_a_die(self) -> bool:
+        """`walls_hide_a_die`, computed (a frozen geometry: its camera and walls never change)."""
         box, edge = self.layout.box, self.layout.die_edge_mm
         top = self.layout.wall_height_mm
         eye = self.camera.pose.position_mm
-        along = (np.arange(probes_per_wall) + 0.5) / probes_per_wall
+        along = (np.arange(WALL_PROBES) + 0.5) / WALL_PROBES
         walls = ((0, box.x0, 1.0), (0, box.x1, -1.0), (1, box.y0, 1.0), (1, box.y1, -1.0))
         for axis, plane, inward in walls:
             if (eye[axis] - plane) * inward >= 0:
