@@ -20,6 +20,27 @@ def bench_frames(n: int, *, seed: int = 0) -> list[Any]:
         raise typer.BadParameter(str(exc)) from exc
 
 
+def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """The processor a benchmark ran on: its model name and the widest vector instructions it offers
+    (onnxruntime's kernels pick their code by these: the same reader runs at very different speeds on
+    machines that differ here, so a latency figure means little without them)."""
+    import platform
+
+    model, flags = platform.processor() or platform.machine() or "unknown", set[str]()
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                model = value.strip()
+            elif key.strip() in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass  # not Linux: the model name platform gives, the vector level unknown
+    levels = (("avx512", "avx512f"), ("avx2", "avx2"), ("neon", "asimd"))
+    simd = next((name for name, flag in levels if flag in flags), "other" if flags else "unknown")
+    return {"model": model, "simd": simd}
+
+
 def _outputs_mode(
     *,
     outputs: Path | None,
@@ -192,6 +213,7 @@ def register(app: typer.Typer) -> None:
             "frame_wh": [1280, 960],
             "dice_per_frame": 10,
             "cpu_count": os.cpu_count(),
+            "cpu": cpu_description(),
             "started_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%MZ"),
             "load_average_1min": round(os.getloadavg()[0], 2),
         }
@@ -248,6 +270,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(results))
             return
+        cpu_seen = results["cpu"]
+        assert isinstance(cpu_seen, dict)
+        typer.echo(f"cpu: {cpu_seen['model']} ({cpu_seen['simd']}), {results['cpu_count']} cores")
         typer.echo(f"model load (every model, median of 5): {results['model_load_ms_median']} ms")
         for label in ("one_thread", "all_threads"):
             r = results[label]

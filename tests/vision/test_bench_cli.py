@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from api.cli.bench import bench_frames
+from api.cli.bench import bench_frames, cpu_description
 from vision.onnx_session import MANIFEST_PATH
 
 runner = CliRunner()
@@ -27,6 +27,7 @@ def test_bench_reports_latency_per_setting_with_the_pinned_manifest() -> None:
     doc = json.loads(result.output)
     assert doc["frame_wh"] == [1280, 960] and doc["dice_per_frame"] == 10
     assert doc["started_utc"].endswith("Z") and doc["load_average_1min"] >= 0
+    assert doc["cpu"]["model"] and doc["cpu"]["simd"]  # which processor the figures belong to
     for setting in ("one_thread", "all_threads"):
         r = doc[setting]
         assert 0 < r["p50_ms"] <= r["p99_ms"]
@@ -42,6 +43,21 @@ def test_bench_reports_latency_per_setting_with_the_pinned_manifest() -> None:
         # the read less the models: so their medians keep the same order.
         assert max(r["model_p50_ms"].values()) <= r["all_models_p50_ms"] <= r["p50_ms"]
         assert 0 < r["outside_models_p50_ms"] < r["p50_ms"]
+
+
+def test_cpu_description_reads_the_model_and_the_widest_vector_instructions(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n"
+        "processor\t: 1\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n"
+    )
+    assert cpu_description(info) == {"model": "AMD EPYC 9B14", "simd": "avx512"}
+    info.write_text("model name\t: Intel(R) Xeon(R) CPU E5-2680 v4\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    assert cpu_description(info) == {"model": "Intel(R) Xeon(R) CPU E5-2680 v4", "simd": "avx2"}
+    info.write_text("model name\t: Old\nflags\t\t: fpu sse2\n")
+    assert cpu_description(info)["simd"] == "other"
+    # No /proc/cpuinfo (not Linux): still a model name from the platform, the vector level unknown.
+    assert cpu_description(tmp_path / "missing")["simd"] == "unknown"
 
 
 def test_bench_refuses_a_missing_manifest(tmp_path: Path) -> None:
