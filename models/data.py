@@ -34,6 +34,9 @@ class LabelledImage:
     faces: NDArray[np.int64]  # (n,) 1..6 (0: no face, only from `load_synth(all_dice=True)`)
     box_kind: str = "die"  # "die": the whole die as seen; "top": the top face only (matteop65)
     camera: Camera | None = None  # synthetic scenes: the camera that took the frame (its calibration)
+    # Synthetic scenes: the camera-shake blur the generator gave the frame (px, the label's
+    # `render.degradation.motion_px`; 0 or 1: a still frame); None for photos and labels that do not say.
+    motion_blur_px: int | None = None
 
     def __post_init__(self) -> None:
         if self.boxes_xyxy.ndim != 2 or self.boxes_xyxy.shape[1] != 4:
@@ -128,9 +131,16 @@ def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[La
                 faces=np.asarray([d.face or d.face_visible or 0 for d in dice], np.int64),
                 box_kind="die",
                 camera=None if scene.truth is None else scene.truth.camera,
+                motion_blur_px=None if scene.truth is None else _motion_blur_px(scene.truth.render),
             )
         )
     return items
+
+
+def _motion_blur_px(render: dict[str, object]) -> int | None:
+    degradation = render.get("degradation")
+    motion = degradation.get("motion_px") if isinstance(degradation, dict) else None
+    return int(motion) if isinstance(motion, int | float) else None
 
 
 def load_dataset(path: Path, *, split: str = "test") -> list[LabelledImage]:

@@ -6,12 +6,15 @@ Pure counting on numpy arrays (no torch); `throwbox eval` drives it and draws th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vision.types import Roll
+
+if TYPE_CHECKING:
+    from models.data import LabelledImage
 
 IOU_MATCH = 0.5
 
@@ -95,6 +98,10 @@ class Tally:
     confusion: NDArray[np.int64] = field(default_factory=lambda: np.zeros((6, 7), np.int64))  # gt x (1..6, ?)
     latency_ms: list[float] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    # The same counts per group of images (`add_image(group=...)`: the kind of camera and frame of a synthetic
+    # scene, "top_down/still", "top_down/motion_blur", ...), so a figure can be told apart by what the frame
+    # shows; empty when no image was given a group.
+    groups: dict[str, Tally] = field(default_factory=dict)
 
     def add_image(
         self,
@@ -110,8 +117,23 @@ class Tally:
         verdict: str,
         latency_ms: float,
         box_kind: str,
+        group: str | None = None,
     ) -> None:
-        """Count one image."""
+        """Count one image (and again in `groups[group]` when a group is given)."""
+        if group is not None:
+            self.groups.setdefault(group, Tally()).add_image(
+                name=name,
+                gt_xyxy=gt_xyxy,
+                gt_faces=gt_faces,
+                pred_xyxy=pred_xyxy,
+                pred_score=pred_score,
+                pred_face=pred_face,
+                learned_face=learned_face,
+                pip_count=pip_count,
+                verdict=verdict,
+                latency_ms=latency_ms,
+                box_kind=box_kind,
+            )
         self.images += 1
         self.gt_dice += len(gt_faces)
         self.pred_dice += len(pred_xyxy)
@@ -154,6 +176,7 @@ class Tally:
         gt_faces: NDArray[np.int64],
         roll: Roll,
         box_kind: str,
+        group: str | None = None,
     ) -> None:
         """Count one image from the reader's `Roll` of it (what `add_image` needs, taken from the roll)."""
         self.add_image(
@@ -168,6 +191,7 @@ class Tally:
             verdict=roll.verdict.value,
             latency_ms=roll.timing_ms["total"],
             box_kind=box_kind,
+            group=group,
         )
 
     def summary(self, *, box_kind: str) -> dict[str, Any]:
@@ -209,4 +233,42 @@ class Tally:
                 "p99": round(float(np.percentile(lat, 99)), 2),
             },
             "failures": self.failures[:50],
-        }
+        } | ({"by_camera_and_frame": self._group_summaries(box_kind)} if self.groups else {})
+
+    def _group_summaries(self, box_kind: str) -> dict[str, dict[str, Any]]:
+        """The headline figures of each group, in a fixed order of camera kind, then frame kind."""
+        out = {}
+        for name in sorted(self.groups, key=_group_order):
+            full = self.groups[name].summary(box_kind=box_kind)
+            faces, rolls = full["face_accuracy_pct"], full["rolls"]
+            out[name] = {
+                "images": full["images"],
+                "matched_dice": full["matched_dice"],
+                "detection": full["detection"],
+                "face_learned_of_matched_pct": faces["learned_of_matched"],
+                "face_final_of_certain_pct": faces["final_of_certain"],
+                "uncertain_of_matched_pct": faces["uncertain_of_matched"],
+                "rolls_exact_valid_pct": rolls["exact_valid_pct"],
+                "rolls_learned_exact_pct": rolls["learned_exact_pct"],
+            }
+        return out
+
+
+GROUP_ORDER = ("top_down", "oblique", "still", "motion_blur")
+
+
+def _group_order(name: str) -> tuple[int, ...]:
+    parts = name.split("/")
+    return tuple(GROUP_ORDER.index(part) if part in GROUP_ORDER else len(GROUP_ORDER) for part in parts)
+
+
+def scene_group(item: LabelledImage) -> str | None:
+    """A synthetic scene's group for `Tally`: its camera kind ("top_down", or "oblique" when it leans more
+    than `vision.judge.evaluate.OBLIQUE_TILT_DEG`, the split of `throwbox eval --verdicts`) and frame kind
+    ("still", or "motion_blur" when the generator shook the camera by more than 1 px); None for a photo."""
+    if item.camera is None or item.motion_blur_px is None:
+        return None
+    from vision.judge.evaluate import OBLIQUE_TILT_DEG
+
+    camera = "oblique" if item.camera.pose.tilt_deg > OBLIQUE_TILT_DEG else "top_down"
+    return f"{camera}/{'motion_blur' if item.motion_blur_px > 1 else 'still'}"

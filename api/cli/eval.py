@@ -168,7 +168,7 @@ def register(app: typer.Typer) -> None:
 
         from calibration.layout import ThrowBoxLayout
         from models.data import DatasetError, load_dataset
-        from models.evaluate import Tally
+        from models.evaluate import Tally, scene_group
         from vision.image import UnreadableImageError, load_image
         from vision.judge.geometry import TableGeometry
         from vision.onnx_session import MANIFEST_PATH, ModelError
@@ -240,6 +240,7 @@ def register(app: typer.Typer) -> None:
                 gt_faces=item.faces,
                 roll=roll,
                 box_kind=box_kind,
+                group=scene_group(item),
             )
         summary = {
             "dataset": str(dataset),
@@ -279,6 +280,13 @@ def register(app: typer.Typer) -> None:
             f"  rolls: exact and valid {rolls['exact_valid_pct']}%; every die found and read "
             f"right {rolls['learned_exact_pct']}%; verdicts {rolls['verdicts']}"
         )
+        for group, g in summary.get("by_camera_and_frame", {}).items():
+            typer.echo(
+                f"    {group}: {g['images']} images; faces learned {g['face_learned_of_matched_pct']}% of "
+                f"{g['matched_dice']} matched, uncertain {g['uncertain_of_matched_pct']}%; rolls exact "
+                f"{g['rolls_exact_valid_pct']}%, every die found and read right "
+                f"{g['rolls_learned_exact_pct']}%"
+            )
         typer.echo(
             f"  latency per image: p50 {summary['latency_ms']['p50']} ms, "
             f"p99 {summary['latency_ms']['p99']} ms"

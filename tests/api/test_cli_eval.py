@@ -249,6 +249,25 @@ def test_calibrated_reads_each_scene_with_its_own_camera(tmp_path: Path) -> None
     )
 
 
+def test_the_readers_figures_on_a_synthetic_set_are_split_by_camera_and_camera_shake(tmp_path: Path) -> None:
+    root = _judge_set(tmp_path)
+    labels = sorted((root / "labels").glob("*.json"))
+    doc = json.loads(labels[0].read_text(encoding="utf-8"))
+    doc["render"]["degradation"]["motion_px"] = 6  # one frame the generator shook
+    labels[0].write_text(json.dumps(doc), encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(root), "--json", "--plot", str(tmp_path / "g.png")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    groups = summary["by_camera_and_frame"]
+    frames: dict[str, int] = {}
+    for key, figures in groups.items():
+        frames[key.split("/")[1]] = frames.get(key.split("/")[1], 0) + figures["images"]
+    assert frames == {"motion_blur": 1, "still": 5}
+    assert sum(g["matched_dice"] for g in groups.values()) == summary["matched_dice"]
+    # Photos carry no truth of camera or shake: no split.
+    assert "by_camera_and_frame" not in _eval(tmp_path)
+
+
 def test_calibrated_needs_a_synthetic_set_and_goes_without_the_other_modes(tmp_path: Path) -> None:
     plot = str(tmp_path / "e.png")
     photos = runner.invoke(app, ["eval", str(FIXTURES), "--calibrated", "--plot", plot])

@@ -58,3 +58,26 @@ def test_tally_counts_misses_false_dice_and_exact_rolls() -> None:
     assert s["rolls"]["exact_valid_pct"] == 50.0
     assert s["confusion_gt_rows_read_cols_1_to_6_and_uncertain"][2][6] == 1  # a 3 left uncertain
     assert s["failures"][0]["image"] == "b"
+    assert "by_camera_and_frame" not in s  # no image was given a group
+
+
+def test_tally_splits_its_figures_by_group_and_keeps_the_whole() -> None:
+    t = Tally()
+    gt = _b((0, 0, 10, 10), (20, 0, 30, 10))
+    common = {"gt_xyxy": gt, "gt_faces": np.array([3, 5]), "latency_ms": 5.0, "box_kind": "die",
+              "pred_xyxy": gt, "pred_score": np.ones(2, np.float32)}  # fmt: skip
+    t.add_image(name="still", pred_face=[3, 5], learned_face=[3, 5], pip_count=[None, None], verdict="valid",
+                group="top_down/still", **common)  # fmt: skip
+    t.add_image(name="shaken", pred_face=[None, 5], learned_face=[4, 5], pip_count=[None, None],
+                verdict="no_decision", group="top_down/motion_blur", **common)  # fmt: skip
+    t.add_image(name="tilted", pred_face=[3, 5], learned_face=[3, 5], pip_count=[None, None], verdict="valid",
+                group="oblique/still", **common)  # fmt: skip
+    s = t.summary(box_kind="die")
+    assert s["images"] == 3 and s["face_accuracy_pct"]["learned_of_matched"] == pytest.approx(83.33)
+    groups = s["by_camera_and_frame"]
+    assert list(groups) == ["top_down/still", "top_down/motion_blur", "oblique/still"]  # cameras, then frames
+    assert groups["top_down/still"]["face_learned_of_matched_pct"] == 100.0
+    assert groups["top_down/still"]["rolls_exact_valid_pct"] == 100.0
+    shaken = groups["top_down/motion_blur"]
+    assert shaken["images"] == 1 and shaken["face_learned_of_matched_pct"] == 50.0
+    assert shaken["uncertain_of_matched_pct"] == 50.0 and shaken["rolls_exact_valid_pct"] == 0.0
