@@ -160,6 +160,41 @@ def test_675a_4_c_a_cocked_die_is_read_by_rule_only_with_a_sure_face(
     assert out.findings[0].die_ids == (2,) and out.dice[1].cocked
 
 
+@pytest.mark.parametrize(
+    ("face_p", "pip_count", "verdict", "reason"),
+    [
+        (0.93, 5, Verdict.VALID, "cocked_read_by_rule"),  # under the bar, but the pip count reads 5 too
+        (0.93, None, Verdict.NO_DECISION, "cocked_unclear"),  # the count gives no opinion: the bar alone
+        (0.85, 5, Verdict.NO_DECISION, "face_uncertain"),  # under the reader's own bar: no face at all
+    ],
+)
+def test_675a_4_c_a_cocked_die_under_its_bar_is_read_by_rule_when_the_pip_count_agrees(
+    face_p: float, pip_count: int | None, verdict: Verdict, reason: str
+) -> None:
+    cfg = replace(CFG, judge=replace(CFG.judge, cocked_face_corroborated=0.9))
+    cands = (_cand(0.0), _cand(40.0))
+    reads = (
+        FaceReading(face_probs=tuple(one_hot(2)), pip_count=2),
+        FaceReading(face_probs=tuple(one_hot(5, face_p)), pip_count=pip_count),
+    )
+    out = judge(cands, reads, expected_dice=2, config=cfg, states=[FLAT, _state("cocked", tilt=31.0)])
+    assert out.verdict is verdict, out.findings
+    assert reason in [f.reason for f in out.findings]
+    if verdict is Verdict.VALID:
+        assert out.dice[1].face == 5 and out.dice[1].cocked
+        assert "the pip count is 5 too" in out.findings[0].detail
+    # Off, the bar stands alone: the same die goes to a person.
+    plain = replace(CFG, judge=replace(CFG.judge, cocked_face_corroborated=None))
+    alone = judge(cands, reads, expected_dice=2, config=plain, states=[FLAT, _state("cocked", tilt=31.0)])
+    assert alone.verdict is Verdict.NO_DECISION
+
+
+def test_the_corroborated_bar_for_a_cocked_die_lies_under_its_own_bar() -> None:
+    with pytest.raises(ValueError, match="cocked_face_corroborated"):
+        JudgeConfig(cocked_face_corroborated=0.99)
+    assert JudgeConfig(cocked_face_corroborated=None).cocked_face_corroborated is None
+
+
 def _camera_at_tilt(tilt_deg: float) -> TableGeometry:
     """The overhead test camera swung `tilt_deg` towards the dealer's side, still aimed at the box."""
     geo = _overhead_geometry()

@@ -5,9 +5,10 @@ has the face opposite the resting side uppermost: the top face the classifier re
 rule, so the die keeps its read face and is marked cocked with its tilt. With more than one side resting
 (wedged between stacks), the roll is void (rethrow). When the classifier cannot tell one side from two
 (`cocked_wedged_margin`) or the tilt is so near 45 degrees that two faces look up equally
-(`max_readable_tilt_deg`), or its face is read less surely than `min_cocked_face_confidence`, or a table
-calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it reads is the
-one toward the camera), the roll is `no_decision` for a person, never a guess.
+(`max_readable_tilt_deg`), or its face is read less surely than `min_cocked_face_confidence` (unless it is
+at least `cocked_face_corroborated` and the classical pip count is that same face: two opinions that agree),
+or a table calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it
+reads is the one toward the camera), the roll is `no_decision` for a person, never a guess.
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ class CockedCall:
     tilt_deg: float
     void: bool  # more than one side resting: no reading, the roll is void
     unclear: bool  # too close to call: no_decision
+
+
+def _corroborated(die: DieReading, config: JudgeConfig) -> bool:
+    """Is this die's face, read under the cocked bar, still at least `cocked_face_corroborated` sure and
+    counted the same by the classical pip count?"""
+    bar = config.cocked_face_corroborated
+    return (
+        bar is not None
+        and die.face is not None
+        and max(die.face_probs) >= bar
+        and die.pip_count is not None
+        and die.pip_count == die.face
+    )
 
 
 def cocked_dice(
@@ -82,7 +96,11 @@ def cocked_dice(
                 f"{camera_tilt_deg:.0f} deg from straight down: the face toward the camera need not be "
                 "the uppermost one the rule reads, a person reads it"
             )
-        elif dice[i].face is not None and max(dice[i].face_probs) < config.min_cocked_face_confidence:
+        elif (
+            dice[i].face is not None
+            and max(dice[i].face_probs) < config.min_cocked_face_confidence
+            and not _corroborated(dice[i], config)
+        ):
             # The face classifier reads tilted dice less surely than flat ones, and a wrong face read by
             # rule settles a wrong roll: below this bar a person reads it.
             unclear = (
@@ -105,6 +123,12 @@ def cocked_dice(
             if face is not None
             else "its face is uncertain"
         )
+        p_face, bar = max(dice[i].face_probs), config.min_cocked_face_confidence
+        if face is not None and p_face < bar:
+            read += (
+                f"; read at p={p_face:.2f}, under the {bar:.2f} bar for a cocked die, and the pip count is "
+            )
+            read += f"{face} too"
         findings.append(
             Finding(
                 verdict=Verdict.VALID,

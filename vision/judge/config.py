@@ -50,6 +50,10 @@ class JudgeConfig:
     # wrong (a die read at 0.981, in a roll it let through) and read one more cocked die's value wrong:
     # refused (docs/history/judge.md, "Tried, refused: a lower bar for a cocked die's face").
     min_cocked_face_confidence: float = 0.97
+    # Two opinions that agree: a cocked die read under `min_cocked_face_confidence` but at least this surely,
+    # whose classical pip count (counted from the image alone, vision/pips/classical.py) is that same face,
+    # is read by rule all the same. None: the bar alone (docs/history/judge.md, "Two opinions that agree").
+    cocked_face_corroborated: float | None = None
     # With a table calibration whose camera is tilted more than this from straight down, a die cocked on one
     # side is not read by rule (`cocked_unclear`): the rule reads the uppermost face, and an oblique camera
     # shows the face toward it squarely and the uppermost one as a strip (a die leaning 40 degrees on chips
@@ -125,6 +129,12 @@ class JudgeConfig:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"JudgeConfig.{name} must be in [0, 1], got {value}")
+        corroborated = self.cocked_face_corroborated
+        if corroborated is not None and not 0.0 <= corroborated <= self.min_cocked_face_confidence:
+            raise ValueError(
+                "JudgeConfig.cocked_face_corroborated must be None or in [0, min_cocked_face_confidence], "
+                f"got {corroborated}"
+            )
         if not 0.0 < self.max_readable_tilt_deg <= 90.0:
             raise ValueError(
                 f"JudgeConfig.max_readable_tilt_deg must be in (0, 90], got {self.max_readable_tilt_deg}"
