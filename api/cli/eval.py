@@ -17,7 +17,11 @@ def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
     import numpy as np
 
     conf = np.asarray(summary["confusion_gt_rows_read_cols_1_to_6_and_uncertain"])
-    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    groups: dict[str, dict[str, Any]] = summary.get("by_camera_and_frame", {})
+    if groups:  # a synthetic set: beside the matrix, the headline figures per camera and frame
+        fig, (ax, bars) = plt.subplots(1, 2, figsize=(12.4, 5.2), gridspec_kw={"width_ratios": [1.0, 1.15]})
+    else:
+        fig, ax = plt.subplots(figsize=(6.4, 5.2))
     ax.imshow(conf, cmap="Blues")
     ax.set_xticks(range(7), ["1", "2", "3", "4", "5", "6", "?"])
     ax.set_yticks(range(6), ["1", "2", "3", "4", "5", "6"])
@@ -33,6 +37,23 @@ def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
         f"face (learned) {faces['learned_of_matched']}%",
         fontsize=9,
     )
+    if groups:
+        series = (
+            ("face, learned", "face_learned_of_matched_pct"),
+            ("die left uncertain", "uncertain_of_matched_pct"),
+            ("roll read exactly", "rolls_exact_valid_pct"),
+        )
+        names = list(groups)
+        x = np.arange(len(names))
+        for k, (label, key) in enumerate(series):
+            values = [groups[n][key] or 0.0 for n in names]
+            drawn = bars.bar(x + (k - 1) * 0.27, values, 0.27, label=label)
+            bars.bar_label(drawn, fmt="%.1f", fontsize=7)
+        bars.set_xticks(x, [f"{n}\n{groups[n]['images']} frames" for n in names], fontsize=8)
+        bars.set_ylim(0, 110)
+        bars.set_ylabel("%")
+        bars.legend(fontsize=8, loc="upper right", ncols=3)
+        bars.set_title("by camera (top-down / oblique) and frame (still / camera shake)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
