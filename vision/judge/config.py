@@ -52,11 +52,12 @@ class JudgeConfig:
     min_cocked_face_confidence: float = 0.97
     # Two opinions that agree: a cocked die read under `min_cocked_face_confidence` but at least this surely,
     # whose classical pip count (counted from the image alone, vision/pips/classical.py) is that same face,
-    # is read by rule all the same. None: the bar alone. 0.90 (the reader's bar for a flat die), chosen on
-    # tuning sets tune-s6900/s7000 (no wrong value at 0.95, 0.93 or 0.90), passed on fresh tune-s7100/s7200:
-    # cocked dice read by rule 39 -> 65 of 256, none with a wrong value, good rolls left to a person
-    # 415 -> 391, settled wrong and sent back unchanged (docs/history/judge.md, "Two opinions that agree").
-    cocked_face_corroborated: float | None = 0.90
+    # is read by rule all the same. None (off): the bar alone. 0.90 passed its rule on fresh tune-s7100/s7200
+    # and was shipped, then withdrawn the same morning: on the held-out mix-v2 it read 2 of the 35 more cocked
+    # dice wrong, one in a roll it settled wrong (a die cocked 37 degrees on chips whose side face, a 3, shows
+    # as squarely as its top, a 2: the count and the model read the same wrong face; docs/history/judge.md,
+    # "Two opinions that agree"). Kept for a table that wants to weigh it on its own footage.
+    cocked_face_corroborated: float | None = None
     # With a table calibration whose camera is tilted more than this from straight down, a die cocked on one
     # side is not read by rule (`cocked_unclear`): the rule reads the uppermost face, and an oblique camera
     # shows the face toward it squarely and the uppermost one as a strip (a die leaning 40 degrees on chips
