@@ -126,6 +126,13 @@ def register(app: typer.Typer) -> None:
             help="With --verdicts: write DIR/misses.jsonl (each labelled-valid roll not read valid: reason, "
             "dice, measured cause), DIR/misses.png (evidence crops) and print the causes counted.",
         ),
+        failures: Path | None = typer.Option(
+            None,
+            "--failures",
+            help="The reader's figures: write DIR/failures.jsonl (each labelled die read wrong, left "
+            "uncertain or missed, and each detection on no labelled die) and DIR/failures.jpg (a crop of "
+            "each, with label, reading and probability; models/failures.py).",
+        ),
     ) -> None:
         """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
         from vision.reader import ReaderConfig
@@ -146,7 +153,13 @@ def register(app: typer.Typer) -> None:
             from api.cli.eval_layout import run_extra_rolls
 
             mode = "--extra-rolls" if extra_rolls else "--layout-moves"
-            if verdicts or oracle_boxes or misses is not None or (extra_rolls and layout_moves):
+            if (
+                verdicts
+                or oracle_boxes
+                or misses is not None
+                or failures is not None
+                or (extra_rolls and layout_moves)
+            ):
                 typer.echo(
                     f"throwbox eval: {mode} goes alone (no --verdicts, --oracle-boxes or --misses, nor both)",
                     err=True,
@@ -167,6 +180,11 @@ def register(app: typer.Typer) -> None:
                 layout_plot = plot if plot != Path("reports/eval.png") else Path("reports/layout-moves.png")
                 run_layout(**common, plot=layout_plot)
             return
+        if verdicts and failures is not None:
+            typer.echo(
+                "throwbox eval: --failures is for the reader's figures (--verdicts has --misses)", err=True
+            )
+            raise typer.Exit(2)
         if verdicts:
             from api.cli.eval_verdicts import run
 
@@ -190,6 +208,8 @@ def register(app: typer.Typer) -> None:
         from calibration.layout import ThrowBoxLayout
         from models.data import DatasetError, load_dataset
         from models.evaluate import Tally, scene_group
+        from models.failures import DieFailure, die_failures
+        from models.failures import write as write_failures
         from vision.image import UnreadableImageError, load_image
         from vision.judge.geometry import TableGeometry
         from vision.onnx_session import MANIFEST_PATH, ModelError
@@ -222,6 +242,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         layout = ThrowBoxLayout()
         tally = Tally()
+        failed: list[DieFailure] = []
         oracle_right = oracle_total = 0  # the face classifier alone, on the labelled boxes
         for item in track(items, description=f"eval {dataset.name}", transient=True, disable=as_json):
             try:
@@ -263,6 +284,8 @@ def register(app: typer.Typer) -> None:
                 box_kind=box_kind,
                 group=scene_group(item),
             )
+            if failures is not None:
+                failed += die_failures(item.path, item.boxes_xyxy, item.faces, roll, box_kind=box_kind)
         summary = {
             "dataset": str(dataset),
             "split": split,
@@ -278,6 +301,10 @@ def register(app: typer.Typer) -> None:
         plot.parent.mkdir(parents=True, exist_ok=True)
         _plot(summary, plot, f"{dataset.name} ({split})")
         summary["plot"] = str(plot)
+        if failures is not None:
+            summary["failures_written"] = write_failures(
+                failed, failures, lambda path: load_image(Path(path))
+            )
         if as_json:
             typer.echo(json.dumps(summary))
             return
@@ -313,3 +340,6 @@ def register(app: typer.Typer) -> None:
             f"p99 {summary['latency_ms']['p99']} ms"
         )
         typer.echo(f"  plot: {plot}")
+        if failures is not None:
+            written = summary["failures_written"]
+            typer.echo(f"  failures: {written['by_kind']} -> {written['sheet']}")

@@ -40,6 +40,23 @@ def test_skip_and_limit_choose_which_images_are_scored(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no labelled images" in result.output
 
 
+def test_failures_are_listed_and_drawn_and_go_only_with_the_readers_figures(tmp_path: Path) -> None:
+    summary = _eval(tmp_path, "--failures", str(tmp_path / "fail"))
+    written = summary["failures_written"]
+    assert isinstance(written, dict) and Path(written["sheet"]).is_file()
+    lines = (tmp_path / "fail" / "failures.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sum(written["by_kind"].values()) == len(lines)
+    # Every labelled die not matched is one "missed" line; every detection matched to none, one "false".
+    kinds = [json.loads(line)["kind"] for line in lines]
+    assert kinds.count("missed") == summary["gt_dice"] - summary["matched_dice"]  # type: ignore[operator]
+    assert kinds.count("false") == summary["detected_dice"] - summary["matched_dice"]  # type: ignore[operator]
+    plot = str(tmp_path / "v.png")
+    both = runner.invoke(
+        app, ["eval", str(FIXTURES), "--verdicts", "--failures", str(tmp_path), "--plot", plot]
+    )
+    assert both.exit_code == 2 and "--failures is for the reader's figures" in both.output
+
+
 def test_a_manifest_given_is_the_one_read_and_a_wrong_checksum_is_refused(tmp_path: Path) -> None:
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
     for entry in raw["models"].values():  # the same weights, named by absolute path from elsewhere
