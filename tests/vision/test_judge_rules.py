@@ -377,6 +377,50 @@ def test_geometry_places_a_die_beyond_the_walls_off_the_table() -> None:
     assert out.dice[1].off_table and not out.dice[0].off_table
 
 
+def _loose_pair(geo: TableGeometry) -> tuple[DieCandidate, ...]:
+    """Two flat dice side by side (19 mm apart), the first boxed half a die too wide on each side: the boxes
+    overlap by half the smaller, their centres stay 19 mm apart on the felt."""
+    a, b = _box_at(geo, 280.0, 200.0), _box_at(geo, 299.0, 200.0)
+    w = a[2] - a[0]
+    loose = (a[0] - w / 2, a[1], a[2] + w / 2, a[3])
+    return tuple(
+        DieCandidate(box_xyxy=x, top_quad=((x[0], x[1]), (x[2], x[1]), (x[2], x[3]), (x[0], x[3])), score=0.9)
+        for x in (loose, b)
+    )
+
+
+@pytest.mark.parametrize(
+    ("camera_tilt", "rule_out", "expected", "states", "verdict", "reason"),
+    [
+        (0.0, None, 2, [FLAT, FLAT], Verdict.NO_DECISION, "stacked_unclear"),  # off: a person looks
+        (0.0, 10.0, 2, [FLAT, FLAT], Verdict.VALID, "stacked_ruled_out"),  # from above: side by side
+        (30.0, 10.0, 2, [FLAT, FLAT], Verdict.NO_DECISION, "stacked_unclear"),  # oblique: a person looks
+        (0.0, 10.0, 3, [FLAT, FLAT], Verdict.INVALID, "die_off_table"),  # a short count: not ruled out
+        (0.0, 10.0, 2, [_state("stacked", 0.9), FLAT], Verdict.INVALID, "die_on_die"),  # backed: a stack
+    ],
+)
+def test_675a_4_b_loose_boxes_from_above_with_nothing_backing_a_stack_are_dice_side_by_side(
+    camera_tilt: float,
+    rule_out: float | None,
+    expected: int,
+    states: list[DieState],
+    verdict: Verdict,
+    reason: str,
+) -> None:
+    geo = _camera_at_tilt(camera_tilt)
+    cands = _loose_pair(geo)
+    assert overlap_of_smaller(cands[0].box_xyxy, cands[1].box_xyxy) >= CFG.judge.overlap_stacked
+    cfg = replace(CFG, judge=replace(CFG.judge, unbacked_overlap_max_camera_tilt_deg=rule_out))
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(f)), pip_count=None) for f in (2, 5))
+    out = judge(cands, reads, expected_dice=expected, config=cfg, states=states, geometry=geo)
+    assert out.verdict is verdict, out.findings
+    assert reason in [f.reason for f in out.findings]
+    if reason == "stacked_ruled_out":
+        (finding,) = [f for f in out.findings if f.reason == reason]
+        assert finding.die_ids == (1, 2) and "side by side" in finding.detail
+        assert out.dice[0].face == 2 and out.dice[1].face == 5
+
+
 def test_geometry_names_the_layout_box() -> None:
     geo = _overhead_geometry()
     ace = geo.layout.layout_boxes()[1].centre
@@ -398,6 +442,7 @@ def test_geometry_names_the_layout_box() -> None:
         ({"weak_peak_score": 2.0}, "weak_peak_score"),
         ({"max_cocked_camera_tilt_deg": 91.0}, "max_cocked_camera_tilt_deg"),
         ({"max_cocked_camera_tilt_deg": -1.0}, "max_cocked_camera_tilt_deg"),
+        ({"unbacked_overlap_max_camera_tilt_deg": 95.0}, "unbacked_overlap_max_camera_tilt_deg"),
     ],
 )
 def test_config_refuses_nonsense(kwargs: dict[str, float], message: str) -> None:

@@ -71,6 +71,13 @@ class JudgeConfig:
     # whose felt positions (box centres taken to die-centre height) are closer than this lie one on the
     # other. Flat dice side by side have their centres at least one edge (19 mm) apart.
     stacked_max_centre_mm: float = 12.0
+    # With a table calibration whose camera leans at most this from straight down, two boxes overlapping
+    # past `overlap_stacked` with nothing to back a stack (the die-state model sees no die on a die in either,
+    # their felt positions at least `stacked_max_centre_mm` apart, the count neither short nor over) are two
+    # dice side by side boxed loosely: `stacked_ruled_out` (valid), not `stacked_unclear`. Seen from above, a
+    # die on a die hides most of the one beneath, which the die-state model sees (docs/history/judge.md,
+    # "Loose boxes under a camera from above"). None: off.
+    unbacked_overlap_max_camera_tilt_deg: float | None = None
     # A die-state call of a die on a die needs a die under or over it (vision/judge/stacked.py): with every
     # die of the game found, a call whose nearest box overlaps it by less than this is ruled out (valid);
     # from this up to `overlap_stacked` it is `stacked_unclear` (no_decision); past `overlap_stacked`, or
@@ -147,6 +154,11 @@ class JudgeConfig:
             raise ValueError(
                 "JudgeConfig.max_cocked_camera_tilt_deg must be in [0, 90], "
                 f"got {self.max_cocked_camera_tilt_deg}"
+            )
+        tilt = self.unbacked_overlap_max_camera_tilt_deg
+        if tilt is not None and not 0.0 <= tilt <= 90.0:
+            raise ValueError(
+                f"JudgeConfig.unbacked_overlap_max_camera_tilt_deg must be in [0, 90] or None, got {tilt}"
             )
         if self.stacked_max_centre_mm < 0.0:
             raise ValueError(

@@ -16,6 +16,9 @@ Two kinds of evidence, and the judge asks each to be backed before it sends the 
   dice's felt positions lie closer than `stacked_max_centre_mm` (flat dice side by side are an edge apart).
   With more dice found than the game has, two overlapping boxes may be one die found twice: also
   `stacked_unclear`, and so is a classifier call of a die on a die then (its partner may be itself).
+  Under a calibrated camera that looks from above (`JudgeConfig.unbacked_overlap_max_camera_tilt_deg`),
+  overlap with nothing to back it, the count full, is two dice side by side boxed loosely:
+  `stacked_ruled_out` (valid).
 """
 
 from __future__ import annotations
@@ -151,6 +154,27 @@ def stacked_dice(
                         die_ids=(i + 1, j + 1),
                         detail=f"{boxes_text}, but more dice are found than the game has: one die found "
                         "twice or a die on a die, a person must look",
+                    )
+                )
+                continue
+            from_above = config.unbacked_overlap_max_camera_tilt_deg
+            if (
+                not backing
+                and not count_short
+                and from_above is not None
+                and geometry is not None
+                and gap_mm is not None
+                and geometry.camera.pose.tilt_deg <= from_above
+            ):
+                findings.append(
+                    Finding(
+                        verdict=Verdict.VALID,
+                        reason="stacked_ruled_out",
+                        die_ids=(i + 1, j + 1),
+                        detail=f"{boxes_text}, but the die-state classifier sees no die on a die "
+                        f"(p={p:.2f}), their felt positions are {gap_mm:.0f} mm apart and the camera looks "
+                        f"from above ({geometry.camera.pose.tilt_deg:.0f} deg): two dice side by side, boxed "
+                        "loosely",
                     )
                 )
                 continue
