@@ -8,6 +8,7 @@ makes the roll invalid; (c) a die cocked on more than one side voids it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +37,14 @@ def _run(
     expected: int | None,
     geometry: TableGeometry | None = None,
     weak: tuple[DieCandidate, ...] = (),
+    config: ValidityConfig = CFG,
 ) -> tuple[Verdict, list[tuple[str, tuple[int, ...]]], tuple[Finding, ...]]:
     reads = tuple(FaceReading(face_probs=tuple(one_hot(3)), pip_count=None) for _ in cands)
     out = judge(
         tuple(cands),
         reads,
         expected_dice=expected,
-        config=CFG,
+        config=config,
         states=states,
         geometry=geometry,
         weak_peaks=weak,
@@ -135,22 +137,30 @@ def test_675a_4_c_a_void_needs_a_die_sized_die(edge: float, verdict: Verdict, re
 
 
 @pytest.mark.parametrize(
-    ("shift_px", "verdict", "reason"),
+    ("shift_px", "from_above", "verdict", "reason"),
     [
         # 675a.4(b): boxes overlapping, felt positions 6 mm apart: one die lies on the other
-        (8.0, Verdict.INVALID, "die_on_die"),
-        # overlapping as much, but 13 mm apart on the felt: touching dice boxed loosely, a person looks
-        (16.0, Verdict.NO_DECISION, "stacked_unclear"),
+        (8.0, 10.0, Verdict.INVALID, "die_on_die"),
+        (8.0, None, Verdict.INVALID, "die_on_die"),
+        # overlapping as much, but 13 mm apart on the felt, seen from straight above with nothing backing a
+        # stack: touching dice boxed loosely (JudgeConfig.unbacked_overlap_max_camera_tilt_deg, the default)
+        (16.0, 10.0, Verdict.VALID, "stacked_ruled_out"),
+        # ... and with that rule off, a person looks
+        (16.0, None, Verdict.NO_DECISION, "stacked_unclear"),
     ],
 )
-def test_675a_4_b_overlap_backed_by_felt_positions(shift_px: float, verdict: Verdict, reason: str) -> None:
+def test_675a_4_b_overlap_backed_by_felt_positions(
+    shift_px: float, from_above: float | None, verdict: Verdict, reason: str
+) -> None:
+    assert CFG.judge.unbacked_overlap_max_camera_tilt_deg == 10.0
+    config = replace(CFG, judge=replace(CFG.judge, unbacked_overlap_max_camera_tilt_deg=from_above))
     geo = _overhead_geometry()
     x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     big = [(cx - 20.0 + dx, cy - 20.0, cx + 20.0 + dx, cy + 20.0) for dx in (0.0, shift_px)]
     far = [_box_at(geo, 100.0, 100.0), _box_at(geo, 500.0, 300.0)]
     cands = [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (*far, *big)]
-    got, findings, details = _run(cands, [FLAT] * 4, expected=4, geometry=geo)
+    got, findings, details = _run(cands, [FLAT] * 4, expected=4, geometry=geo, config=config)
     assert got is verdict
     assert findings == [(reason, (3, 4))]
     assert "mm apart" in details[0].detail
