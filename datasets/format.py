@@ -187,6 +187,13 @@ class SceneTruth:
         """Face by the rules of every die that is present, in die order."""
         return tuple(d.face for d in self.dice)
 
+    @property
+    def motion_blur_px(self) -> int | None:
+        """The camera-shake blur the generator gave the frame (`render.degradation.motion_px`, px; 0 or 1: a
+        still frame), or None where the label does not say."""
+        motion = (self.render.get("degradation") or {}).get("motion_px")
+        return None if motion is None else int(motion)
+
 
 def _f(x: float) -> float:
     return round(float(x), 3)

@@ -131,16 +131,10 @@ def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[La
                 faces=np.asarray([d.face or d.face_visible or 0 for d in dice], np.int64),
                 box_kind="die",
                 camera=None if scene.truth is None else scene.truth.camera,
-                motion_blur_px=None if scene.truth is None else _motion_blur_px(scene.truth.render),
+                motion_blur_px=None if scene.truth is None else scene.truth.motion_blur_px,
             )
         )
     return items
-
-
-def _motion_blur_px(render: dict[str, object]) -> int | None:
-    degradation = render.get("degradation")
-    motion = degradation.get("motion_px") if isinstance(degradation, dict) else None
-    return int(motion) if isinstance(motion, int | float) else None
 
 
 def load_dataset(path: Path, *, split: str = "test") -> list[LabelledImage]:

@@ -268,7 +268,6 @@ def scene_group(item: LabelledImage) -> str | None:
     ("still", or "motion_blur" when the generator shook the camera by more than 1 px); None for a photo."""
     if item.camera is None or item.motion_blur_px is None:
         return None
-    from vision.judge.evaluate import OBLIQUE_TILT_DEG
+    from vision.judge.evaluate import camera_kind_of, frame_kind_of
 
-    camera = "oblique" if item.camera.pose.tilt_deg > OBLIQUE_TILT_DEG else "top_down"
-    return f"{camera}/{'motion_blur' if item.motion_blur_px > 1 else 'still'}"
+    return f"{camera_kind_of(item.camera)}/{frame_kind_of(item.motion_blur_px)}"

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from models.evaluate import match
+from vision.annotate import tile_grid
 from vision.types import Roll
 
 KINDS: tuple[str, ...] = ("wrong", "missed", "false", "uncertain")  # the sheet's order
@@ -149,11 +150,7 @@ def failure_sheet(
         if f.image not in cache:
             cache = {f.image: load(f.image)}
         tiles.append(_tile(cache[f.image], f))
-    if not tiles:
-        return np.full((40, 320, 3), 255, np.uint8)
-    blank = np.full_like(tiles[0], 255)
-    tiles += [blank] * (-len(tiles) % columns)
-    return np.vstack([np.hstack(tiles[i : i + columns]) for i in range(0, len(tiles), columns)])
+    return tile_grid(tiles, columns)
 
 
 def write(

@@ -14,6 +14,15 @@ WHITE = (255, 255, 255)
 GREY = (150, 150, 150)
 
 
+def tile_grid(tiles: list[ImageArray], columns: int) -> ImageArray:
+    """Tiles of one size in rows of `columns`, the last row filled out in white (a small white image if
+    there are none)."""
+    if not tiles:
+        return np.full((40, 320, 3), 255, np.uint8)
+    padded = tiles + [np.full_like(tiles[0], 255)] * (-len(tiles) % columns)
+    return np.vstack([np.hstack(padded[i : i + columns]) for i in range(0, len(padded), columns)])
+
+
 def annotate(image_bgr: ImageArray, roll: Roll) -> ImageArray:
     """A copy of the frame with the read drawn on it (green: read, amber: uncertain; banner: verdict)."""
     out = image_bgr.copy()

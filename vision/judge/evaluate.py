@@ -24,6 +24,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
@@ -160,15 +161,9 @@ def record_scene(
         geometry=geometry,
         true_dice=truth,
         weak_peaks=weak,
-        motion_blur_px=_motion_px(scene.render),
+        motion_blur_px=scene.motion_blur_px,
         true_faces=scene.faces,
     )
-
-
-def _motion_px(render: dict[str, Any]) -> int | None:
-    """The label's camera-shake blur (`render.degradation.motion_px`), or None where it is not given."""
-    motion = (render.get("degradation") or {}).get("motion_px")
-    return None if motion is None else int(motion)
 
 
 def _pct(num: int, den: int) -> float | None:
@@ -323,17 +318,27 @@ def _wrong_die(rec: SceneRecord, index: int, die: DieReading) -> dict[str, Any] 
     }
 
 
+def camera_kind_of(camera: Camera) -> str:
+    """ "top_down" or "oblique" (leaning more than `OBLIQUE_TILT_DEG` from straight down)."""
+    return "oblique" if camera.pose.tilt_deg > OBLIQUE_TILT_DEG else "top_down"
+
+
+def frame_kind_of(motion_blur_px: int | None) -> str:
+    """ "motion_blur" for a frame the generator blurred with camera shake (more than 1 px), "still" for one
+    it did not, "unknown" where the label does not say."""
+    if motion_blur_px is None:
+        return "unknown"
+    return "motion_blur" if motion_blur_px > 1 else "still"
+
+
 def camera_kind(rec: SceneRecord) -> str:
-    """ "top_down" or "oblique" (`OBLIQUE_TILT_DEG`), from the scene's true camera."""
-    return "oblique" if rec.geometry.camera.pose.tilt_deg > OBLIQUE_TILT_DEG else "top_down"
+    """`camera_kind_of` the scene's true camera."""
+    return camera_kind_of(rec.geometry.camera)
 
 
 def frame_kind(rec: SceneRecord) -> str:
-    """ "motion_blur" for a frame the generator blurred with camera shake (more than 1 px), "still" for one
-    it did not, "unknown" where the label does not say."""
-    if rec.motion_blur_px is None:
-        return "unknown"
-    return "motion_blur" if rec.motion_blur_px > 1 else "still"
+    """`frame_kind_of` the scene's camera shake."""
+    return frame_kind_of(rec.motion_blur_px)
 
 
 def _score_groups(

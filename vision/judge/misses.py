@@ -30,6 +30,7 @@ import numpy as np
 
 from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth
+from vision.annotate import tile_grid
 from vision.judge.evaluate import MATCH_IOU, MIN_VISIBLE, SceneRecord, box_iou
 from vision.judge.state import STATE_LABELS, crop_context, reference_die_px
 from vision.judge.truth import die_states_of
@@ -245,9 +246,4 @@ def contact_sheet(
                 panel, text, (2, SHEET_TILE_PX + 10 + 11 * row), cv2.FONT_HERSHEY_PLAIN, 0.7, (0, 0, 0), 1
             )
         tiles.append(panel)
-    if not tiles:
-        return np.full((40, 320, 3), 255, np.uint8)
-    blank = np.full_like(tiles[0], 255)
-    tiles += [blank] * (-len(tiles) % columns)
-    rows = [np.hstack(tiles[i : i + columns]) for i in range(0, len(tiles), columns)]
-    return np.vstack(rows)
+    return tile_grid(tiles, columns)

@@ -48,6 +48,14 @@ def _felt_distance_mm(geometry: TableGeometry, a: DieReading, b: DieReading) -> 
     return float(np.hypot(xa - xb, ya - yb))
 
 
+def _tilt_from_above(geometry: TableGeometry | None, config: JudgeConfig) -> float | None:
+    """The calibrated camera's tilt when it is within `unbacked_overlap_max_camera_tilt_deg`, else None."""
+    bar = config.unbacked_overlap_max_camera_tilt_deg
+    if geometry is None or bar is None or geometry.camera.pose.tilt_deg > bar:
+        return None
+    return float(geometry.camera.pose.tilt_deg)
+
+
 def stacked_dice(
     dice: Sequence[DieReading],
     states: Sequence[DieState] | None,
@@ -157,37 +165,27 @@ def stacked_dice(
                     )
                 )
                 continue
-            from_above = config.unbacked_overlap_max_camera_tilt_deg
-            if (
-                not backing
-                and not count_short
-                and from_above is not None
-                and geometry is not None
-                and gap_mm is not None
-                and geometry.camera.pose.tilt_deg <= from_above
-            ):
-                findings.append(
-                    Finding(
-                        verdict=Verdict.VALID,
-                        reason="stacked_ruled_out",
-                        die_ids=(i + 1, j + 1),
-                        detail=f"{boxes_text}, but the die-state classifier sees no die on a die "
-                        f"(p={p:.2f}), their felt positions are {gap_mm:.0f} mm apart and the camera looks "
-                        f"from above ({geometry.camera.pose.tilt_deg:.0f} deg): two dice side by side, boxed "
-                        "loosely",
-                    )
-                )
-                continue
             if not backing:
-                apart = "" if gap_mm is None else f", their felt positions {gap_mm:.0f} mm apart"
-                findings.append(
-                    Finding(
-                        verdict=Verdict.NO_DECISION,
-                        reason="stacked_unclear",
-                        die_ids=(i + 1, j + 1),
-                        detail=f"{boxes_text}, but nothing else says one lies on the other (die-state "
-                        f"p={p:.2f}{apart}): touching dice or a die on a die, a person must look",
+                # Nothing backs a stack: from above (a calibrated camera leaning little, the count full) two
+                # dice side by side boxed loosely; otherwise touching dice or a die on a die, for a person.
+                tilt = _tilt_from_above(geometry, config)
+                if tilt is not None and gap_mm is not None and not count_short:
+                    verdict, reason = Verdict.VALID, "stacked_ruled_out"
+                    why = (
+                        f"the die-state classifier sees no die on a die (p={p:.2f}), their felt positions "
+                        f"are {gap_mm:.0f} mm apart and the camera looks from above ({tilt:.0f} deg): two "
+                        "dice side by side, boxed loosely"
                     )
+                else:
+                    apart = "" if gap_mm is None else f", their felt positions {gap_mm:.0f} mm apart"
+                    verdict, reason = Verdict.NO_DECISION, "stacked_unclear"
+                    why = (
+                        f"nothing else says one lies on the other (die-state p={p:.2f}{apart}): touching "
+                        "dice or a die on a die, a person must look"
+                    )
+                detail = f"{boxes_text}, but {why}"
+                findings.append(
+                    Finding(verdict=verdict, reason=reason, die_ids=(i + 1, j + 1), detail=detail)
                 )
                 continue
             top = i if dice[i].candidate.edge_px >= dice[j].candidate.edge_px else j
