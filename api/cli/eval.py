@@ -185,6 +185,12 @@ def register(app: typer.Typer) -> None:
                 "throwbox eval: --failures is for the reader's figures (--verdicts has --misses)", err=True
             )
             raise typer.Exit(2)
+        if failures is not None and not verdicts:
+            try:  # before any image is read: a folder that cannot be written is said now, not after the run
+                failures.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                typer.echo(f"throwbox eval: cannot write the failures to {failures}: {exc}", err=True)
+                raise typer.Exit(2) from exc
         if verdicts:
             from api.cli.eval_verdicts import run
 
@@ -301,12 +307,20 @@ def register(app: typer.Typer) -> None:
         plot.parent.mkdir(parents=True, exist_ok=True)
         _plot(summary, plot, f"{dataset.name} ({split})")
         summary["plot"] = str(plot)
+        failures_error = None
         if failures is not None:
-            summary["failures_written"] = write_failures(
-                failed, failures, lambda path: load_image(Path(path))
-            )
+            try:
+                summary["failures_written"] = write_failures(
+                    failed, failures, lambda path: load_image(Path(path))
+                )
+            except (OSError, UnreadableImageError) as exc:  # the figures are still printed below
+                failures_error = f"throwbox eval: the failures were not written to {failures}: {exc}"
+                summary["failures_written"] = {"error": failures_error}
         if as_json:
             typer.echo(json.dumps(summary))
+            if failures_error:
+                typer.echo(failures_error, err=True)
+                raise typer.Exit(1)
             return
         det, faces, rolls = summary["detection"], summary["face_accuracy_pct"], summary["rolls"]
         how = ", read with each scene's calibration" if calibrated else ""
@@ -340,6 +354,9 @@ def register(app: typer.Typer) -> None:
             f"p99 {summary['latency_ms']['p99']} ms"
         )
         typer.echo(f"  plot: {plot}")
+        if failures_error:
+            typer.echo(failures_error, err=True)
+            raise typer.Exit(1)
         if failures is not None:
             written = summary["failures_written"]
             typer.echo(f"  failures: {written['by_kind']} -> {written['sheet']}")

@@ -57,6 +57,29 @@ def test_failures_are_listed_and_drawn_and_go_only_with_the_readers_figures(tmp_
     assert both.exit_code == 2 and "--failures is for the reader's figures" in both.output
 
 
+def test_a_failures_folder_that_cannot_be_written_is_said_and_the_figures_are_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder", encoding="utf-8")
+    plot = str(tmp_path / "e.png")
+    early = runner.invoke(app, ["eval", str(FIXTURES), "--failures", str(a_file), "--plot", plot])
+    assert early.exit_code == 2 and "cannot write the failures to" in early.output  # before any image is read
+    assert a_file.read_text(encoding="utf-8") == "not a folder"
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr("models.failures.write", full_disk)
+    late = runner.invoke(
+        app, ["eval", str(FIXTURES), "--json", "--failures", str(tmp_path / "f"), "--plot", plot]
+    )
+    assert late.exit_code == 1
+    assert "the failures were not written" in late.output and "No space left" in late.output
+    summary = json.loads(late.output.splitlines()[0])  # the figures were printed all the same
+    assert summary["images"] == 3 and "error" in summary["failures_written"]
+
+
 def test_a_manifest_given_is_the_one_read_and_a_wrong_checksum_is_refused(tmp_path: Path) -> None:
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
     for entry in raw["models"].values():  # the same weights, named by absolute path from elsewhere
