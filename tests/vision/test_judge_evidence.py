@@ -83,6 +83,34 @@ def test_675a_4_b_a_short_count_needs_no_die_the_detector_was_unsure_of(
         assert "(210, 110) score 0.30" in details[0].detail
 
 
+@pytest.mark.parametrize(
+    ("ratio", "big_edge", "verdict", "reason", "ids"),
+    [
+        # off (the default until its fresh sets pass): the short count stands, 675a.4(b)
+        (None, 40.0, Verdict.INVALID, "die_off_table", ()),
+        # a box twice the frame's typical die may hold two touching dice: the missing die may be in it
+        (1.4, 40.0, Verdict.NO_DECISION, "count_mismatch", (5,)),
+        # a box a little large (1.25 times) is one die boxed loosely: the short count stands
+        (1.4, 25.0, Verdict.INVALID, "die_off_table", ()),
+    ],
+)
+def test_675a_4_b_a_short_count_beside_a_box_too_big_for_one_die(
+    ratio: float | None, big_edge: float, verdict: Verdict, reason: str, ids: tuple[int, ...]
+) -> None:
+    config = replace(CFG, judge=replace(CFG.judge, short_count_max_box_ratio=ratio))
+    cands = [_cand(0.0), _cand(40.0), _cand(80.0), _cand(120.0), _cand(160.0, edge=big_edge)]
+    got, findings, details = _run(cands, [FLAT] * 5, expected=6, config=config)
+    assert got is verdict
+    assert findings == [(reason, ids)]
+    if reason == "count_mismatch":
+        assert "die 5 is 2.0 times the frame's typical die" in details[0].detail
+
+
+def test_short_count_max_box_ratio_must_exceed_one() -> None:
+    with pytest.raises(ValueError, match="short_count_max_box_ratio"):
+        JudgeConfig(short_count_max_box_ratio=1.0)
+
+
 def test_675a_4_b_a_weak_peak_beyond_the_walls_does_not_explain_a_short_count() -> None:
     geo = _overhead_geometry()
     inside = [_box_at(geo, 200.0, 200.0), _box_at(geo, 300.0, 200.0)]

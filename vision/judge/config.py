@@ -111,6 +111,12 @@ class JudgeConfig:
     # (against 0.35, the old rule), die off table recall 88.9 -> 86.5 %, die on die (any reason) 88.5 ->
     # 87.5 %; 0.2 saves 3 more valid rolls and loses 3 more invalid ones, 0.15 saves 6 and loses 10.
     weak_peak_score: float = 0.25
+    # Nor is it one where a found box may hold more than one die: touching dice of one colour are boxed as
+    # one now and then (a cluster, two dice side by side). With a short count, a box whose long side is more
+    # than this many times the frame's typical die (`vision/judge/size.py::size_ratios`, the measure of
+    # `max_die_size_ratio`) makes the roll `no_decision` (count_mismatch, naming that box), not invalid.
+    # None: off (docs/history/judge.md, "A short count beside a box too big for one die").
+    short_count_max_box_ratio: float | None = None
     # With more detections than the game's dice, a detection the die-state classifier calls `no_die` (not a
     # die: a chip stack, a chip's edge, a mark) with at least this probability is left out of the roll
     # (`Roll.set_aside`, drawn grey on the evidence frame), the surest first and never more than the surplus.
@@ -170,6 +176,9 @@ class JudgeConfig:
             raise ValueError(
                 f"JudgeConfig.min_ace_size_ratio must be in [0, 1), got {self.min_ace_size_ratio}"
             )
+        ratio = self.short_count_max_box_ratio
+        if ratio is not None and ratio <= 1.0:
+            raise ValueError(f"JudgeConfig.short_count_max_box_ratio must be None or > 1, got {ratio}")
         if self.max_die_size_ratio <= 1.0:
             raise ValueError(f"JudgeConfig.max_die_size_ratio must be > 1, got {self.max_die_size_ratio}")
         if self.off_table_margin_mm < 0.0:

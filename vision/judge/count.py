@@ -111,6 +111,14 @@ def unexplained_peaks(
     return out
 
 
+def oversized_boxes(ratios: Sequence[float], *, config: JudgeConfig) -> list[tuple[int, float]]:
+    """(1-based die id, ratio) of each box over `JudgeConfig.short_count_max_box_ratio` (none when off)."""
+    bar = config.short_count_max_box_ratio
+    if bar is None:
+        return []
+    return [(i + 1, r) for i, r in enumerate(ratios) if r > bar]
+
+
 def count_findings(
     n_found: int,
     *,
@@ -119,10 +127,12 @@ def count_findings(
     stacked_found: bool,
     geometry: TableGeometry | None,
     unsure: Sequence[DieCandidate] = (),
+    oversized: Sequence[tuple[int, float]] = (),
 ) -> list[Finding]:
     """Findings of the dice count against the game's (none when no count is expected or it matches).
 
-    `unsure`: the detector's weak peaks on no found die (`unexplained_peaks`).
+    `unsure`: the detector's weak peaks on no found die (`unexplained_peaks`). `oversized`: (die id,
+    size ratio) of each box that may hold more than one die (`oversized_boxes`).
     """
     if n_found == 0:
         return [Finding(verdict=Verdict.NO_DECISION, reason="no_dice", die_ids=(), detail="no dice found")]
@@ -170,6 +180,17 @@ def count_findings(
                 die_ids=(),
                 detail=f"{text}, but the detector saw what may be a die it was unsure of at {where}: "
                 "a person must look",
+            )
+        ]
+    if oversized:
+        which = ", ".join(f"die {i} is {r:.1f}" for i, r in oversized)
+        return [
+            Finding(
+                verdict=Verdict.NO_DECISION,
+                reason="count_mismatch",
+                die_ids=tuple(i for i, _ in oversized),
+                detail=f"{text}, but {which} times the frame's typical die: touching dice may be boxed as "
+                "one, a person must look",
             )
         ]
     missing = expected_dice - n_found

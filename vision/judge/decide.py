@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from vision.judge.cocked import CockedCall, cocked_dice
 from vision.judge.config import JudgeConfig
-from vision.judge.count import count_findings, outside_dice, unexplained_peaks
+from vision.judge.count import count_findings, outside_dice, oversized_boxes, unexplained_peaks
 from vision.judge.geometry import TableGeometry
-from vision.judge.size import object_unclear, small_aces
+from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
 from vision.types import DieCandidate, DieReading, Finding, Verdict
@@ -103,6 +103,7 @@ def judge_roll(
             stacked_found=any(f.reason == "die_on_die" for f in stack_findings),
             geometry=geometry,
             unsure=unexplained_peaks(weak_peaks, dice, geometry=geometry, config=config),
+            oversized=oversized_boxes(size_ratios(dice), config=config),
         )
         + off_findings
         + stack_findings

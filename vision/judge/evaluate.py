@@ -378,6 +378,8 @@ SWEEPS: dict[str, tuple[float, ...]] = {
     "max_die_size_ratio": (1.2, 1.3, 1.4, 1.5, 1.7, 2.0, 3.0),
     # 0.35 is the detector's own threshold: no weak peak, the short count alone decides (the old rule).
     "weak_peak_score": (0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
+    # 99: in effect off (no box is 99 times the frame's typical die).
+    "short_count_max_box_ratio": (1.2, 1.3, 1.4, 1.5, 1.7, 2.0, 99.0),
     # 1.0: nothing is set aside (a six-state model never says no_die).
     "min_no_die": (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
 }
