@@ -461,7 +461,9 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
         ):
             ys = [np.nan if row[key] is None else row[key] for row in rows]
             ax.plot(xs, ys, style, label=label, markersize=3)
-        ax.axvline(getattr(JudgeConfig(), name), color="grey", lw=0.8)
+        default = getattr(JudgeConfig(), name)
+        if default is not None:  # an option that is off by default has no default value to mark
+            ax.axvline(default, color="grey", lw=0.8)
         ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylim(bottom=0.0)  # every figure is a percentage: no negative axis below the zero lines
         ax.set_xlabel(f"{name} (grey: default)")
