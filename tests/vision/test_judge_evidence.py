@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from calibration.camera import Camera, CameraIntrinsics, CameraPose
+from calibration.layout import ThrowBoxLayout
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from tests.vision.test_judge_rules import FLAT, _box_at, _cand, _overhead_geometry, _state
 from vision.judge.config import JudgeConfig
@@ -192,6 +194,43 @@ def test_675a_4_b_overlap_backed_by_felt_positions(
     assert got is verdict
     assert findings == [(reason, (3, 4))]
     assert "mm apart" in details[0].detail
+
+
+@pytest.mark.parametrize(
+    ("bar", "verdict", "reason"),
+    [
+        # any camera (the default until its fresh sets pass): felt positions a few mm apart back the overlap
+        (None, Verdict.INVALID, "die_on_die"),
+        # under a camera leaning 37 degrees, past a 10-degree bar, loose boxes place dice too roughly: the
+        # overlap alone is for a person (675a.4(b) needs a die resting on another, not one behind it)
+        (10.0, Verdict.NO_DECISION, "stacked_unclear"),
+        # a bar past the camera's lean: the felt positions back it as before
+        (40.0, Verdict.INVALID, "die_on_die"),
+    ],
+)
+def test_675a_4_b_felt_positions_back_an_overlap_only_from_above(
+    bar: float | None, verdict: Verdict, reason: str
+) -> None:
+    config = replace(CFG, judge=replace(CFG.judge, felt_backing_max_camera_tilt_deg=bar))
+    intr = CameraIntrinsics.from_fov(width_px=1280, height_px=960, hfov_deg=60.0)
+    pose = CameraPose.look_at(eye_mm=(300.0, -300.0, 700.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0))
+    geo = TableGeometry(camera=Camera(intr, pose), layout=ThrowBoxLayout())
+    assert 30.0 < geo.camera.pose.tilt_deg < 45.0
+    x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    pair = [(cx - 20.0 + dx, cy - 20.0, cx + 20.0 + dx, cy + 20.0) for dx in (0.0, 4.0)]
+    far = [_box_at(geo, 100.0, 100.0), _box_at(geo, 500.0, 300.0)]
+    cands = [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (*far, *pair)]
+    got, findings, details = _run(cands, [FLAT] * 4, expected=4, geometry=geo, config=config)
+    assert got is verdict
+    assert findings == [(reason, (3, 4))]
+    assert "mm apart" in details[0].detail
+    assert ("too rough to place dice under a camera leaning" in details[0].detail) == (bar == 10.0)
+
+
+def test_felt_backing_max_camera_tilt_deg_is_an_angle() -> None:
+    with pytest.raises(ValueError, match="felt_backing_max_camera_tilt_deg"):
+        JudgeConfig(felt_backing_max_camera_tilt_deg=95.0)
 
 
 class _TwoLevelSession(FakeDetectorSession):

@@ -71,6 +71,12 @@ class JudgeConfig:
     # whose felt positions (box centres taken to die-centre height) are closer than this lie one on the
     # other. Flat dice side by side have their centres at least one edge (19 mm) apart.
     stacked_max_centre_mm: float = 12.0
+    # ...but only under a calibrated camera leaning at most this from straight down: under a more oblique
+    # one a box's centre taken to the felt moves with how loosely the detector boxed the die (and with the
+    # die in front hiding part of the one behind), and dice side by side come out 8-12 mm apart as often as
+    # dice on dice. Above it, felt positions alone leave the overlap `stacked_unclear` (no_decision). None:
+    # any camera (docs/history/judge.md, "Felt positions under an oblique camera").
+    felt_backing_max_camera_tilt_deg: float | None = None
     # With a table calibration whose camera leans at most this from straight down, two boxes overlapping
     # past `overlap_stacked` with nothing to back a stack (the die-state model sees no die on a die in either,
     # their felt positions at least `stacked_max_centre_mm` apart, the count neither short nor over) are two
@@ -163,11 +169,10 @@ class JudgeConfig:
                 "JudgeConfig.max_cocked_camera_tilt_deg must be in [0, 90], "
                 f"got {self.max_cocked_camera_tilt_deg}"
             )
-        tilt = self.unbacked_overlap_max_camera_tilt_deg
-        if tilt is not None and not 0.0 <= tilt <= 90.0:
-            raise ValueError(
-                f"JudgeConfig.unbacked_overlap_max_camera_tilt_deg must be in [0, 90] or None, got {tilt}"
-            )
+        for name in ("unbacked_overlap_max_camera_tilt_deg", "felt_backing_max_camera_tilt_deg"):
+            tilt = getattr(self, name)
+            if tilt is not None and not 0.0 <= tilt <= 90.0:
+                raise ValueError(f"JudgeConfig.{name} must be in [0, 90] or None, got {tilt}")
         if self.stacked_max_centre_mm < 0.0:
             raise ValueError(
                 f"JudgeConfig.stacked_max_centre_mm must be >= 0, got {self.stacked_max_centre_mm}"

@@ -13,7 +13,9 @@ Two kinds of evidence, and the judge asks each to be backed before it sends the 
   Touching dice in a cluster, seen obliquely or boxed loosely by the detector, overlap that much too, so
   overlap alone is `no_decision` (`stacked_unclear`, a person looks) unless it is backed: the classifier
   gives either die at least `min_state_confidence` of a die on a die, or, with a table calibration, the two
-  dice's felt positions lie closer than `stacked_max_centre_mm` (flat dice side by side are an edge apart).
+  dice's felt positions lie closer than `stacked_max_centre_mm` (flat dice side by side are an edge apart)
+  and the camera leans no more than `felt_backing_max_camera_tilt_deg` (an oblique camera's loose boxes
+  place dice too roughly for that).
   With more dice found than the game has, two overlapping boxes may be one die found twice: also
   `stacked_unclear`, and so is a classifier call of a die on a die then (its partner may be itself).
   Under a calibrated camera that looks from above (`JudgeConfig.unbacked_overlap_max_camera_tilt_deg`),
@@ -52,6 +54,14 @@ def _tilt_from_above(geometry: TableGeometry | None, config: JudgeConfig) -> flo
     """The calibrated camera's tilt when it is within `unbacked_overlap_max_camera_tilt_deg`, else None."""
     bar = config.unbacked_overlap_max_camera_tilt_deg
     if geometry is None or bar is None or geometry.camera.pose.tilt_deg > bar:
+        return None
+    return float(geometry.camera.pose.tilt_deg)
+
+
+def _felt_too_rough(geometry: TableGeometry | None, config: JudgeConfig) -> float | None:
+    """The calibrated camera's tilt when it leans past `felt_backing_max_camera_tilt_deg`, else None."""
+    bar = config.felt_backing_max_camera_tilt_deg
+    if geometry is None or bar is None or geometry.camera.pose.tilt_deg <= bar:
         return None
     return float(geometry.camera.pose.tilt_deg)
 
@@ -152,8 +162,13 @@ def stacked_dice(
             if p >= config.min_state_confidence:
                 backing.append(f"the die-state classifier sees a die on a die (p={p:.2f})")
             gap_mm = None if geometry is None else _felt_distance_mm(geometry, dice[i], dice[j])
+            rough = ""
             if gap_mm is not None and gap_mm < config.stacked_max_centre_mm:
-                backing.append(f"their felt positions are {gap_mm:.0f} mm apart")
+                leaning = _felt_too_rough(geometry, config)
+                if leaning is None:
+                    backing.append(f"their felt positions are {gap_mm:.0f} mm apart")
+                else:
+                    rough = f", too rough to place dice under a camera leaning {leaning:.0f} deg"
             if count_over:
                 findings.append(
                     Finding(
@@ -177,7 +192,7 @@ def stacked_dice(
                         "dice side by side, boxed loosely"
                     )
                 else:
-                    apart = "" if gap_mm is None else f", their felt positions {gap_mm:.0f} mm apart"
+                    apart = "" if gap_mm is None else f", their felt positions {gap_mm:.0f} mm apart{rough}"
                     verdict, reason = Verdict.NO_DECISION, "stacked_unclear"
                     why = (
                         f"nothing else says one lies on the other (die-state p={p:.2f}{apart}): touching "
