@@ -213,7 +213,8 @@ def test_675a_4_b_felt_positions_back_an_overlap_only_from_above(
 ) -> None:
     config = replace(CFG, judge=replace(CFG.judge, felt_backing_max_camera_tilt_deg=bar))
     intr = CameraIntrinsics.from_fov(width_px=1280, height_px=960, hfov_deg=60.0)
-    pose = CameraPose.look_at(eye_mm=(300.0, -300.0, 700.0), target_mm=(300.0, 225.0, 0.0), up=(0.0, 1.0, 0.0))
+    eye, target = (300.0, -300.0, 700.0), (300.0, 225.0, 0.0)
+    pose = CameraPose.look_at(eye_mm=eye, target_mm=target, up=(0.0, 1.0, 0.0))
     geo = TableGeometry(camera=Camera(intr, pose), layout=ThrowBoxLayout())
     assert 30.0 < geo.camera.pose.tilt_deg < 45.0
     x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
