@@ -88,7 +88,7 @@ def test_675a_4_b_a_short_count_needs_no_die_the_detector_was_unsure_of(
 @pytest.mark.parametrize(
     ("ratio", "big_edge", "verdict", "reason", "ids"),
     [
-        # off (the default until its fresh sets pass): the short count stands, 675a.4(b)
+        # off: the short count stands, 675a.4(b)
         (None, 40.0, Verdict.INVALID, "die_off_table", ()),
         # a box twice the frame's typical die may hold two touching dice: the missing die may be in it
         (1.4, 40.0, Verdict.NO_DECISION, "count_mismatch", (5,)),
@@ -99,6 +99,7 @@ def test_675a_4_b_a_short_count_needs_no_die_the_detector_was_unsure_of(
 def test_675a_4_b_a_short_count_beside_a_box_too_big_for_one_die(
     ratio: float | None, big_edge: float, verdict: Verdict, reason: str, ids: tuple[int, ...]
 ) -> None:
+    assert CFG.judge.short_count_max_box_ratio == 1.4  # the default since its fresh sets (2026-12-02)
     config = replace(CFG, judge=replace(CFG.judge, short_count_max_box_ratio=ratio))
     cands = [_cand(0.0), _cand(40.0), _cand(80.0), _cand(120.0), _cand(160.0, edge=big_edge)]
     got, findings, details = _run(cands, [FLAT] * 5, expected=6, config=config)

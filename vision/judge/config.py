@@ -121,8 +121,10 @@ class JudgeConfig:
     # one now and then (a cluster, two dice side by side). With a short count, a box whose long side is more
     # than this many times the frame's typical die (`vision/judge/size.py::size_ratios`, the measure of
     # `max_die_size_ratio`) makes the roll `no_decision` (count_mismatch, naming that box), not invalid.
-    # None: off (docs/history/judge.md, "A short count beside a box too big for one die").
-    short_count_max_box_ratio: float | None = None
+    # 1.4 since 2026-12-02 (the size rule's own bar; on the mix tuning sets the lowest that called no invalid
+    # roll unclear): on fresh tune-s7500/s7600 good rolls sent back 80 -> 73, nothing else moved
+    # (docs/history/judge.md, "A short count beside a box too big for one die"). None: off.
+    short_count_max_box_ratio: float | None = 1.4
     # With more detections than the game's dice, a detection the die-state classifier calls `no_die` (not a
     # die: a chip stack, a chip's edge, a mark) with at least this probability is left out of the roll
     # (`Roll.set_aside`, drawn grey on the evidence frame), the surest first and never more than the surplus.
