@@ -200,10 +200,11 @@ def test_675a_4_b_overlap_backed_by_felt_positions(
 @pytest.mark.parametrize(
     ("bar", "verdict", "reason"),
     [
-        # any camera (the default until its fresh sets pass): felt positions a few mm apart back the overlap
+        # any camera: felt positions a few mm apart back the overlap
         (None, Verdict.INVALID, "die_on_die"),
-        # under a camera leaning 37 degrees, past a 10-degree bar, loose boxes place dice too roughly: the
-        # overlap alone is for a person (675a.4(b) needs a die resting on another, not one behind it)
+        # under a camera leaning 37 degrees, past the 10-degree bar (the default), loose boxes place dice too
+        # roughly: the overlap alone is for a person (675a.4(b) needs a die resting on another, not one
+        # behind it)
         (10.0, Verdict.NO_DECISION, "stacked_unclear"),
         # a bar past the camera's lean: the felt positions back it as before
         (40.0, Verdict.INVALID, "die_on_die"),
@@ -212,6 +213,7 @@ def test_675a_4_b_overlap_backed_by_felt_positions(
 def test_675a_4_b_felt_positions_back_an_overlap_only_from_above(
     bar: float | None, verdict: Verdict, reason: str
 ) -> None:
+    assert CFG.judge.felt_backing_max_camera_tilt_deg == 10.0  # the default since its fresh sets (2026-12-02)
     config = replace(CFG, judge=replace(CFG.judge, felt_backing_max_camera_tilt_deg=bar))
     intr = CameraIntrinsics.from_fov(width_px=1280, height_px=960, hfov_deg=60.0)
     eye, target = (300.0, -300.0, 700.0), (300.0, 225.0, 0.0)

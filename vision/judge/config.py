@@ -74,9 +74,11 @@ class JudgeConfig:
     # ...but only under a calibrated camera leaning at most this from straight down: under a more oblique
     # one a box's centre taken to the felt moves with how loosely the detector boxed the die (and with the
     # die in front hiding part of the one behind), and dice side by side come out 8-12 mm apart as often as
-    # dice on dice. Above it, felt positions alone leave the overlap `stacked_unclear` (no_decision). None:
-    # any camera (docs/history/judge.md, "Felt positions under an oblique camera").
-    felt_backing_max_camera_tilt_deg: float | None = None
+    # dice on dice. Above it, felt positions alone leave the overlap `stacked_unclear` (no_decision). 10 since
+    # 2026-12-02 (the generator's line between top-down and oblique cameras, not tuned): on fresh
+    # tune-s7700/s7800 good rolls sent back 179 -> 171, one stacked roll of 193 left to a person by the judge
+    # alone (docs/history/judge.md, "Felt positions under an oblique camera"). None: any camera.
+    felt_backing_max_camera_tilt_deg: float | None = 10.0
     # With a table calibration whose camera leans at most this from straight down, two boxes overlapping
     # past `overlap_stacked` with nothing to back a stack (the die-state model sees no die on a die in either,
     # their felt positions at least `stacked_max_centre_mm` apart, the count neither short nor over) are two
