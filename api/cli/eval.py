@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,19 @@ def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why no file can be written at `path` (its folder is made if need be), or None when one can."""
+    if path.is_dir():
+        return f"{path} is a folder"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return str(exc)
+    if not os.access(path.parent, os.W_OK):
+        return f"{path.parent} is not writable"
+    return None
 
 
 def register(app: typer.Typer) -> None:
@@ -148,6 +162,16 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        # The plot is written after the whole run: a path it cannot be written to is said now, before any
+        # image is read, not after the figures are computed (and lost with a traceback).
+        if layout_moves:
+            plot = plot if plot != Path("reports/eval.png") else Path("reports/layout-moves.png")
+        elif verdicts:
+            plot = plot if plot != Path("reports/eval.png") else Path("reports/verdicts.png")
+        why = None if extra_rolls else _unwritable(plot)
+        if why is not None:
+            typer.echo(f"throwbox eval: cannot write the plot to {plot}: {why}", err=True)
+            raise typer.Exit(2)
         if extra_rolls or layout_moves:
             from api.cli.eval_layout import run as run_layout
             from api.cli.eval_layout import run_extra_rolls
@@ -177,14 +201,19 @@ def register(app: typer.Typer) -> None:
             if extra_rolls:
                 run_extra_rolls(**common)
             else:
-                layout_plot = plot if plot != Path("reports/eval.png") else Path("reports/layout-moves.png")
-                run_layout(**common, plot=layout_plot)
+                run_layout(**common, plot=plot)
             return
         if verdicts and failures is not None:
             typer.echo(
                 "throwbox eval: --failures is for the reader's figures (--verdicts has --misses)", err=True
             )
             raise typer.Exit(2)
+        if misses is not None:
+            try:  # as the failures below: a folder that cannot be made is said before the run
+                misses.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                typer.echo(f"throwbox eval: cannot write the misses to {misses}: {exc}", err=True)
+                raise typer.Exit(2) from exc
         if failures is not None and not verdicts:
             try:  # before any image is read: a folder that cannot be written is said now, not after the run
                 failures.mkdir(parents=True, exist_ok=True)
@@ -194,13 +223,12 @@ def register(app: typer.Typer) -> None:
         if verdicts:
             from api.cli.eval_verdicts import run
 
-            verdict_plot = plot if plot != Path("reports/eval.png") else Path("reports/verdicts.png")
             run(
                 dataset=dataset,
                 oracle_boxes=oracle_boxes,
                 limit=limit,
                 threads=threads,
-                plot=verdict_plot,
+                plot=plot,
                 as_json=as_json,
                 misses_dir=misses,
                 skip=skip,

@@ -80,6 +80,27 @@ def test_a_failures_folder_that_cannot_be_written_is_said_and_the_figures_are_no
     assert summary["images"] == 3 and "error" in summary["failures_written"]
 
 
+@pytest.mark.parametrize("mode", [[], ["--verdicts"], ["--layout-moves"]])
+def test_a_plot_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path, mode: list[str]) -> None:
+    """The plot is written last: a path where it cannot be is said at once (exit 2), not after the run."""
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder", encoding="utf-8")
+    for plot, why in ((tmp_path, "is a folder"), (a_file / "e.png", "taken")):
+        result = runner.invoke(app, ["eval", str(FIXTURES), *mode, "--plot", str(plot)])
+        assert result.exit_code == 2, result.output
+        assert f"cannot write the plot to {plot}" in result.output and why in result.output
+        assert "detection" not in result.output and "verdict accuracy" not in result.output
+    assert a_file.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_a_misses_folder_that_cannot_be_made_is_refused_before_the_run(tmp_path: Path) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder", encoding="utf-8")
+    args = ["eval", str(FIXTURES), "--verdicts", "--misses", str(a_file), "--plot", str(tmp_path / "v.png")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and f"cannot write the misses to {a_file}" in result.output
+
+
 def test_a_manifest_given_is_the_one_read_and_a_wrong_checksum_is_refused(tmp_path: Path) -> None:
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
     for entry in raw["models"].values():  # the same weights, named by absolute path from elsewhere
