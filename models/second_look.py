@@ -186,6 +186,11 @@ def main() -> None:
         "(PipCountConfig.recount_scales; 'none': no recount, the reader before 2026-11-30 23:00 UTC)",
     )
     parser.add_argument(
+        "--mirror",
+        action="store_true",
+        help="also read each bar with the four turns mirrored (FaceReader.second_look_mirror: eight looks)",
+    )
+    parser.add_argument(
         "--held-back",
         action="store_true",
         help="only the real train photos that `train_pips --hold-back` kept out of training",
@@ -245,41 +250,50 @@ def main() -> None:
         " / the face wrong (an error stopped, the count right or not)"
     )
     print(
-        "| set | dice | second look below | wide model weight | wide accepted at | sure bar | accuracy % "
+        "| set | dice | second look below | mirrored looks | wide model weight | wide accepted at | sure bar "
+        "| accuracy % "
         "| sure % (dice) | accuracy when sure % | sure but wrong | per 1,000 sure, 95 % interval "
         "| vetoes: face right / face wrong |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    mirrors = (False, True) if args.mirror else (False,)
     for name, items in sets.items():
         crops, truth, first_counts, recounts = die_crops(items, pip_config)
-        for below in bars:
-            for weight in weights if below is not None else [0.0]:
-                for accept in accepts if weight else [None]:
-                    reader = FaceReader(
-                        model,
-                        second_look_below=below,
-                        second_model=second if weight else None,
-                        second_weight=weight,
-                        second_accept=accept,
-                    )
-                    probs = reader.probabilities(crops)
-                    # As the face stage does: a count against the learned face must hold when recounted.
-                    pip_counts = [
-                        steady_count(c, int(row.argmax()) + 1, r.__getitem__, pip_config.recount_scales)
-                        for c, row, r in zip(first_counts, probs, recounts, strict=True)
-                    ]
-                    label = "off" if below is None else f"{below:g}"
-                    at = "-" if accept is None else f"{accept:g}"
-                    for bar in sure_bars:
-                        s = score(probs, pip_counts, truth, bar=bar)
-                        print(
-                            f"| {name} | {len(truth)} | {label} | {weight:g} | {at} | {bar:g} | "
-                            f"{s['accuracy_pct']} | {s['sure_pct']} ({s['sure_dice']}) | "
-                            f"{s['accuracy_when_sure_pct']} | "
-                            f"{s['sure_wrong']} | {s['sure_wrong_per_1000_low']:g}-"
-                            f"{s['sure_wrong_per_1000_high']:g} | {s['vetoes_learned_right']} / "
-                            f"{s['vetoes_learned_wrong']} |"
-                        )
+        looks = [
+            (below, weight, accept, mirror)
+            for below in bars
+            for weight in (weights if below is not None else [0.0])
+            for accept in (accepts if weight else [None])
+            for mirror in (mirrors if below is not None else (False,))
+        ]
+        for below, weight, accept, mirror in looks:
+            reader = FaceReader(
+                model,
+                second_look_below=below,
+                second_model=second if weight else None,
+                second_weight=weight,
+                second_accept=accept,
+                second_look_mirror=mirror,
+            )
+            probs = reader.probabilities(crops)
+            # As the face stage does: a count against the learned face must hold when recounted.
+            pip_counts = [
+                steady_count(c, int(row.argmax()) + 1, r.__getitem__, pip_config.recount_scales)
+                for c, row, r in zip(first_counts, probs, recounts, strict=True)
+            ]
+            label = "off" if below is None else f"{below:g}"
+            at = "-" if accept is None else f"{accept:g}"
+            for bar in sure_bars:
+                s = score(probs, pip_counts, truth, bar=bar)
+                print(
+                    f"| {name} | {len(truth)} | {label} | {'yes' if mirror else 'no'} | {weight:g} "
+                    f"| {at} | {bar:g} | "
+                    f"{s['accuracy_pct']} | {s['sure_pct']} ({s['sure_dice']}) | "
+                    f"{s['accuracy_when_sure_pct']} | "
+                    f"{s['sure_wrong']} | {s['sure_wrong_per_1000_low']:g}-"
+                    f"{s['sure_wrong_per_1000_high']:g} | {s['vetoes_learned_right']} / "
+                    f"{s['vetoes_learned_wrong']} |"
+                )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from vision.onnx_session import (
     load_model,
 )
 from vision.pips.classical import PipCountConfig
-from vision.pips.classifier import SECOND_LOOK_BELOW, FaceReader
+from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.types import Frame, Roll, Verdict
 from vision.validity import ValidityConfig, judge
 
@@ -39,6 +39,8 @@ class ReaderConfig:
     validity: ValidityConfig = field(default_factory=ValidityConfig)
     # The face stage's second look at dice under this top probability (vision/pips/classifier.py); None: off.
     second_look_below: float | None = SECOND_LOOK_BELOW
+    # ...and whether it reads the four turns mirrored too (`FaceReader.second_look_mirror`).
+    second_look_mirror: bool = SECOND_LOOK_MIRROR
 
 
 def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:
@@ -93,6 +95,7 @@ class Reader:
             self.config.pips,
             second_look_below=self.config.second_look_below,
             second_model=second_model,
+            second_look_mirror=self.config.second_look_mirror,
         )
         # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read),
         # and their tags, which every read reports.

@@ -83,6 +83,23 @@ def test_an_unsure_die_is_read_again_turned_and_the_readings_merged(tmp_path: Pa
     assert int(np.argmax(probs[1])) + 1 == 5
 
 
+def test_the_mirrored_looks_are_the_four_turns_of_the_mirror_image(tmp_path: Path) -> None:
+    """`second_look_mirror`: eight looks, the square's whole symmetry group (a d6 face mirrored is the same
+    face turned), merged as the four are."""
+    session = CornerSession()
+    probs = reader(tmp_path, session, second_look_mirror=True).probabilities([corner_crop()])
+    first, second = session.batches
+    assert second.shape[0] == 7
+    mirrored = np.flip(first[0], axis=2)
+    for k in (0, 1, 2, 3):
+        np.testing.assert_array_equal(second[3 + k], np.rot90(mirrored, k, axes=(1, 2)))
+    # The bright corner comes back to the top left in one mirrored look (the transpose): UNSURE twice.
+    looks = np.array([UNSURE, *(TURNED,) * 3, TURNED, UNSURE, TURNED, TURNED])
+    expected = np.exp(np.log(looks).mean(axis=0))
+    np.testing.assert_allclose(probs[0], expected / expected.sum(), atol=1e-5)
+    assert FaceReader.__init__.__kwdefaults__["second_look_mirror"] is False  # off until judged
+
+
 def test_sure_dice_cost_one_pass(tmp_path: Path) -> None:
     session = CornerSession()
     sure = np.full((64, 64, 3), 255, np.uint8)

@@ -1,12 +1,13 @@
 """The face stage: learned probabilities for faces 1..6 plus the classical pip count for every die.
 
 A second look: a die the classifier is unsure of (top probability below `second_look_below`) is read again
-turned by 90, 180 and 270 degrees (exact turns of the crop: no resampling), and its probabilities become the
-normalised geometric mean of the four readings. A die's face does not change when it turns, but the small
-net's errors do. The bar, 0.90 (the reader's own certainty bar, `ValidityConfig.min_confidence`), was chosen
-with `python -m models.second_look` on tuning images (table in models/pips_facenet/README.md): with the
-face models of 22:29Z and 23:32Z it left no sure die wrong and made the most dice sure. Dice the classifier
-is sure of cost nothing more; each unsure die costs three more crops through the face model.
+turned by 90, 180 and 270 degrees (exact turns of the crop: no resampling; with `second_look_mirror`, the
+four turns mirrored too), and its probabilities become the normalised geometric mean of the readings. A
+die's face does not change when it turns, but the small net's errors do. The bar, 0.90 (the reader's own
+certainty bar, `ValidityConfig.min_confidence`), was chosen with `python -m models.second_look` on tuning
+images (table in models/pips_facenet/README.md): with the face models of 22:29Z and 23:32Z it left no sure
+die wrong and made the most dice sure. Dice the classifier is sure of cost nothing more; each unsure die
+costs three more crops through the face model (seven with the mirror images).
 
 A second model: when the manifest lists `pips_second` (a wider net, `models/pips_wide/`, about six times the
 small net's time per crop), the unsure dice also go through it once, and their probabilities become the
@@ -53,6 +54,10 @@ SECOND_MODEL_ACCEPT: float | None = None
 # /work/data/candidates/rectify/RULE.md.
 RECTIFY_MIN_TILT_DEG: float | None = 10.0
 RECTIFY_SPAN = 1.6
+# The second look also reads the mirror image of each of the four turns (eight looks, the square's whole
+# symmetry group): every d6 face mirrored is the same face turned, so the face cannot change, and the net's
+# errors on a mirrored crop are its own. Off until judged (docs/history/reader.md, "Eight looks").
+SECOND_LOOK_MIRROR = False
 
 
 def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -76,6 +81,7 @@ class FaceReader:
         second_accept: float | None = SECOND_MODEL_ACCEPT,
         rectify_min_tilt_deg: float | None = RECTIFY_MIN_TILT_DEG,
         rectify_span: float = RECTIFY_SPAN,
+        second_look_mirror: bool = SECOND_LOOK_MIRROR,
     ) -> None:
         if rectify_span <= 0:
             raise ValueError(f"rectify_span must be positive, got {rectify_span}")
@@ -91,6 +97,7 @@ class FaceReader:
         self.second_accept = second_accept
         self.rectify_min_tilt_deg = rectify_min_tilt_deg
         self.rectify_span = rectify_span
+        self.second_look_mirror = second_look_mirror
 
     def _probs(self, batch: NDArray[np.float32], model: OnnxModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
@@ -112,9 +119,13 @@ class FaceReader:
         mean_log = np.zeros((unsure.size, 6), np.float32)  # float32: without a second model, as before
         turned_log = None
         if w < 1.0 or accept is not None:
-            turned = np.concatenate([np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)])
-            more = self._probs(np.ascontiguousarray(turned)).reshape(3, unsure.size, 6)
-            looks = np.concatenate([probs[unsure][None], more])  # (4, n_unsure, 6)
+            views = [np.rot90(batch[unsure], k, axes=(2, 3)) for k in (1, 2, 3)]
+            if self.second_look_mirror:
+                mirrored = np.flip(batch[unsure], axis=3)
+                views += [np.rot90(mirrored, k, axes=(2, 3)) for k in (0, 1, 2, 3)]
+            turned = np.concatenate(views)
+            more = self._probs(np.ascontiguousarray(turned)).reshape(len(views), unsure.size, 6)
+            looks = np.concatenate([probs[unsure][None], more])  # (4 or 8, n_unsure, 6)
             turned_log = np.log(np.maximum(looks, 1e-6)).mean(axis=0)
             if w < 1.0:
                 mean_log += (1.0 - w) * turned_log
