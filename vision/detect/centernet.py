@@ -52,11 +52,26 @@ class DetectorConfig:
     coarse_long_px: tuple[int, ...] = (160, 96)
     coarse_min_fraction: float = 0.15
     coarse_pip_ratio: float = 0.4
+    # ...and no more than this many of them: a die shows at most six pips on its top face and a few more on a
+    # side face seen aslant (the fine look found at most 8 inside a big die in `python -m models.big_dice`'s
+    # frames); a dozen or more small boxes under one coarse box are small dice scattered on a surface that the
+    # coarse look, seeing them as dots, took for one big die with pips (`python -m models.small_dice`).
+    coarse_max_pips: int = 9
     # ...and when the frame has `coarse_others_min` other fine boxes, the ones inside must also be smaller
     # than this share of their median: on 200 synthetic table frames read without an expected count, 4
     # clusters of ordinary dice (as big as the frame's other dice) were taken for one big die without it.
     coarse_like_others: float = 0.6
     coarse_others_min: int = 4  # fine boxes outside every big box needed to call them "the frame's dice"
+    # The other way round, small dice in a large photo (a phone photo of a tray: dice 30-40 px in 2,000+ px)
+    # come to the net at 10-13 px, and it misses many. Where the reader has no table context (as for the
+    # coarse looks) and the frame is larger than `input_long_px`, when the boxes found have a median long
+    # side under `fine_below_px` at the net's input (or none is found), the detector looks again with the
+    # frame scaled so that median comes to about `fine_target_px` (the frame at `fine_max_long_px` when none
+    # was found), never past the frame's own size nor `fine_max_long_px`, and keeps that look's boxes where
+    # it finds more dice. 0 turns it off. Measured by `python -m models.small_dice`.
+    fine_max_long_px: int = 1920
+    fine_below_px: float = 16.0
+    fine_target_px: float = 28.0
 
     def __post_init__(self) -> None:
         if self.input_long_px < SIZE_MULTIPLE or self.input_long_px % SIZE_MULTIPLE:
@@ -68,8 +83,18 @@ class DetectorConfig:
         for px in self.coarse_long_px:
             if px < SIZE_MULTIPLE or px % SIZE_MULTIPLE:
                 raise ValueError(f"coarse_long_px must be positive multiples of {SIZE_MULTIPLE}")
+        if self.fine_max_long_px and (
+            self.fine_max_long_px % SIZE_MULTIPLE or self.fine_max_long_px < self.input_long_px
+        ):
+            raise ValueError(
+                f"fine_max_long_px must be 0 (off) or a multiple of {SIZE_MULTIPLE} at least input_long_px"
+            )
+        if not 0.0 < self.fine_below_px <= self.fine_target_px:
+            raise ValueError("fine_below_px must be positive and at most fine_target_px")
         if not 0.0 < self.coarse_min_fraction <= 1.0 or not 0.0 < self.coarse_pip_ratio < 1.0:
             raise ValueError("coarse_min_fraction must be in (0, 1] and coarse_pip_ratio in (0, 1)")
+        if self.coarse_max_pips < 1:
+            raise ValueError("coarse_max_pips must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -162,6 +187,7 @@ def merge_coarse(
     Candidates: coarse boxes whose long side is at least `coarse_min_fraction` of the frame's short side,
     best first, one per place (not centred in one taken before, IoU < `nms_iou`). A candidate replaces the
     fine boxes centred inside it when all of them are pip-sized, under `coarse_pip_ratio` of its long side
+    (and no more than `coarse_max_pips` of them: more are small dice scattered on a surface)
     (the fine look takes a big die's pips for dice, or sees nothing in a die filling the frame). Where
     `coarse_others_min` or more fine boxes lie outside every candidate (the frame's ordinary dice), it must
     also hold some, each under `coarse_like_others` of their median: an empty big box there is a layout box
@@ -208,6 +234,8 @@ def merge_coarse(
         side = max(float(c[2] - c[0]), float(c[3] - c[1]))
         if np.any(sides[inside] >= config.coarse_pip_ratio * side):
             continue  # the fine look found this die itself, or real dice lie inside
+        if int(inside.sum()) > config.coarse_max_pips:
+            continue  # more than a die's pips: small dice on a surface seen as one big die
         if others_median is not None and (
             not inside.any() or np.any(sides[inside] >= config.coarse_like_others * others_median)
         ):

@@ -7,7 +7,15 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from vision.detect.centernet import DetectorConfig, candidates_from, decode, merge_coarse, preprocess
+from vision.detect.centernet import (
+    SIZE_MULTIPLE,
+    DetectorConfig,
+    Letterbox,
+    candidates_from,
+    decode,
+    merge_coarse,
+    preprocess,
+)
 from vision.onnx_session import OnnxModel
 from vision.types import DieCandidate, ImageArray
 
@@ -27,17 +35,61 @@ class DieDetector:
     def __call__(self, image_bgr: ImageArray, *, coarse: bool = False) -> tuple[DieCandidate, ...]:
         """Candidates sorted left to right; an empty tuple when there is no die.
 
-        `coarse` adds the coarse looks for dice filling much of the frame (`DetectorConfig.coarse_long_px`):
-        the reader asks for them on a photo read without a table (`Reader.read`); a table's dice are
-        table-sized, so by default they are left out.
+        `coarse` adds the looks of a photo read without a table (`Reader.read`): the coarse looks for dice
+        filling much of the frame (`DetectorConfig.coarse_long_px`) and the fine look for small dice in a
+        large frame (`fine_max_long_px`); a table's dice are table-sized, so by default both are left out.
         """
-        tensor, letterbox = preprocess(image_bgr, input_long_px=self.config.input_long_px)
-        (head,) = self.model.run(tensor)[:1]
+        head, letterbox = self._look(image_bgr, self.config.input_long_px)
         h, w = image_bgr.shape[:2]
         boxes, scores = decode(head, letterbox=letterbox, image_wh=(w, h), config=self.config)
         if coarse:
+            boxes, scores, _ = self._with_small_dice(image_bgr, boxes, scores, head, letterbox)
             boxes, scores = self._with_big_dice(image_bgr, boxes, scores)
         return candidates_from(image_bgr, boxes, scores)
+
+    def _look(self, image_bgr: ImageArray, long_px: int) -> tuple[NDArray[np.float32], Letterbox]:
+        """The net's output on the frame scaled to `long_px` (long side), and how it was scaled."""
+        tensor, letterbox = preprocess(image_bgr, input_long_px=long_px)
+        (head,) = self.model.run(tensor)[:1]
+        return head, letterbox
+
+    def fine_long_px(self, image_bgr: ImageArray, boxes: NDArray[np.float32], letterbox: Letterbox) -> int:
+        """The long side of the fine look for small dice in a large frame (`DetectorConfig.fine_max_long_px`),
+        0 when none is needed."""
+        cfg = self.config
+        frame_long = max(image_bgr.shape[:2])
+        if not cfg.fine_max_long_px or frame_long <= cfg.input_long_px:
+            return 0
+        if len(boxes):
+            sides = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]) * letterbox.scale
+            median = float(np.median(sides))
+            if median >= cfg.fine_below_px:
+                return 0
+            wanted = cfg.input_long_px * cfg.fine_target_px / max(median, 1.0)
+        else:
+            wanted = float(cfg.fine_max_long_px)
+        long_px = min(wanted, float(frame_long), float(cfg.fine_max_long_px))
+        long_px = int(long_px // SIZE_MULTIPLE) * SIZE_MULTIPLE
+        return long_px if long_px > cfg.input_long_px else 0
+
+    def _with_small_dice(
+        self,
+        image_bgr: ImageArray,
+        boxes: NDArray[np.float32],
+        scores: NDArray[np.float32],
+        head: NDArray[np.float32],
+        letterbox: Letterbox,
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32], tuple[NDArray[np.float32], Letterbox]]:
+        """The fine look's boxes where it is needed and finds more dice; and the look they came from."""
+        long_px = self.fine_long_px(image_bgr, boxes, letterbox)
+        if not long_px:
+            return boxes, scores, (head, letterbox)
+        fine_head, fine_box = self._look(image_bgr, long_px)
+        h, w = image_bgr.shape[:2]
+        fine, fine_scores = decode(fine_head, letterbox=fine_box, image_wh=(w, h), config=self.config)
+        if len(fine) <= len(boxes):
+            return boxes, scores, (head, letterbox)
+        return fine, fine_scores, (fine_head, fine_box)
 
     def _with_big_dice(
         self, image_bgr: ImageArray, boxes: NDArray[np.float32], scores: NDArray[np.float32]
@@ -68,10 +120,13 @@ class DieDetector:
         """
         if not 0.0 < weak_score <= self.config.score_threshold:
             raise ValueError(f"weak_score must be in (0, {self.config.score_threshold}], got {weak_score}")
-        tensor, letterbox = preprocess(image_bgr, input_long_px=self.config.input_long_px)
-        (head,) = self.model.run(tensor)[:1]
+        head, letterbox = self._look(image_bgr, self.config.input_long_px)
         h, w = image_bgr.shape[:2]
         boxes, scores = decode(head, letterbox=letterbox, image_wh=(w, h), config=self.config)
+        if coarse:  # the weak peaks come from the look whose boxes are kept
+            boxes, scores, (head, letterbox) = self._with_small_dice(
+                image_bgr, boxes, scores, head, letterbox
+            )
         low = replace(self.config, score_threshold=weak_score)
         weak_boxes, weak_scores = decode(head, letterbox=letterbox, image_wh=(w, h), config=low)
         if coarse:
