@@ -11,11 +11,12 @@ its own surface (`--surface own`: its border's median colour with a little noise
 over 32 px) or a random surface (`--surface random`, `models.augment.random_background`: the photo's edges
 show, as a sheet of paper or a tray on a table would). Only the photo's labelled dice are truth.
 
-Columns: the whole reader as a photo is read (no table: `Reader.read` with no count and no calibration),
-found (a box with IoU >= 0.5 with a labelled die), detections on no labelled die, faces right (of the found
-dice: the reader's face, or the learned classifier's where the reader left the die unsure), and the median
-read time on one thread; then the same reader without the fine look (`DetectorConfig.fine_max_long_px=0`:
-as it read before it existed); then the detector alone with the frame scaled to each `--inputs` long side
+Columns: a candidate reader as a photo is read (no table: `Reader.read` with no count and no calibration):
+the shipped settings but for the fine look (`--fine-max-long-px`, `DetectorConfig.fine_max_long_px`) and the
+coarse looks' limit on pips (`--coarse-max-pips`); found (a box with IoU >= 0.5 with a labelled die),
+detections on no labelled die, faces right (of the found dice: the reader's face, or the learned
+classifier's where the reader left the die unsure), and the median read time on one thread; then the
+shipped reader (its defaults); then the detector alone with the frame scaled to each `--inputs` long side
 (found dice: where a scale would find them).
 """
 
@@ -131,6 +132,12 @@ def main() -> None:
         help="what the larger frame shows around the photo: more of its own surface (its border colour, "
         "the photo feathered in) or a random surface (the photo's edges show)",
     )
+    parser.add_argument(
+        "--fine-max-long-px", type=int, default=1920, help="the candidate's fine look (0: none)"
+    )
+    parser.add_argument(
+        "--coarse-max-pips", type=int, default=9, help="the candidate's limit on pips (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     nellbyler = args.real / "d6-topdown-nellbyler"
@@ -144,18 +151,19 @@ def main() -> None:
         items = items[: args.count]
     factors = [int(v) for v in args.factors.split(",")]
     inputs = [int(v) for v in args.inputs.split(",") if v]
-    reader = Reader(threads=1)
-    before = Reader(
-        threads=1, config=ReaderConfig(detector=dataclasses.replace(DetectorConfig(), fine_max_long_px=0))
+    candidate = dataclasses.replace(
+        DetectorConfig(), fine_max_long_px=args.fine_max_long_px, coarse_max_pips=args.coarse_max_pips
     )
+    reader = Reader(threads=1, config=ReaderConfig(detector=candidate))
+    before = Reader(threads=1)
     print(
         f"nellbyler {args.split}, {len(items)} photos: each set at its own size in a frame `factor` times as "
         "large (dice keep their pixels), around it "
         + ("more of its own surface" if args.surface == "own" else "a random surface")
     )
     print(
-        "| factor (frame long side) | dice | reader: found | reader: on no die | reader: face right "
-        "| reader p50 ms | without the fine look: found / on no die / face right | "
+        "| factor (frame long side) | dice | candidate: found | candidate: on no die | candidate: face right "
+        "| candidate p50 ms | shipped reader: found / on no die / face right | "
         + " | ".join(f"detector alone at {n} px: found" for n in inputs)
         + " |"
     )

@@ -20,6 +20,10 @@ from vision.types import Frame
 FIXTURES = Path(__file__).resolve().parent / "fixtures"  # nellbyler photos (BSD-3, LICENSE there)
 FRAME_WH = (2560, 1920)
 DIE = 36.0  # px in the frame: 9 px at the net's 640-px input, 27 px at 1920
+# The candidates of 2026-12-02 (off by default since their rule failed): a fine look up to 1920 px, and no
+# coarse big die over more than nine small boxes.
+FINE = {"fine_max_long_px": 1920}
+PIPS9 = DetectorConfig(coarse_max_pips=9)
 
 
 class SmallBlindSession(FakeDetectorSession):
@@ -65,7 +69,7 @@ def _scattered(n: int) -> list[tuple[float, float, float, float]]:
 
 def test_small_dice_in_a_large_photo_get_the_fine_look(tmp_path: Path) -> None:
     session = SmallBlindSession(_scattered(8))
-    detector = _detector(tmp_path, session)
+    detector = _detector(tmp_path, session, **FINE)
     frame = np.zeros((FRAME_WH[1], FRAME_WH[0], 3), np.uint8)
     found = detector(frame, coarse=True)
     assert len(found) == 8  # none at 640 px; all at the fine look's 1920 px
@@ -75,17 +79,17 @@ def test_small_dice_in_a_large_photo_get_the_fine_look(tmp_path: Path) -> None:
     # At a table (coarse=False) and with the fine look off, the frame is read at 640 px only.
     session.widths.clear()
     assert detector(frame) == () and session.widths == [640]
-    assert _detector(tmp_path, SmallBlindSession(_scattered(8)), fine_max_long_px=0)(frame, coarse=True) == ()
+    assert _detector(tmp_path, SmallBlindSession(_scattered(8)))(frame, coarse=True) == ()  # off: the default
 
 
 def test_no_fine_look_for_dice_the_net_sees_well_or_a_frame_no_larger_than_its_input(tmp_path: Path) -> None:
     big = [(400.0 + 300 * k, 900.0, 480.0 + 300 * k, 980.0) for k in range(4)]  # 20 px at 640 px
     session = SmallBlindSession(big)
     frame = np.zeros((FRAME_WH[1], FRAME_WH[0], 3), np.uint8)
-    assert len(_detector(tmp_path, session)(frame, coarse=True)) == 4
+    assert len(_detector(tmp_path, session, **FINE)(frame, coarse=True)) == 4
     assert 1920 not in session.widths
     small = SmallBlindSession([(100.0, 100.0, 108.0, 108.0)], min_px=4.0, frame_w=640.0)
-    assert len(_detector(tmp_path, small)(np.zeros((480, 640, 3), np.uint8), coarse=True)) == 1
+    assert len(_detector(tmp_path, small, **FINE)(np.zeros((480, 640, 3), np.uint8), coarse=True)) == 1
     assert small.widths[0] == 640 and max(small.widths) == 640  # the frame's own size: nothing finer to see
 
 
@@ -104,9 +108,18 @@ def test_a_dozen_small_dice_under_one_coarse_box_are_dice_not_pips() -> None:
         coarse,
         np.array([0.9], np.float32),
         image_wh=FRAME_WH,
-        config=DetectorConfig(),
+        config=PIPS9,
     )
     assert len(kept) == 12  # more than a die's pips (coarse_max_pips)
+    without, _ = merge_coarse(
+        dice,
+        np.full(12, 0.8, np.float32),
+        coarse,
+        np.array([0.9], np.float32),
+        image_wh=FRAME_WH,
+        config=DetectorConfig(),
+    )
+    assert without.tolist() == coarse.tolist()  # the default (no limit): the dozen taken for pips
     pips = dice[:5]
     kept, _ = merge_coarse(
         pips,
@@ -114,11 +127,11 @@ def test_a_dozen_small_dice_under_one_coarse_box_are_dice_not_pips() -> None:
         coarse,
         np.array([0.9], np.float32),
         image_wh=FRAME_WH,
-        config=DetectorConfig(),
+        config=PIPS9,
     )
     assert kept.tolist() == coarse.tolist()  # five small boxes under it: a five's pips, one big die
     with pytest.raises(ValueError, match="coarse_max_pips"):
-        DetectorConfig(coarse_max_pips=0)
+        DetectorConfig(coarse_max_pips=-1)
     with pytest.raises(ValueError, match="fine_max_long_px"):
         DetectorConfig(fine_max_long_px=1000)
 

@@ -55,8 +55,10 @@ class DetectorConfig:
     # ...and no more than this many of them: a die shows at most six pips on its top face and a few more on a
     # side face seen aslant (the fine look found at most 8 inside a big die in `python -m models.big_dice`'s
     # frames); a dozen or more small boxes under one coarse box are small dice scattered on a surface that the
-    # coarse look, seeing them as dots, took for one big die with pips (`python -m models.small_dice`).
-    coarse_max_pips: int = 9
+    # coarse look, seeing them as dots, took for one big die with pips (`python -m models.small_dice`). 0: no
+    # limit. Off (0) since its rule failed on 2026-12-02 (docs/history/reader.md, "Small dice in a large
+    # photo"); 9 was the candidate.
+    coarse_max_pips: int = 0
     # ...and when the frame has `coarse_others_min` other fine boxes, the ones inside must also be smaller
     # than this share of their median: on 200 synthetic table frames read without an expected count, 4
     # clusters of ordinary dice (as big as the frame's other dice) were taken for one big die without it.
@@ -68,8 +70,9 @@ class DetectorConfig:
     # side under `fine_below_px` at the net's input (or none is found), the detector looks again with the
     # frame scaled so that median comes to about `fine_target_px` (the frame at `fine_max_long_px` when none
     # was found), never past the frame's own size nor `fine_max_long_px`, and keeps that look's boxes where
-    # it finds more dice. 0 turns it off. Measured by `python -m models.small_dice`.
-    fine_max_long_px: int = 1920
+    # it finds more dice. 0 turns it off. Measured by `python -m models.small_dice`. Off (0) since its rule
+    # failed on 2026-12-02 (docs/history/reader.md, "Small dice in a large photo"); 1920 was the candidate.
+    fine_max_long_px: int = 0
     fine_below_px: float = 16.0
     fine_target_px: float = 28.0
 
@@ -93,8 +96,8 @@ class DetectorConfig:
             raise ValueError("fine_below_px must be positive and at most fine_target_px")
         if not 0.0 < self.coarse_min_fraction <= 1.0 or not 0.0 < self.coarse_pip_ratio < 1.0:
             raise ValueError("coarse_min_fraction must be in (0, 1] and coarse_pip_ratio in (0, 1)")
-        if self.coarse_max_pips < 1:
-            raise ValueError("coarse_max_pips must be at least 1")
+        if self.coarse_max_pips < 0:
+            raise ValueError("coarse_max_pips must be 0 (no limit) or more")
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,7 @@ def merge_coarse(
         side = max(float(c[2] - c[0]), float(c[3] - c[1]))
         if np.any(sides[inside] >= config.coarse_pip_ratio * side):
             continue  # the fine look found this die itself, or real dice lie inside
-        if int(inside.sum()) > config.coarse_max_pips:
+        if config.coarse_max_pips and int(inside.sum()) > config.coarse_max_pips:
             continue  # more than a die's pips: small dice on a surface seen as one big die
         if others_median is not None and (
             not inside.any() or np.any(sides[inside] >= config.coarse_like_others * others_median)
