@@ -5,8 +5,10 @@
 The detector sees the frame with its long side scaled to 640 px: the nellbyler photos (640 px, dice about
 30-40 px across) are read at their own size, but the same dice in a photo three times as wide come to the
 net at 10-13 px, under most of what it learned. Each frame here is a real photo (the nellbyler **train**
-split by default: tuning images; `--split test` only to report) set, at its own size, at a random place in
-a frame `factor` times as wide and high: the dice keep their pixels, the frame grows. Around it, more of
+split by default: tuning images; `--split test` only to report; `--set matteop65`: the oblique webcam
+photos, train or valid, their top-face boxes matched by their centre as `throwbox eval` does) set, at its
+own size, at a random place in a frame `factor` times as wide and high: the dice keep their pixels, the
+frame grows. Around it, more of
 its own surface (`--surface own`: its border's median colour with a little noise, the photo feathered in
 over 32 px) or a random surface (`--surface random`, `models.augment.random_background`: the photo's edges
 show, as a sheet of paper or a tray on a table would). Only the photo's labelled dice are truth.
@@ -33,7 +35,7 @@ from numpy.typing import NDArray
 from rich.progress import track
 
 from models.augment import random_background
-from models.data import SHARED_REAL, LabelledImage, load_nellbyler
+from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_yolo_folder
 from models.evaluate import iou_matrix
 from vision.detect.centernet import DetectorConfig, decode, preprocess
 from vision.reader import Reader, ReaderConfig
@@ -82,16 +84,36 @@ def enlarge(
     return np.asarray(frame, np.uint8), boxes, item.faces
 
 
-def tally(roll: Roll, boxes: NDArray[np.float32], faces: NDArray[np.int64]) -> tuple[int, int, int]:
-    """(labelled dice found, detections on no labelled die, found dice whose face is read right)."""
+def tally(
+    roll: Roll, boxes: NDArray[np.float32], faces: NDArray[np.int64], box_kind: str = "die"
+) -> tuple[int, int, int]:
+    """(labelled dice found, detections on no labelled die, found dice whose face is read right).
+
+    A whole-die label is found by a box with IoU >= 0.5; a top-face label (matteop65) by a box holding its
+    centre (as `throwbox eval` matches them), the nearest first.
+    """
     if not roll.dice:
         return 0, 0, 0
     found_boxes = np.array([d.candidate.box_xyxy for d in roll.dice], np.float32)
-    ious = iou_matrix(found_boxes, boxes)  # (found, labelled)
+    if box_kind == "top":
+        centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+        holds = (
+            (found_boxes[:, None, 0] <= centres[None, :, 0])
+            & (centres[None, :, 0] <= found_boxes[:, None, 2])
+            & (found_boxes[:, None, 1] <= centres[None, :, 1])
+            & (centres[None, :, 1] <= found_boxes[:, None, 3])
+        )
+        mid = (found_boxes[:, :2] + found_boxes[:, 2:]) / 2
+        dist = np.hypot(*(mid[:, None, :] - centres[None, :, :]).transpose(2, 0, 1))
+        ious = np.where(holds, 1.0 / (1.0 + dist), 0.0)  # a score: the nearest holding box first
+        bar = 1e-9
+    else:
+        ious = iou_matrix(found_boxes, boxes)  # (found, labelled)
+        bar = 0.5
     found = right = 0
     used: set[int] = set()
     for j in range(len(boxes)):
-        order = [i for i in np.argsort(-ious[:, j]) if i not in used and ious[i, j] >= 0.5]
+        order = [i for i in np.argsort(-ious[:, j]) if i not in used and ious[i, j] >= bar]
         if not order:
             continue
         i = int(order[0])
@@ -103,8 +125,11 @@ def tally(roll: Roll, boxes: NDArray[np.float32], faces: NDArray[np.int64]) -> t
     return found, len(roll.dice) - len(used), right
 
 
-def detector_alone(reader: Reader, frame: ImageArray, boxes: NDArray[np.float32], input_px: int) -> int:
-    """Labelled dice the detector alone boxes (IoU >= 0.5) on the frame scaled to `input_px` (long side)."""
+def detector_alone(
+    reader: Reader, frame: ImageArray, boxes: NDArray[np.float32], input_px: int, box_kind: str = "die"
+) -> int:
+    """Labelled dice the detector alone boxes (IoU >= 0.5; a top-face label: its centre in a box) on the
+    frame scaled to `input_px` (long side)."""
     config = dataclasses.replace(reader.detector.config, input_long_px=input_px)
     tensor, letterbox = preprocess(frame, input_long_px=input_px)
     h, w = frame.shape[:2]
@@ -113,6 +138,15 @@ def detector_alone(reader: Reader, frame: ImageArray, boxes: NDArray[np.float32]
     )
     if not len(found):
         return 0
+    if box_kind == "top":
+        c = (boxes[:, :2] + boxes[:, 2:]) / 2
+        inside = (
+            (found[:, None, 0] <= c[None, :, 0])
+            & (c[None, :, 0] <= found[:, None, 2])
+            & (found[:, None, 1] <= c[None, :, 1])
+            & (c[None, :, 1] <= found[:, None, 3])
+        )
+        return int(inside.any(axis=0).sum())
     return int((iou_matrix(found, boxes).max(axis=0) >= 0.5).sum())
 
 
@@ -121,7 +155,17 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--real", type=Path, default=SHARED_REAL)
-    parser.add_argument("--split", default="train", help="nellbyler split (train: tuning; test: report)")
+    parser.add_argument(
+        "--set",
+        choices=("nellbyler", "matteop65"),
+        default="nellbyler",
+        help="nellbyler (top-down, whole-die boxes) or matteop65 (oblique webcam, top-face boxes)",
+    )
+    parser.add_argument(
+        "--split",
+        default="train",
+        help="the set's split: train to tune; test (nellbyler) or valid (matteop65) only to report",
+    )
     parser.add_argument("--count", type=int, default=40, help="photos (0: all of the split)")
     parser.add_argument("--factors", default="1,2,3,4", help="frame size over the photo's, per side")
     parser.add_argument("--inputs", default="640,1280,1920", help="detector input sizes to try alone")
@@ -140,13 +184,16 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    nellbyler = args.real / "d6-topdown-nellbyler"
-    if not nellbyler.is_dir():
+    folder = args.real / ("d6-topdown-nellbyler" if args.set == "nellbyler" else "d6-webcam-matteop65")
+    if not folder.is_dir():
         raise SystemExit(
-            f"the nellbyler photos are not under {args.real}: give --real DIR holding d6-topdown-nellbyler "
+            f"the {args.set} photos are not under {args.real}: give --real DIR holding {folder.name} "
             "(the shared datasets, not in a clone of this repository)"
         )
-    items = load_nellbyler(nellbyler, args.split)
+    if args.set == "nellbyler":
+        items = load_nellbyler(folder, args.split)
+    else:
+        items = load_yolo_folder(folder / args.split, box_kind="top")
     if args.count:
         items = items[: args.count]
     factors = [int(v) for v in args.factors.split(",")]
@@ -157,8 +204,8 @@ def main() -> None:
     reader = Reader(threads=1, config=ReaderConfig(detector=candidate))
     before = Reader(threads=1)
     print(
-        f"nellbyler {args.split}, {len(items)} photos: each set at its own size in a frame `factor` times as "
-        "large (dice keep their pixels), around it "
+        f"{args.set} {args.split}, {len(items)} photos: each set at its own size in a frame `factor` "
+        "times as large (dice keep their pixels), around it "
         + ("more of its own surface" if args.surface == "own" else "a random surface")
     )
     print(
@@ -182,12 +229,13 @@ def main() -> None:
             start = time.perf_counter()
             roll = reader.read(Frame(image=frame, frame_id="small"))
             times.append((time.perf_counter() - start) * 1000)
-            f, n, r = tally(roll, boxes, faces)
+            f, n, r = tally(roll, boxes, faces, item.box_kind)
             found, false, right = found + f, false + n, right + r
-            for k, v in enumerate(tally(before.read(Frame(image=frame, frame_id="small")), boxes, faces)):
+            shipped = before.read(Frame(image=frame, frame_id="small"))
+            for k, v in enumerate(tally(shipped, boxes, faces, item.box_kind)):
                 old[k] += v
             for size in inputs:
-                alone[size] += detector_alone(reader, frame, boxes, size)
+                alone[size] += detector_alone(reader, frame, boxes, size, item.box_kind)
         pct = 100.0 / max(dice, 1)
         cells = " | ".join(f"{alone[n]} ({alone[n] * pct:.1f} %)" for n in inputs)
         print(
