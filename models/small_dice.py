@@ -84,6 +84,18 @@ def enlarge(
     return np.asarray(frame, np.uint8), boxes, item.faces
 
 
+def holds_centres(found: NDArray[np.float32], labels: NDArray[np.float32]) -> NDArray[np.bool_]:
+    """(found, labelled): whether each found box holds each label's centre (how top-face labels match)."""
+    c = (labels[:, :2] + labels[:, 2:]) / 2
+    return np.asarray(
+        (found[:, None, 0] <= c[None, :, 0])
+        & (c[None, :, 0] <= found[:, None, 2])
+        & (found[:, None, 1] <= c[None, :, 1])
+        & (c[None, :, 1] <= found[:, None, 3]),
+        bool,
+    )
+
+
 def tally(
     roll: Roll, boxes: NDArray[np.float32], faces: NDArray[np.int64], box_kind: str = "die"
 ) -> tuple[int, int, int]:
@@ -97,12 +109,7 @@ def tally(
     found_boxes = np.array([d.candidate.box_xyxy for d in roll.dice], np.float32)
     if box_kind == "top":
         centres = (boxes[:, :2] + boxes[:, 2:]) / 2
-        holds = (
-            (found_boxes[:, None, 0] <= centres[None, :, 0])
-            & (centres[None, :, 0] <= found_boxes[:, None, 2])
-            & (found_boxes[:, None, 1] <= centres[None, :, 1])
-            & (centres[None, :, 1] <= found_boxes[:, None, 3])
-        )
+        holds = holds_centres(found_boxes, boxes)
         mid = (found_boxes[:, :2] + found_boxes[:, 2:]) / 2
         dist = np.hypot(*(mid[:, None, :] - centres[None, :, :]).transpose(2, 0, 1))
         ious = np.where(holds, 1.0 / (1.0 + dist), 0.0)  # a score: the nearest holding box first
@@ -139,14 +146,7 @@ def detector_alone(
     if not len(found):
         return 0
     if box_kind == "top":
-        c = (boxes[:, :2] + boxes[:, 2:]) / 2
-        inside = (
-            (found[:, None, 0] <= c[None, :, 0])
-            & (c[None, :, 0] <= found[:, None, 2])
-            & (found[:, None, 1] <= c[None, :, 1])
-            & (c[None, :, 1] <= found[:, None, 3])
-        )
-        return int(inside.any(axis=0).sum())
+        return int(holds_centres(found, boxes).any(axis=0).sum())
     return int((iou_matrix(found, boxes).max(axis=0) >= 0.5).sum())
 
 

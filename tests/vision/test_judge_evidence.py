@@ -167,6 +167,16 @@ def test_675a_4_c_a_void_needs_a_die_sized_die(edge: float, verdict: Verdict, re
     ) == [1.0, 1.0]
 
 
+def _pair_and_two(geo: TableGeometry, shift_px: float) -> list[DieCandidate]:
+    """Two dice far apart and, as dice 3 and 4, two 40-px boxes `shift_px` apart around the felt point
+    (300, 200) mm: overlapping far past `overlap_stacked`."""
+    x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    pair = [(cx - 20.0 + dx, cy - 20.0, cx + 20.0 + dx, cy + 20.0) for dx in (0.0, shift_px)]
+    far = [_box_at(geo, 100.0, 100.0), _box_at(geo, 500.0, 300.0)]
+    return [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (*far, *pair)]
+
+
 @pytest.mark.parametrize(
     ("shift_px", "from_above", "verdict", "reason"),
     [
@@ -186,12 +196,9 @@ def test_675a_4_b_overlap_backed_by_felt_positions(
     assert CFG.judge.unbacked_overlap_max_camera_tilt_deg == 10.0
     config = replace(CFG, judge=replace(CFG.judge, unbacked_overlap_max_camera_tilt_deg=from_above))
     geo = _overhead_geometry()
-    x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    big = [(cx - 20.0 + dx, cy - 20.0, cx + 20.0 + dx, cy + 20.0) for dx in (0.0, shift_px)]
-    far = [_box_at(geo, 100.0, 100.0), _box_at(geo, 500.0, 300.0)]
-    cands = [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (*far, *big)]
-    got, findings, details = _run(cands, [FLAT] * 4, expected=4, geometry=geo, config=config)
+    got, findings, details = _run(
+        _pair_and_two(geo, shift_px), [FLAT] * 4, expected=4, geometry=geo, config=config
+    )
     assert got is verdict
     assert findings == [(reason, (3, 4))]
     assert "mm apart" in details[0].detail
@@ -220,12 +227,9 @@ def test_675a_4_b_felt_positions_back_an_overlap_only_from_above(
     pose = CameraPose.look_at(eye_mm=eye, target_mm=target, up=(0.0, 1.0, 0.0))
     geo = TableGeometry(camera=Camera(intr, pose), layout=ThrowBoxLayout())
     assert 30.0 < geo.camera.pose.tilt_deg < 45.0
-    x0, y0, x1, y1 = _box_at(geo, 300.0, 200.0)
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    pair = [(cx - 20.0 + dx, cy - 20.0, cx + 20.0 + dx, cy + 20.0) for dx in (0.0, 4.0)]
-    far = [_box_at(geo, 100.0, 100.0), _box_at(geo, 500.0, 300.0)]
-    cands = [DieCandidate(box_xyxy=b, top_quad=((0, 0),) * 4, score=0.9) for b in (*far, *pair)]
-    got, findings, details = _run(cands, [FLAT] * 4, expected=4, geometry=geo, config=config)
+    got, findings, details = _run(
+        _pair_and_two(geo, 4.0), [FLAT] * 4, expected=4, geometry=geo, config=config
+    )
     assert got is verdict
     assert findings == [(reason, (3, 4))]
     assert "mm apart" in details[0].detail

@@ -93,6 +93,18 @@ def test_no_fine_look_for_dice_the_net_sees_well_or_a_frame_no_larger_than_its_i
     assert small.widths[0] == 640 and max(small.widths) == 640  # the frame's own size: nothing finer to see
 
 
+def _merged(fine: np.ndarray[Any, Any], coarse: np.ndarray[Any, Any], config: DetectorConfig) -> list[Any]:
+    kept, _ = merge_coarse(
+        fine,
+        np.full(len(fine), 0.8, np.float32),
+        coarse,
+        np.array([0.9], np.float32),
+        image_wh=FRAME_WH,
+        config=config,
+    )
+    return list(kept.tolist())
+
+
 def test_a_dozen_small_dice_under_one_coarse_box_are_dice_not_pips() -> None:
     coarse = np.array([[300.0, 300.0, 1300.0, 1300.0]], np.float32)
     dice = np.array(
@@ -102,34 +114,9 @@ def test_a_dozen_small_dice_under_one_coarse_box_are_dice_not_pips() -> None:
         ],
         np.float32,
     )
-    kept, _ = merge_coarse(
-        dice,
-        np.full(12, 0.8, np.float32),
-        coarse,
-        np.array([0.9], np.float32),
-        image_wh=FRAME_WH,
-        config=PIPS9,
-    )
-    assert len(kept) == 12  # more than a die's pips (coarse_max_pips)
-    without, _ = merge_coarse(
-        dice,
-        np.full(12, 0.8, np.float32),
-        coarse,
-        np.array([0.9], np.float32),
-        image_wh=FRAME_WH,
-        config=DetectorConfig(),
-    )
-    assert without.tolist() == coarse.tolist()  # the default (no limit): the dozen taken for pips
-    pips = dice[:5]
-    kept, _ = merge_coarse(
-        pips,
-        np.full(5, 0.8, np.float32),
-        coarse,
-        np.array([0.9], np.float32),
-        image_wh=FRAME_WH,
-        config=PIPS9,
-    )
-    assert kept.tolist() == coarse.tolist()  # five small boxes under it: a five's pips, one big die
+    assert len(_merged(dice, coarse, PIPS9)) == 12  # more than a die's pips (coarse_max_pips)
+    assert _merged(dice, coarse, DetectorConfig()) == coarse.tolist()  # the default (no limit): pips
+    assert _merged(dice[:5], coarse, PIPS9) == coarse.tolist()  # five small boxes: a five's pips, one big die
     with pytest.raises(ValueError, match="coarse_max_pips"):
         DetectorConfig(coarse_max_pips=-1)
     with pytest.raises(ValueError, match="fine_max_long_px"):
