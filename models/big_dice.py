@@ -181,6 +181,12 @@ def main() -> None:
     parser.add_argument("--rendered", type=int, default=12, help="synthetic throws seen close up (0: none)")
     parser.add_argument("--fractions", default="0.1,0.2,0.3,0.5,0.7,0.9")
     parser.add_argument("--inputs", default="320,160,96", help="detector input sizes to try alone")
+    parser.add_argument(
+        "--big-die-face-margin",
+        type=float,
+        default=ReaderConfig().big_die_face_margin,
+        help="the reader's face check on a coarse look's big die (ReaderConfig.big_die_face_margin)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     fractions = [float(f) for f in args.fractions.split(",")]
@@ -205,7 +211,7 @@ def main() -> None:
     if args.rendered:
         for fraction, frame, face, box in rendered_closeups(args.rendered, fractions):
             frames.append(("synthetic close-ups, sharp", fraction, frame, face, box))
-    reader = Reader(threads=1)
+    reader = Reader(threads=1, config=ReaderConfig(big_die_face_margin=args.big_die_face_margin))
     # The same reader without the coarse looks: how it read these frames before they existed.
     fine_only = Reader(
         threads=1, config=ReaderConfig(detector=dataclasses.replace(DetectorConfig(), coarse_long_px=()))

@@ -182,6 +182,12 @@ def main() -> None:
     parser.add_argument(
         "--coarse-max-pips", type=int, default=9, help="the candidate's limit on pips (0: none)"
     )
+    parser.add_argument(
+        "--big-die-face-margin",
+        type=float,
+        default=None,
+        help="the candidate's face check on a coarse look's big die (ReaderConfig.big_die_face_margin)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     folder = args.real / ("d6-topdown-nellbyler" if args.set == "nellbyler" else "d6-webcam-matteop65")
@@ -201,7 +207,9 @@ def main() -> None:
     candidate = dataclasses.replace(
         DetectorConfig(), fine_max_long_px=args.fine_max_long_px, coarse_max_pips=args.coarse_max_pips
     )
-    reader = Reader(threads=1, config=ReaderConfig(detector=candidate))
+    reader = Reader(
+        threads=1, config=ReaderConfig(detector=candidate, big_die_face_margin=args.big_die_face_margin)
+    )
     before = Reader(threads=1)
     print(
         f"{args.set} {args.split}, {len(items)} photos: each set at its own size in a frame `factor` "

@@ -11,6 +11,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import NDArray
+
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
@@ -26,7 +29,8 @@ from vision.onnx_session import (
 )
 from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
-from vision.types import Frame, Roll, Verdict
+from vision.pips.crops import crop_die
+from vision.types import Frame, ImageArray, Roll, Verdict
 from vision.validity import ValidityConfig, judge
 
 
@@ -41,6 +45,11 @@ class ReaderConfig:
     second_look_below: float | None = SECOND_LOOK_BELOW
     # ...and whether it reads the four turns mirrored too (`FaceReader.second_look_mirror`).
     second_look_mirror: bool = SECOND_LOOK_MIRROR
+    # On a photo read without a table, a coarse look's big die replaces the small boxes inside it only where
+    # the face model reads the big box at least as surely, less this margin, as it reads those boxes on
+    # average: a big die reads surely and its pips, taken for dice, do not; small dice read surely and the
+    # cluster they make does not (`Reader._big_die_reads_better`). None: the geometry alone decides.
+    big_die_face_margin: float | None = None
 
 
 def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:
@@ -97,6 +106,8 @@ class Reader:
             second_model=second_model,
             second_look_mirror=self.config.second_look_mirror,
         )
+        if self.config.big_die_face_margin is not None:
+            self.detector.big_die_check = self._big_die_reads_better
         # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read),
         # and their tags, which every read reports.
         self.onnx_models: dict[str, OnnxModel] = {"detector": det_model, "pips": pip_model}
@@ -105,6 +116,16 @@ class Reader:
         if self.die_state is not None:
             self.onnx_models["die_state"] = self.die_state.model
         self.models = {name: model.spec.tag for name, model in self.onnx_models.items()}
+
+    def _big_die_reads_better(
+        self, image: ImageArray, coarse_box: NDArray[np.float32], inside: NDArray[np.float32]
+    ) -> bool:
+        """Does the face model read the coarse box at least as surely (less `big_die_face_margin`) as it
+        reads the small boxes inside it, on average? (`ReaderConfig.big_die_face_margin`)"""
+        crops = [crop_die(image, coarse_box)] + [crop_die(image, box) for box in inside]
+        sure = self.faces.probabilities(crops).max(axis=1)
+        margin = self.config.big_die_face_margin or 0.0
+        return float(sure[0]) + margin >= float(sure[1:].mean())
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None

@@ -9,6 +9,7 @@ with scale augmentation on dice from ~6 px to ~250 px at that resolution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -184,8 +185,12 @@ def merge_coarse(
     *,
     image_wh: tuple[int, int],
     config: DetectorConfig,
+    accept: Callable[[NDArray[np.float32], NDArray[np.float32]], bool] | None = None,
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """Add the coarse looks' big dice (`DetectorConfig.coarse_long_px`) to the fine boxes.
+
+    `accept(coarse_box, fine_boxes_inside)`, when given, has the last word on a candidate that would replace
+    fine boxes (the reader asks the face model: `ReaderConfig.big_die_face_margin`).
 
     Candidates: coarse boxes whose long side is at least `coarse_min_fraction` of the frame's short side,
     best first, one per place (not centred in one taken before, IoU < `nms_iou`). A candidate replaces the
@@ -244,6 +249,8 @@ def merge_coarse(
         ):
             # Among the frame's ordinary dice: an empty big box (a layout box, a chip stack, a shadow), or
             # boxes inside as big as the other dice (a cluster of dice, not pips), is not one big die.
+            continue
+        if accept is not None and inside.any() and not accept(c, boxes[inside]):
             continue
         keep &= ~inside
         taken.append(i)

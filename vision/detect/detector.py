@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -31,6 +32,12 @@ class DieDetector:
         if model.spec.score_threshold is not None:
             config = replace(config, score_threshold=model.spec.score_threshold)
         self.config = config
+        # `check(image, coarse_box, fine_boxes_inside)`: whether a coarse look's big die may replace the
+        # small boxes inside it (`merge_coarse`'s `accept`); None: the geometry alone decides. The reader
+        # sets it from its face model (`ReaderConfig.big_die_face_margin`).
+        self.big_die_check: Callable[[ImageArray, NDArray[np.float32], NDArray[np.float32]], bool] | None = (
+            None
+        )
 
     def __call__(self, image_bgr: ImageArray, *, coarse: bool = False) -> tuple[DieCandidate, ...]:
         """Candidates sorted left to right; an empty tuple when there is no die.
@@ -108,7 +115,11 @@ class DieDetector:
             )
         big = np.concatenate([b for b, _ in found]).astype(np.float32)
         big_scores = np.concatenate([s for _, s in found]).astype(np.float32)
-        return merge_coarse(boxes, scores, big, big_scores, image_wh=(w, h), config=self.config)
+        check = self.big_die_check
+        accept = None if check is None else (lambda c, inside: check(image_bgr, c, inside))
+        return merge_coarse(
+            boxes, scores, big, big_scores, image_wh=(w, h), config=self.config, accept=accept
+        )
 
     def detect_with_weak(
         self, image_bgr: ImageArray, *, weak_score: float, coarse: bool = False
