@@ -48,8 +48,11 @@ class ReaderConfig:
     # On a photo read without a table, a coarse look's big die replaces the small boxes inside it only where
     # the face model reads the big box at least as surely, less this margin, as it reads those boxes on
     # average: a big die reads surely and its pips, taken for dice, do not; small dice read surely and the
-    # cluster they make does not (`Reader._big_die_reads_better`). None: the geometry alone decides.
-    big_die_face_margin: float | None = None
+    # cluster they make does not (`Reader._big_die_reads_better`). None: the geometry alone decides. 0.1 since
+    # 2026-12-02: on the held-out matteop65 valid photos set in frames 2-4 times as large (`python -m
+    # models.small_dice`) 44-51 % of the dice found -> 96-99 %, big dice as before (docs/history/reader.md,
+    # "The face model's say on a coarse look's big die").
+    big_die_face_margin: float | None = 0.1
 
 
 def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:

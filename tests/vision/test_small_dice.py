@@ -138,3 +138,35 @@ def test_the_measure_counts_found_false_and_faces(committed_reader: Any) -> None
     roll = committed_reader.read(Frame(image=frame, frame_id="small"))
     found, false, right = tally(roll, boxes, faces)
     assert found == len(boxes) and false == 0 and right == found
+
+
+def test_a_coarse_box_is_taken_only_where_the_check_accepts_it() -> None:
+    coarse = np.array([[300.0, 300.0, 1300.0, 1300.0]], np.float32)
+    pips = np.array([(500.0, 500.0, 560.0, 560.0), (800.0, 800.0, 860.0, 860.0)], np.float32)
+    seen: list[int] = []
+
+    def refuse(box: Any, inside: Any) -> bool:
+        seen.append(len(inside))
+        return False
+
+    kept, _ = merge_coarse(
+        pips,
+        np.full(2, 0.8, np.float32),
+        coarse,
+        np.array([0.9], np.float32),
+        image_wh=FRAME_WH,
+        config=DetectorConfig(),
+        accept=refuse,
+    )
+    assert kept.tolist() == pips.tolist() and seen == [2]  # asked once, with the two boxes inside
+    assert _merged(pips, coarse, DetectorConfig()) == coarse.tolist()  # without the check: one big die
+
+
+def test_small_dice_in_a_photo_three_times_as_large_are_found(committed_reader: Any) -> None:
+    """The face model's say on the coarse looks (ReaderConfig.big_die_face_margin, 0.1): a fixture photo's
+    dice set in a frame three times as large are read one by one, not as one big die with pips."""
+    assert committed_reader.config.big_die_face_margin == 0.1
+    item = load_yolo_folder(FIXTURES, box_kind="die")[0]
+    frame, boxes, faces = enlarge(item, 3, np.random.default_rng(0), "random")
+    found, _, right = tally(committed_reader.read(Frame(image=frame, frame_id="small")), boxes, faces)
+    assert found >= len(boxes) - 1 and right >= found - 1
