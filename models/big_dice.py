@@ -36,6 +36,7 @@ from rich.progress import track
 from models.augment import random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_yolo_folder
 from models.evaluate import iou_matrix
+from models.small_dice import margin_arg
 from models.train_pips import TOP_TO_DIE
 from vision.detect.centernet import DetectorConfig
 from vision.reader import Reader, ReaderConfig
@@ -183,9 +184,10 @@ def main() -> None:
     parser.add_argument("--inputs", default="320,160,96", help="detector input sizes to try alone")
     parser.add_argument(
         "--big-die-face-margin",
-        type=float,
+        type=margin_arg,
         default=ReaderConfig().big_die_face_margin,
-        help="the reader's face check on a coarse look's big die (ReaderConfig.big_die_face_margin)",
+        help="the reader's face check on a coarse look's big die (ReaderConfig.big_die_face_margin; "
+        "'none': no check)",
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -14,8 +14,9 @@ over 32 px) or a random surface (`--surface random`, `models.augment.random_back
 show, as a sheet of paper or a tray on a table would). Only the photo's labelled dice are truth.
 
 Columns: a candidate reader as a photo is read (no table: `Reader.read` with no count and no calibration):
-the shipped settings but for the fine look (`--fine-max-long-px`, `DetectorConfig.fine_max_long_px`) and the
-coarse looks' limit on pips (`--coarse-max-pips`); found (a box with IoU >= 0.5 with a labelled die),
+the shipped settings but for what the flags change (the fine look, `--fine-max-long-px`; the coarse looks'
+limit on pips, `--coarse-max-pips`; their face check, `--big-die-face-margin`; each defaults to the shipped
+value); found (matched as `throwbox eval` matches: a box with IoU >= 0.5 with a labelled die),
 detections on no labelled die, faces right (of the found dice: the reader's face, or the learned
 classifier's where the reader left the die unsure), and the median read time on one thread; then the
 shipped reader (its defaults); then the detector alone with the frame scaled to each `--inputs` long side
@@ -36,7 +37,7 @@ from rich.progress import track
 
 from models.augment import random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_yolo_folder
-from models.evaluate import iou_matrix
+from models.evaluate import match
 from vision.detect.centernet import DetectorConfig, decode, preprocess
 from vision.reader import Reader, ReaderConfig
 from vision.types import Frame, ImageArray, Roll
@@ -47,7 +48,8 @@ FEATHER = 32.0  # px over which a photo is blended into more of its own surface
 def enlarge(
     item: LabelledImage, factor: int, rng: np.random.Generator, surface: str = "own"
 ) -> tuple[ImageArray, NDArray[np.float32], NDArray[np.int64]]:
-    """The photo pasted at its own size on a random surface `factor` times as large; its boxes and faces."""
+    """The photo at its own size in a frame `factor` times as large, around it more of its own surface
+    (`surface="own"`) or a random one (`"random"`); its boxes moved with it, and its faces."""
     image = cv2.imread(str(item.path), cv2.IMREAD_COLOR)
     if image is None:
         raise SystemExit(f"unreadable image {item.path}")
@@ -84,70 +86,42 @@ def enlarge(
     return np.asarray(frame, np.uint8), boxes, item.faces
 
 
-def holds_centres(found: NDArray[np.float32], labels: NDArray[np.float32]) -> NDArray[np.bool_]:
-    """(found, labelled): whether each found box holds each label's centre (how top-face labels match)."""
-    c = (labels[:, :2] + labels[:, 2:]) / 2
-    return np.asarray(
-        (found[:, None, 0] <= c[None, :, 0])
-        & (c[None, :, 0] <= found[:, None, 2])
-        & (found[:, None, 1] <= c[None, :, 1])
-        & (c[None, :, 1] <= found[:, None, 3]),
-        bool,
-    )
-
-
 def tally(
     roll: Roll, boxes: NDArray[np.float32], faces: NDArray[np.int64], box_kind: str = "die"
 ) -> tuple[int, int, int]:
-    """(labelled dice found, detections on no labelled die, found dice whose face is read right).
-
-    A whole-die label is found by a box with IoU >= 0.5; a top-face label (matteop65) by a box holding its
-    centre (as `throwbox eval` matches them), the nearest first.
-    """
+    """(labelled dice found, detections on no labelled die, found dice whose face is read right), matched as
+    `throwbox eval` matches them (`models.evaluate.match`: IoU >= 0.5, or a top-face label's centre in the
+    box)."""
     if not roll.dice:
         return 0, 0, 0
-    found_boxes = np.array([d.candidate.box_xyxy for d in roll.dice], np.float32)
-    if box_kind == "top":
-        centres = (boxes[:, :2] + boxes[:, 2:]) / 2
-        holds = holds_centres(found_boxes, boxes)
-        mid = (found_boxes[:, :2] + found_boxes[:, 2:]) / 2
-        dist = np.hypot(*(mid[:, None, :] - centres[None, :, :]).transpose(2, 0, 1))
-        ious = np.where(holds, 1.0 / (1.0 + dist), 0.0)  # a score: the nearest holding box first
-        bar = 1e-9
-    else:
-        ious = iou_matrix(found_boxes, boxes)  # (found, labelled)
-        bar = 0.5
-    found = right = 0
-    used: set[int] = set()
-    for j in range(len(boxes)):
-        order = [i for i in np.argsort(-ious[:, j]) if i not in used and ious[i, j] >= bar]
-        if not order:
-            continue
-        i = int(order[0])
-        used.add(i)
-        found += 1
+    found = np.array([d.candidate.box_xyxy for d in roll.dice], np.float32)
+    scores = np.array([d.candidate.score for d in roll.dice], np.float32)
+    pairs = match(found, scores, boxes, box_kind=box_kind)
+    right = 0
+    for i, j in pairs:
         die = roll.dice[i]
         read = die.face if die.face is not None else int(np.argmax(die.face_probs)) + 1
         right += int(read == int(faces[j]))
-    return found, len(roll.dice) - len(used), right
+    return len(pairs), len(roll.dice) - len(pairs), right
 
 
 def detector_alone(
     reader: Reader, frame: ImageArray, boxes: NDArray[np.float32], input_px: int, box_kind: str = "die"
 ) -> int:
-    """Labelled dice the detector alone boxes (IoU >= 0.5; a top-face label: its centre in a box) on the
-    frame scaled to `input_px` (long side)."""
+    """Labelled dice the detector alone finds (matched as `tally` does) on the frame scaled to `input_px`
+    (long side)."""
     config = dataclasses.replace(reader.detector.config, input_long_px=input_px)
     tensor, letterbox = preprocess(frame, input_long_px=input_px)
     h, w = frame.shape[:2]
-    found, _ = decode(
+    found, scores = decode(
         reader.detector.model.run(tensor)[0], letterbox=letterbox, image_wh=(w, h), config=config
     )
-    if not len(found):
-        return 0
-    if box_kind == "top":
-        return int(holds_centres(found, boxes).any(axis=0).sum())
-    return int((iou_matrix(found, boxes).max(axis=0) >= 0.5).sum())
+    return len(match(found, scores, boxes, box_kind=box_kind))
+
+
+def margin_arg(text: str) -> float | None:
+    """`--big-die-face-margin`: a number, or 'none' (no face check)."""
+    return None if text.strip().lower() == "none" else float(text)
 
 
 def main() -> None:
@@ -176,17 +150,25 @@ def main() -> None:
         help="what the larger frame shows around the photo: more of its own surface (its border colour, "
         "the photo feathered in) or a random surface (the photo's edges show)",
     )
+    shipped_detector, shipped_reader = DetectorConfig(), ReaderConfig()
     parser.add_argument(
-        "--fine-max-long-px", type=int, default=1920, help="the candidate's fine look (0: none)"
+        "--fine-max-long-px",
+        type=int,
+        default=shipped_detector.fine_max_long_px,
+        help="the candidate's fine look (0: none; 1920 was refused on 2026-12-02)",
     )
     parser.add_argument(
-        "--coarse-max-pips", type=int, default=9, help="the candidate's limit on pips (0: none)"
+        "--coarse-max-pips",
+        type=int,
+        default=shipped_detector.coarse_max_pips,
+        help="the candidate's limit on pips under a coarse box (0: none; 9 was refused on 2026-12-02)",
     )
     parser.add_argument(
         "--big-die-face-margin",
-        type=float,
-        default=None,
-        help="the candidate's face check on a coarse look's big die (ReaderConfig.big_die_face_margin)",
+        type=margin_arg,
+        default=shipped_reader.big_die_face_margin,
+        help="the candidate's face check on a coarse look's big die (ReaderConfig.big_die_face_margin; "
+        "'none': no check)",
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

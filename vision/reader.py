@@ -49,9 +49,9 @@ class ReaderConfig:
     # the face model reads the big box at least as surely, less this margin, as it reads those boxes on
     # average: a big die reads surely and its pips, taken for dice, do not; small dice read surely and the
     # cluster they make does not (`Reader._big_die_reads_better`). None: the geometry alone decides. 0.1 since
-    # 2026-12-02: on the held-out matteop65 valid photos set in frames 2-4 times as large (`python -m
-    # models.small_dice`) 44-51 % of the dice found -> 96-99 %, big dice as before (docs/history/reader.md,
-    # "The face model's say on a coarse look's big die").
+    # 2026-12-02: on the held-out matteop65 valid photos set in frames 3-4 times as large (`python -m
+    # models.small_dice`) 38-52 % of the dice found -> 96-99 % (1,280 px: 89-92 -> 94-95 %), big dice as
+    # before (docs/history/reader.md, "The face model's say on a coarse look's big die").
     big_die_face_margin: float | None = 0.1
 
 
@@ -101,7 +101,6 @@ class Reader:
         # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
         second_model = load("pips_second") if "pips_second" in listed else None
         self.load_ms = (time.perf_counter() - start) * 1000
-        self.detector = DieDetector(det_model, self.config.detector)
         self.faces = FaceReader(
             pip_model,
             self.config.pips,
@@ -109,8 +108,8 @@ class Reader:
             second_model=second_model,
             second_look_mirror=self.config.second_look_mirror,
         )
-        if self.config.big_die_face_margin is not None:
-            self.detector.big_die_check = self._big_die_reads_better
+        check = None if self.config.big_die_face_margin is None else self._big_die_reads_better
+        self.detector = DieDetector(det_model, self.config.detector, big_die_check=check)
         # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read),
         # and their tags, which every read reports.
         self.onnx_models: dict[str, OnnxModel] = {"detector": det_model, "pips": pip_model}

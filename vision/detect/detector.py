@@ -20,11 +20,20 @@ from vision.detect.centernet import (
 from vision.onnx_session import OnnxModel
 from vision.types import DieCandidate, ImageArray
 
+# (frame, coarse box, the fine boxes inside it) -> may the coarse box replace them?
+BigDieCheck = Callable[[ImageArray, NDArray[np.float32], NDArray[np.float32]], bool]
+
 
 class DieDetector:
     """Find every die in a frame, at any size from ~16 px to frame-filling, without a calibration."""
 
-    def __init__(self, model: OnnxModel, config: DetectorConfig | None = None) -> None:
+    def __init__(
+        self,
+        model: OnnxModel,
+        config: DetectorConfig | None = None,
+        *,
+        big_die_check: BigDieCheck | None = None,
+    ) -> None:
         self.model = model
         config = config or DetectorConfig()
         # A threshold tuned for these weights (the manifest's `score_threshold`) is the model's own: it
@@ -32,12 +41,10 @@ class DieDetector:
         if model.spec.score_threshold is not None:
             config = replace(config, score_threshold=model.spec.score_threshold)
         self.config = config
-        # `check(image, coarse_box, fine_boxes_inside)`: whether a coarse look's big die may replace the
-        # small boxes inside it (`merge_coarse`'s `accept`); None: the geometry alone decides. The reader
-        # sets it from its face model (`ReaderConfig.big_die_face_margin`).
-        self.big_die_check: Callable[[ImageArray, NDArray[np.float32], NDArray[np.float32]], bool] | None = (
-            None
-        )
+        # `big_die_check(image, coarse_box, fine_boxes_inside)`: whether a coarse look's big die may replace
+        # the small boxes inside it (`merge_coarse`'s `accept`); None: the geometry alone decides. The reader
+        # gives it from its face model (`ReaderConfig.big_die_face_margin`).
+        self.big_die_check = big_die_check
 
     def __call__(self, image_bgr: ImageArray, *, coarse: bool = False) -> tuple[DieCandidate, ...]:
         """Candidates sorted left to right; an empty tuple when there is no die.
