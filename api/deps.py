@@ -71,7 +71,7 @@ def require(*roles: Role) -> Callable[[BearerDep, DatabaseDep], Principal]:
     return check
 
 
-# Who may do what (the matrix in api/auth.py's docstring and the README).
+# Who may do what (the matrix in api/auth.py's docstring and docs/service.md, Roles).
 AnyRole = Annotated[Principal, Depends(require(*ALL_ROLES))]
 Viewer = Annotated[Principal, Depends(require(Role.DEALER, Role.SURVEILLANCE, Role.ADMIN))]
 Watcher = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN))]

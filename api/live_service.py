@@ -3,11 +3,11 @@
 `LiveService.start()` (called from the app's lifespan) starts a `api.live.LiveLoop` thread
 
 - for the demo table when `THROWBOX_DEMO` is set (`throwbox serve --demo`): table `demo` (hrd10) whose
-  camera plays the synthetic throw clips shipped in `api/demo_clips/` (made by `throwbox synth`, see its
-  README), with a croupier that opens a round, places the demo wagers and calls no more bets before each
-  throw that finds no round waiting for dice; every `DEMO_ROUND_EVERY` throws it plays a whole rendered
-  round from `api/demo_rounds/` (first roll, the dealer's move, wrong or right in turn, and the Extra Roll,
-  with an Extra Roll wager), so the dealer's-move check and the Extra Roll are seen live too;
+  camera plays the synthetic throw clips shipped in `api/demo_clips/` (made by `throwbox synth`, see
+  docs/live.md, The demo), with a croupier that opens a round, places the demo wagers and calls no more
+  bets before each throw that finds no round waiting for dice; every `DEMO_ROUND_EVERY` throws it plays a
+  whole rendered round from `api/demo_rounds/` (first roll, the dealer's move, wrong or right in turn, and
+  the Extra Roll, with an Extra Roll wager), so the dealer's-move check and the Extra Roll are seen live too;
 - for every table with a `camera_source` when `THROWBOX_LIVE_TABLES` is set.
 
 Each loop posts its rolls to `THROWBOX_RULES_URL` (default: this service, `THROWBOX_SELF_URL`) with a
@@ -324,8 +324,8 @@ class DemoCroupier:
         Before a whole rendered round (a clip with a round.json beside it) seat 1 also buys the Extra Roll.
         A round still waiting for its Extra Roll when a plain throw clip starts did not settle it: the
         reader left it to a person (`no_decision`) or called for a rethrow the demo has no clip for. As a
-        dealer does (README, "The service"), the croupier keys it, here from the round's truth (round.json:
-        the rethrown faces), so the table moves on instead of reading every later throw as that round's
+        dealer does (docs/service.md), the croupier keys it, here from the round's truth (round.json: the
+        rethrown faces), so the table moves on instead of reading every later throw as that round's
         Extra Roll. It keys only a round whose first roll the engine holds as the truth's; otherwise it
         raises (the live loop raises `round_not_ready`) and the round waits for a person. True when it
         keyed one (the live loop then forgets the round it was following); if opening the next round fails

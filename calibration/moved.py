@@ -5,7 +5,7 @@ frame's markers are found again and if any corner moved by more than `threshold_
 was bumped, zoomed or refocused) and the table must be recalibrated before its reads are trusted.
 Sub-pixel marker corners keep an unmoved camera at a few tenths of a pixel even with sensor noise and a
 change of room light, while 1 cm of displacement or 1 degree of rotation moves them by several pixels (see
-the README's figures).
+docs/calibration.md, Measured accuracy).
 
 Fallback, when fewer than two markers are visible or the table was calibrated from hand-given corners:
 the frame is aligned to the stored reference picture (`calibration.reference`, ECC) and the alignment's

@@ -209,7 +209,7 @@ def main() -> None:
                     frame, box = place(crop, side, fraction, rng)
                     frames.append((name, fraction, frame, face, box))
     elif args.count:
-        print(f"(the real sets are not under {args.real}: only the rendered close-ups; see README, Datasets)")
+        print(f"(the real sets are not under {args.real}: only the rendered close-ups; see README, Licences)")
     if args.rendered:
         for fraction, frame, face, box in rendered_closeups(args.rendered, fractions):
             frames.append(("synthetic close-ups, sharp", fraction, frame, face, box))

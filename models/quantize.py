@@ -371,7 +371,7 @@ def main() -> None:
         raise SystemExit(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODEL_NAMES)}")
     nellbyler = args.real / "d6-topdown-nellbyler"
     if not nellbyler.is_dir():
-        raise SystemExit(f"the nellbyler set is needed and not found at {nellbyler} (see README, Datasets)")
+        raise SystemExit(f"the nellbyler set is needed and not found at {nellbyler} (see README, Licences)")
 
     if args.time:
         _print_table(time_models(names, manifest_path=args.manifest))

@@ -62,8 +62,8 @@ def oblique_advice(tilt_deg: float) -> str | None:
         f"over {limit:g} deg, the reader leaves every die it sees cocked on one side to a person (an "
         "oblique camera reads the face turned toward it, not the uppermost one), and on synthetic throws it "
         "leaves far more good rolls to a person, and sends more back, than from straight above, though it "
-        "reads faces from the die-top plane (README, 'Invalid and void rolls', 'Measured now', and 'Under an "
-        "oblique camera'); mount the camera over the box if the table allows"
+        "reads faces from the die-top plane (README, 'Invalid and void rolls', 'Measured now'; docs/judge.md "
+        "and docs/reader.md, 'Under an oblique camera'); mount the camera over the box if the table allows"
     )
 
 

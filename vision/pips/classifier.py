@@ -50,7 +50,7 @@ SECOND_MODEL_WEIGHT = 1.0
 SECOND_MODEL_ACCEPT: float | None = None
 # Crops cut from the die-top plane under a camera leaning at least this far from straight down (degrees);
 # None: always from the box. RECTIFY_SPAN: the crop's side in die edges. Chosen on the tuning sets tune-s3400
-# and tune-s3500 (the README, "Under an oblique camera"); judged on fresh sets under
+# and tune-s3500 (docs/reader.md, "Under an oblique camera"); judged on fresh sets under
 # /work/data/candidates/rectify/RULE.md.
 RECTIFY_MIN_TILT_DEG: float | None = 10.0
 RECTIFY_SPAN = 1.6
