@@ -18,6 +18,7 @@ from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
+from vision.judge.probe import probe_wedged
 from vision.judge.state import DieStateClassifier
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
@@ -148,7 +149,18 @@ class Reader:
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates, geometry)
         t2 = time.perf_counter()
-        states = self.die_state(frame.image, candidates) if self.die_state is not None else None
+        states = None
+        if self.die_state is not None:
+            states = self.die_state(frame.image, candidates)
+            # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py).
+            candidates, states = probe_wedged(
+                frame.image,
+                candidates,
+                states,
+                expected_dice=expected_dice,
+                classifier=self.die_state,
+                config=self.config.validity.judge,
+            )
         verdict = judge(
             candidates,
             readings,

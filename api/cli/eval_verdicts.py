@@ -101,7 +101,16 @@ def run(
         except ValueError as exc:
             typer.echo(f"throwbox eval --verdicts: {exc}", err=True)
             raise typer.Exit(2) from exc
-        records.append(record_scene(scene, image, detect=detect, read_faces=read_faces, die_state=state))
+        records.append(
+            record_scene(
+                scene,
+                image,
+                detect=detect,
+                read_faces=read_faces,
+                die_state=state,
+                judge_config=reader_config.validity.judge,
+            )
+        )
     config = reader_config.validity
     summary: dict[str, Any] = {
         "dataset": str(dataset),

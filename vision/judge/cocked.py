@@ -32,6 +32,10 @@ class CockedCall:
     unclear: bool  # too close to call: no_decision
 
 
+# Said of a die found by the second look within a box first called no die (vision/judge/probe.py).
+PROBED = ", found by a second look within a box the die-state model called no die (a chip stack beside it)"
+
+
 def _corroborated(die: DieReading, config: JudgeConfig) -> bool:
     """Is this die's face, read under the cocked bar, still at least `cocked_face_corroborated` sure and
     counted the same by the classical pip count?"""
@@ -74,7 +78,7 @@ def cocked_dice(
                     reason="cocked_multi_side",
                     die_ids=(i + 1,),
                     detail=f"die {i + 1} is cocked with more than one side resting (p={p_more:.2f}, "
-                    f"tilt {st.tilt_deg:.0f} deg): void, rethrow (675a.4(c))",
+                    f"tilt {st.tilt_deg:.0f} deg){PROBED if st.probed else ''}: void, rethrow (675a.4(c))",
                 )
             )
             calls.append(CockedCall(i, st.tilt_deg, void=True, unclear=False))

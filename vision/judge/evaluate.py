@@ -29,6 +29,7 @@ from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
+from vision.judge.probe import probe_wedged
 from vision.judge.state import COCKED, STATE_LABELS, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
 from vision.types import DieCandidate, DieReading, FaceReading, Verdict
@@ -129,10 +130,13 @@ def record_scene(
     ]
     | None,
     die_state: DieStateClassifier,
+    judge_config: JudgeConfig | None = None,
 ) -> SceneRecord:
     """Run the models on one scene (the detector and face reader, or the oracle when they are None).
 
     `detect` gives the candidates and the weak peaks (`DieDetector.detect_with_weak`, at `WEAK_FLOOR`).
+    `judge_config`: with the detector, its second look for a wedged die runs as the reader runs it
+    (vision/judge/probe.py); the oracle's true boxes need none.
     """
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
@@ -150,6 +154,16 @@ def record_scene(
     else:
         candidates, weak = detect(image)
         readings = read_faces(image, candidates, geometry)
+    states = die_state(image, candidates)
+    if detect is not None and judge_config is not None:
+        candidates, states = probe_wedged(
+            image,
+            candidates,
+            states,
+            expected_dice=scene.expected_dice,
+            classifier=die_state,
+            config=judge_config,
+        )
     return SceneRecord(
         scene_id=scene.scene_id,
         truth_verdict=scene.verdict,
@@ -157,7 +171,7 @@ def record_scene(
         expected_dice=scene.expected_dice,
         candidates=candidates,
         readings=readings,
-        states=die_state(image, candidates),
+        states=states,
         geometry=geometry,
         true_dice=truth,
         weak_peaks=weak,

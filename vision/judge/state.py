@@ -48,6 +48,8 @@ class DieState:
 
     probs: tuple[float, ...]
     tilt_deg: float
+    # Found by the second look for a wedged die within a box first called no die (vision/judge/probe.py).
+    probed: bool = False
 
     def __post_init__(self) -> None:
         if len(self.probs) != len(STATE_LABELS):
@@ -156,9 +158,24 @@ class DieStateClassifier:
         if not candidates:
             return ()
         ref = reference_die_px([c.box_xyxy for c in candidates])
-        crops = [crop_context(image_bgr, c.box_xyxy, ref_px=ref) for c in candidates]
+        return self.at_centres(image_bgr, [box_centre(c.box_xyxy) for c in candidates], ref_px=ref)
+
+    def at_centres(
+        self, image_bgr: ImageArray, centres: Sequence[tuple[float, float]], *, ref_px: float
+    ) -> tuple[DieState, ...]:
+        """Classify the die the crops centred on `centres` show (a crop depends only on its centre and
+        the frame's typical die size `ref_px`): vision/judge/probe.py asks at the points of a grid."""
+        if not centres:
+            return ()
+        crops = [crop_context(image_bgr, (x, y, x, y), ref_px=ref_px) for x, y in centres]
         (out,) = self.model.run(crops_to_tensor(crops))[:1]
         states = states_from_output(out)
-        if len(states) != len(candidates):
-            raise ValueError(f"die-state model returned {len(states)} rows for {len(candidates)} crops")
+        if len(states) != len(centres):
+            raise ValueError(f"die-state model returned {len(states)} rows for {len(centres)} crops")
         return states
+
+
+def box_centre(box_xyxy: Sequence[float]) -> tuple[float, float]:
+    """The centre (x, y) of an (x0, y0, x1, y1) box."""
+    x0, y0, x1, y1 = (float(v) for v in box_xyxy)
+    return (x0 + x1) / 2.0, (y0 + y1) / 2.0

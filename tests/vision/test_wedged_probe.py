@@ -1,0 +1,150 @@
+"""The second look for a wedged die within a box called no die (vision/judge/probe.py; 675a.4(c): void).
+
+Hand-made detections and a fake die-state classifier that answers by where its crop is centred, no models:
+the probe runs only where the count needs a detection called no die, asks at a grid within that box, and
+replaces the detection by a die of the frame's typical size at the surest wedged centre, which the judge
+then calls void, naming the second look. Nothing else moves. The whole reader on the committed wedged
+frame is in tests/vision/test_judge_frames.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import cast
+
+import numpy as np
+import pytest
+
+from tests.vision.fakes import one_hot
+from vision.judge.config import JudgeConfig
+from vision.judge.probe import grid_centres, probe_wedged
+from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
+from vision.types import DieCandidate, FaceReading, Verdict
+from vision.validity import ValidityConfig, judge
+
+ON = JudgeConfig(wedged_probe_min=0.99)
+IMAGE = np.zeros((300, 600, 3), np.uint8)
+
+
+def _cand(x: float, edge: float = 20.0, y: float = 100.0) -> DieCandidate:
+    return DieCandidate(
+        box_xyxy=(x, y, x + edge, y + edge),
+        top_quad=((x, y), (x + edge, y), (x + edge, y + edge), (x, y + edge)),
+        score=0.8,
+    )
+
+
+def _state(label: str, p: float) -> DieState:
+    rest = (1.0 - p) / (len(STATE_LABELS) - 1)
+    return DieState(probs=tuple(p if k == label else rest for k in STATE_LABELS), tilt_deg=40.0)
+
+
+class FakeStates:
+    """Answers 'wedged' (p_wedged) for crops centred within `radius` px of `wedged_at`, 'no_die' elsewhere."""
+
+    def __init__(self, wedged_at: tuple[float, float], p_wedged: float = 0.999, radius: float = 4.0) -> None:
+        self.wedged_at, self.p_wedged, self.radius = wedged_at, p_wedged, radius
+        self.asked: list[list[tuple[float, float]]] = []
+
+    def at_centres(
+        self, image_bgr: np.ndarray, centres: Sequence[tuple[float, float]], *, ref_px: float
+    ) -> tuple[DieState, ...]:
+        self.asked.append(list(centres))
+        wx, wy = self.wedged_at
+        return tuple(
+            _state("wedged", self.p_wedged)
+            if np.hypot(x - wx, y - wy) <= self.radius
+            else _state("no_die", 0.99)
+            for x, y in centres
+        )
+
+
+def _roll(extra_no_die: int = 0) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...]]:
+    """Three flat dice and a detection at x=200 (box 200..230, larger: it slid onto a chip stack) called no
+    die; `extra_no_die` more no-die detections further right."""
+    cands = [_cand(10.0), _cand(50.0), _cand(90.0), _cand(200.0, edge=30.0)]
+    states = [_state("flat", 0.99)] * 3 + [_state("no_die", 0.99)]
+    for k in range(extra_no_die):
+        cands.append(_cand(300.0 + 40 * k))
+        states.append(_state("no_die", 0.99))
+    return tuple(cands), tuple(states)
+
+
+def _probe(
+    fake: FakeStates, *, expected: int | None = 4, config: JudgeConfig = ON, extra_no_die: int = 0
+) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...]]:
+    cands, states = _roll(extra_no_die)
+    return probe_wedged(
+        IMAGE,
+        cands,
+        states,
+        expected_dice=expected,
+        classifier=cast(DieStateClassifier, fake),
+        config=config,
+    )
+
+
+def test_grid_covers_the_box_corners_included_and_a_small_box_by_its_centre() -> None:
+    pts = grid_centres((200.0, 100.0, 230.0, 130.0), 5.0)
+    assert len(pts) == 7 * 7
+    assert (200.0, 100.0) in pts and (230.0, 130.0) in pts
+    assert grid_centres((10.0, 10.0, 12.0, 13.0), 5.0) == [(11.0, 11.5)]
+
+
+def test_a_needed_no_die_box_hiding_a_wedged_die_becomes_that_die_and_the_roll_is_void() -> None:
+    fake = FakeStates(wedged_at=(220.0, 110.0))
+    cands, states = _probe(fake)
+    assert len(fake.asked) == 1  # one box probed: the no-die one
+    # the frame's typical die is 20 px (median long side of 20, 20, 20, 30): a 20-px box at the grid point
+    # (step 0.25 x 20 = 5 px from the box's corner) nearest the wedged die
+    assert cands[3].box_xyxy == pytest.approx((210.0, 100.0, 230.0, 120.0))
+    assert states[3].probed and states[3].label == "wedged"
+    assert cands[:3] == _roll()[0][:3] and states[:3] == _roll()[1][:3]
+    readings = tuple(FaceReading(face_probs=one_hot(f), pip_count=None) for f in (1, 2, 3, 4))
+    j = judge(cands, readings, expected_dice=4, config=ValidityConfig(judge=ON), states=states)
+    assert j.verdict is Verdict.VOID
+    (void,) = [f for f in j.findings if f.reason == "cocked_multi_side"]
+    assert void.die_ids == (4,) and "second look" in void.detail
+
+
+def test_without_the_probe_the_same_roll_is_left_to_a_person() -> None:
+    cands, states = _roll()
+    readings = tuple(FaceReading(face_probs=one_hot(f), pip_count=None) for f in (1, 2, 3, 4))
+    j = judge(cands, readings, expected_dice=4, config=ValidityConfig(), states=states)
+    assert j.verdict is Verdict.NO_DECISION
+    assert any(f.reason == "object_unclear" for f in j.findings)
+
+
+@pytest.mark.parametrize(
+    ("why", "kwargs", "fake"),
+    [
+        ("off by default", {"config": JudgeConfig()}, FakeStates((220.0, 110.0))),
+        ("no count to need it", {"expected": None}, FakeStates((220.0, 110.0))),
+        ("the count is met without it", {"expected": 3}, FakeStates((220.0, 110.0))),
+        ("nothing wedged in the box", {}, FakeStates((400.0, 250.0))),
+        ("wedged, but under the bar", {}, FakeStates((220.0, 110.0), p_wedged=0.98)),
+    ],
+)
+def test_nothing_changes(why: str, kwargs: dict[str, object], fake: FakeStates) -> None:
+    cands, states = _probe(fake, **kwargs)  # type: ignore[arg-type]
+    assert (cands, states) == _roll(), why
+
+
+def test_no_die_boxes_are_probed_only_while_the_count_needs_one() -> None:
+    # 3 flat dice and 2 no-die detections for a game of 4: 3 < 4, the count needs one: both are probed
+    fake = FakeStates(wedged_at=(220.0, 110.0))
+    _, states = _probe(fake, expected=4, extra_no_die=1)
+    assert len(fake.asked) == 2 and states[3].probed and not states[4].probed
+    # ... and with 3 flat dice + 2 no-die boxes for a game of 3, none is needed: nothing is asked
+    fake = FakeStates(wedged_at=(220.0, 110.0))
+    assert _probe(fake, expected=3, extra_no_die=1) == _roll(1)
+    assert fake.asked == []
+
+
+def test_config_refuses_a_bad_bar_or_step() -> None:
+    with pytest.raises(ValueError, match="wedged_probe_min"):
+        JudgeConfig(wedged_probe_min=1.5)
+    with pytest.raises(ValueError, match="wedged_probe_step"):
+        JudgeConfig(wedged_probe_step=0.0)
+    assert replace(ON, wedged_probe_min=None).wedged_probe_min is None

@@ -1,0 +1,72 @@
+"""A second look for a wedged die within a box the die-state model calls no die (675a.4(c): void).
+
+A die wedged between two chip stacks is often not boxed on its own: the detector's box slides onto the stack
+beside it, the die-state model rightly calls that box no die, and the count needs it, so the judge keeps it
+and leaves the roll to a person (`object_unclear`) though the die that makes it void is in plain view. Where
+the count needs such a detection (fewer than the game's dice are left once every detection with
+`JudgeConfig.min_no_die` of no die is taken out), the model is asked again at crop centres on a grid
+`wedged_probe_step` typical dice apart within the box (a context crop depends only on its centre and the
+frame's typical die). A centre where it gives at least `wedged_probe_min` of a die wedged on more than one
+side replaces the detection by a die of the frame's typical size there, with that state (marked `probed`),
+and the judge calls the roll void, naming the second look. Nothing else is replaced: this can only turn a
+detection kept as "no die" into a wedged die, so no roll is read valid by it.
+
+Run by the reader (it needs the frame) between the die-state stage and the judge, and by
+`throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from vision.judge.config import JudgeConfig
+from vision.judge.state import WEDGED, DieState, DieStateClassifier, reference_die_px
+from vision.types import DieCandidate, ImageArray
+
+
+def grid_centres(box_xyxy: Sequence[float], step_px: float) -> list[tuple[float, float]]:
+    """Points `step_px` apart over the box, corners included (its centre alone when it is smaller)."""
+    x0, y0, x1, y1 = (float(v) for v in box_xyxy)
+    xs = np.arange(x0, x1 + 1e-6, step_px) if x1 - x0 >= step_px else np.array([(x0 + x1) / 2.0])
+    ys = np.arange(y0, y1 + 1e-6, step_px) if y1 - y0 >= step_px else np.array([(y0 + y1) / 2.0])
+    return [(float(x), float(y)) for x in xs for y in ys]
+
+
+def probe_wedged(
+    image_bgr: ImageArray,
+    candidates: tuple[DieCandidate, ...],
+    states: tuple[DieState, ...],
+    *,
+    expected_dice: int | None,
+    classifier: DieStateClassifier,
+    config: JudgeConfig,
+) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...]]:
+    """The candidates and states with each needed no-die detection that hides a wedged die replaced."""
+    bar = config.wedged_probe_min
+    if bar is None or expected_dice is None or not candidates:
+        return candidates, states
+    if len(states) != len(candidates):
+        raise ValueError(f"{len(candidates)} candidates but {len(states)} die states")
+    no_die = [i for i, st in enumerate(states) if st.p("no_die") >= config.min_no_die]
+    if not no_die or len(candidates) - len(no_die) >= expected_dice:
+        return candidates, states
+    ref = reference_die_px([c.box_xyxy for c in candidates])
+    out_c, out_s = list(candidates), list(states)
+    for i in no_die:
+        centres = grid_centres(candidates[i].box_xyxy, config.wedged_probe_step * ref)
+        looks = classifier.at_centres(image_bgr, centres, ref_px=ref)
+        best = max(range(len(looks)), key=lambda k: looks[k].probs[WEDGED])
+        if looks[best].probs[WEDGED] < bar:
+            continue
+        x, y = centres[best]
+        h = ref / 2.0
+        out_c[i] = DieCandidate(
+            box_xyxy=(x - h, y - h, x + h, y + h),
+            top_quad=((x - h, y - h), (x + h, y - h), (x + h, y + h), (x - h, y + h)),
+            score=candidates[i].score,
+        )
+        out_s[i] = replace(looks[best], probed=True)
+    return tuple(out_c), tuple(out_s)
