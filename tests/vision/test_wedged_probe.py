@@ -119,7 +119,7 @@ def test_without_the_probe_the_same_roll_is_left_to_a_person() -> None:
 @pytest.mark.parametrize(
     ("why", "kwargs", "fake"),
     [
-        ("off by default", {"config": JudgeConfig()}, FakeStates((220.0, 110.0))),
+        ("off", {"config": JudgeConfig(wedged_probe_min=None)}, FakeStates((220.0, 110.0))),
         ("no count to need it", {"expected": None}, FakeStates((220.0, 110.0))),
         ("the count is met without it", {"expected": 3}, FakeStates((220.0, 110.0))),
         ("nothing wedged in the box", {}, FakeStates((400.0, 250.0))),
@@ -148,3 +148,17 @@ def test_config_refuses_a_bad_bar_or_step() -> None:
     with pytest.raises(ValueError, match="wedged_probe_step"):
         JudgeConfig(wedged_probe_step=0.0)
     assert replace(ON, wedged_probe_min=None).wedged_probe_min is None
+
+
+def test_one_wedged_die_seen_from_two_boxes_is_found_once() -> None:
+    # a second no-die box overlapping the first: both grids reach the wedged die at (220, 110)
+    cands, states = _roll()
+    cands = (*cands, _cand(215.0, edge=30.0))
+    states = (*states, _state("no_die", 0.99))
+    fake = FakeStates(wedged_at=(220.0, 110.0))
+    out_c, out_s = probe_wedged(
+        IMAGE, cands, states, expected_dice=5, classifier=cast(DieStateClassifier, fake), config=ON
+    )
+    assert len(fake.asked) == 2
+    assert [s.probed for s in out_s] == [False, False, False, True, False]
+    assert out_c[4] == cands[4] and out_s[4] == states[4]

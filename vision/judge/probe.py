@@ -8,8 +8,10 @@ the count needs such a detection (fewer than the game's dice are left once every
 `wedged_probe_step` typical dice apart within the box (a context crop depends only on its centre and the
 frame's typical die). A centre where it gives at least `wedged_probe_min` of a die wedged on more than one
 side replaces the detection by a die of the frame's typical size there, with that state (marked `probed`),
-and the judge calls the roll void, naming the second look. Nothing else is replaced: this can only turn a
-detection kept as "no die" into a wedged die, so no roll is read valid by it.
+and the judge calls the roll void, naming the second look. Two boxes either side of one wedged die (each on
+a chip stack) find it once: a centre within half a die of one already found leaves its box as it was.
+Nothing else is replaced: this can only turn a detection kept as "no die" into a wedged die, so no roll is
+read valid by it.
 
 Run by the reader (it needs the frame) between the die-state stage and the judge, and by
 `throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`).
@@ -55,13 +57,15 @@ def probe_wedged(
         return candidates, states
     ref = reference_die_px([c.box_xyxy for c in candidates])
     out_c, out_s = list(candidates), list(states)
+    found: list[tuple[float, float]] = []
     for i in no_die:
         centres = grid_centres(candidates[i].box_xyxy, config.wedged_probe_step * ref)
         looks = classifier.at_centres(image_bgr, centres, ref_px=ref)
         best = max(range(len(looks)), key=lambda k: looks[k].probs[WEDGED])
-        if looks[best].probs[WEDGED] < bar:
-            continue
         x, y = centres[best]
+        if looks[best].probs[WEDGED] < bar or any(np.hypot(x - u, y - v) < ref / 2.0 for u, v in found):
+            continue  # no wedged die here, or the one already found from another box (one die, once)
+        found.append((x, y))
         h = ref / 2.0
         out_c[i] = DieCandidate(
             box_xyxy=(x - h, y - h, x + h, y + h),
