@@ -149,6 +149,8 @@ class JudgeConfig:
     # It can only turn a detection kept as "no die" into a wedged die: no roll is read valid by it. Tuning
     # set tune-s8100 (docs/history/judge.md, "A wedged die beside a chip stack"): at 0.99 void rolls left to a
     # person 30 -> 6 of 80, good rolls sent back 49 -> 51 of 678 (each a flat die beside a chip stack).
+    # Judged on the fresh tune-s8200 and tune-s8300 under a rule written before them: void recall 62.5 ->
+    # 93.1 % of 160, no good roll moved, nothing else moved, real photos and val-v1 read as before.
     wedged_probe_min: float | None = 0.99
     wedged_probe_step: float = 0.25
     # With a table calibration: a die whose centre is this far beyond the throw box's inner walls is off
