@@ -18,7 +18,7 @@ from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
-from vision.judge.probe import probe_wedged
+from vision.judge.probe import probe_wedged, reread_probed
 from vision.judge.state import DieStateClassifier
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
@@ -160,6 +160,9 @@ class Reader:
                 expected_dice=expected_dice,
                 classifier=self.die_state,
                 config=self.config.validity.judge,
+            )
+            readings = reread_probed(
+                candidates, states, readings, read_faces=lambda cs: self.faces(frame.image, cs, geometry)
             )
         verdict = judge(
             candidates,

@@ -18,7 +18,7 @@ import pytest
 
 from tests.vision.fakes import one_hot
 from vision.judge.config import JudgeConfig
-from vision.judge.probe import grid_centres, probe_wedged
+from vision.judge.probe import grid_centres, probe_wedged, reread_probed
 from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
 from vision.types import DieCandidate, FaceReading, Verdict
 from vision.validity import ValidityConfig, judge
@@ -162,3 +162,20 @@ def test_one_wedged_die_seen_from_two_boxes_is_found_once() -> None:
     assert len(fake.asked) == 2
     assert [s.probed for s in out_s] == [False, False, False, True, False]
     assert out_c[4] == cands[4] and out_s[4] == states[4]
+
+
+def test_the_face_of_a_die_found_by_the_second_look_is_read_from_its_new_box() -> None:
+    fake = FakeStates(wedged_at=(220.0, 110.0))
+    cands, states = _probe(fake)
+    old = tuple(FaceReading(face_probs=one_hot(f), pip_count=None) for f in (1, 2, 3, 4))
+    asked: list[tuple[DieCandidate, ...]] = []
+
+    def read_faces(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        asked.append(cs)
+        return tuple(FaceReading(face_probs=one_hot(6), pip_count=None) for _ in cs)
+
+    new = reread_probed(cands, states, old, read_faces=read_faces)
+    assert asked == [(cands[3],)]  # only the die found by the second look, by its new box
+    assert new[:3] == old[:3] and new[3].learned_face == 6
+    # nothing found by a second look: the face stage is not asked again
+    assert reread_probed(*_roll(), old, read_faces=read_faces) == old and len(asked) == 1

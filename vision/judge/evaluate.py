@@ -29,7 +29,7 @@ from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
-from vision.judge.probe import probe_wedged
+from vision.judge.probe import probe_wedged, reread_probed
 from vision.judge.state import COCKED, STATE_LABELS, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
 from vision.types import DieCandidate, DieReading, FaceReading, Verdict
@@ -164,6 +164,11 @@ def record_scene(
             classifier=die_state,
             config=judge_config,
         )
+        if read_faces is not None:
+            faces_of = read_faces  # bound here: mypy does not narrow the parameter inside the lambda
+            readings = reread_probed(
+                candidates, states, readings, read_faces=lambda cs: faces_of(image, cs, geometry)
+            )
     return SceneRecord(
         scene_id=scene.scene_id,
         truth_verdict=scene.verdict,

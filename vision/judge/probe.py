@@ -14,19 +14,21 @@ Nothing else is replaced: this can only turn a detection kept as "no die" into a
 read valid by it.
 
 Run by the reader (it needs the frame) between the die-state stage and the judge, and by
-`throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`).
+`throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`); both then read the face of
+each die found so again from its own box (`reread_probed`), so the evidence shows what that box holds, not
+the chip stack's reading (the roll is void whatever the face: no verdict depends on it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from vision.judge.config import JudgeConfig
 from vision.judge.state import WEDGED, DieState, DieStateClassifier, reference_die_px
-from vision.types import DieCandidate, ImageArray
+from vision.types import DieCandidate, FaceReading, ImageArray
 
 
 def grid_centres(box_xyxy: Sequence[float], step_px: float) -> list[tuple[float, float]]:
@@ -74,3 +76,19 @@ def probe_wedged(
         )
         out_s[i] = replace(looks[best], probed=True)
     return tuple(out_c), tuple(out_s)
+
+
+def reread_probed(
+    candidates: tuple[DieCandidate, ...],
+    states: Sequence[DieState],
+    readings: tuple[FaceReading, ...],
+    *,
+    read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+) -> tuple[FaceReading, ...]:
+    """The readings with the face of each die the second look found read again from its new box
+    (`read_faces`: the face stage on this frame, as the reader calls it)."""
+    probed = [i for i, st in enumerate(states) if st.probed]
+    if not probed:
+        return readings
+    again = dict(zip(probed, read_faces(tuple(candidates[i] for i in probed)), strict=True))
+    return tuple(again.get(i, r) for i, r in enumerate(readings))
