@@ -179,3 +179,25 @@ def test_the_face_of_a_die_found_by_the_second_look_is_read_from_its_new_box() -
     assert new[:3] == old[:3] and new[3].learned_face == 6
     # nothing found by a second look: the face stage is not asked again
     assert reread_probed(*_roll(), old, read_faces=read_faces) == old and len(asked) == 1
+
+
+def test_a_wedged_box_too_big_for_one_die_is_looked_in_only_when_asked() -> None:
+    # four dice of 20 px and a detection of 34 px (1.7 times) called wedged: the size guard would stop it
+    cands = (_cand(10.0), _cand(50.0), _cand(90.0), _cand(130.0), _cand(200.0, edge=34.0))
+    states = (*(_state("flat", 0.99),) * 4, _state("wedged", 0.999))
+    fake = FakeStates(wedged_at=(225.0, 110.0))
+    probe = cast(DieStateClassifier, fake)
+    assert probe_wedged(IMAGE, cands, states, expected_dice=5, classifier=probe, config=ON) == (cands, states)
+    oversized = replace(ON, wedged_probe_oversized=True)
+    out_c, out_s = probe_wedged(IMAGE, cands, states, expected_dice=5, classifier=probe, config=oversized)
+    assert out_s[4].probed and out_c[4].box_xyxy == pytest.approx((215.0, 100.0, 235.0, 120.0))
+    readings = tuple(FaceReading(face_probs=one_hot(f), pip_count=None) for f in (1, 2, 3, 4, 5))
+    before = judge(cands, readings, expected_dice=5, config=ValidityConfig(judge=oversized), states=states)
+    after = judge(out_c, readings, expected_dice=5, config=ValidityConfig(judge=oversized), states=out_s)
+    assert before.verdict is Verdict.NO_DECISION and after.verdict is Verdict.VOID
+    # a box of one die's size called wedged is left alone: the judge calls it void as it is
+    small = (*cands[:4], _cand(200.0))
+    assert probe_wedged(IMAGE, small, states, expected_dice=5, classifier=probe, config=oversized) == (
+        small,
+        states,
+    )

@@ -153,6 +153,11 @@ class JudgeConfig:
     # 93.1 % of 160, no good roll moved, nothing else moved, real photos and val-v1 read as before.
     wedged_probe_min: float | None = 0.99
     wedged_probe_step: float = 0.25
+    # The same second look, with the game's count known, also in a detection called wedged (more than one
+    # side resting, over one side) whose box is over `max_die_size_ratio` times the frame's typical die: it
+    # takes in the chip stack beside the die, and the size guard would leave the roll to a person. Off until
+    # judged (docs/history/judge.md, "The second look in a box too big for the wedged die it holds").
+    wedged_probe_oversized: bool = False
     # With a table calibration: a die whose centre is this far beyond the throw box's inner walls is off
     # the table (a die inside has its centre at least half an edge inside the walls).
     off_table_margin_mm: float = 5.0

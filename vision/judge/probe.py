@@ -13,6 +13,11 @@ a chip stack) find it once: a centre within half a die of one already found leav
 Nothing else is replaced: this can only turn a detection kept as "no die" into a wedged die, so no roll is
 read valid by it.
 
+With `JudgeConfig.wedged_probe_oversized` (off until judged), the same look is also taken in a detection
+the model itself calls wedged whose box is over `max_die_size_ratio` times the frame's typical die: such a
+box takes in the chip stack beside the die, and the judge's size guard (for chip stacks taken for dice) would
+leave the roll to a person; the look finds where on it the wedged die lies.
+
 Run by the reader (it needs the frame) between the die-state stage and the judge, and by
 `throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`); both then read the face of
 each die found so again from its own box (`reread_probed`), so the evidence shows what that box holds, not
@@ -27,7 +32,8 @@ from dataclasses import replace
 import numpy as np
 
 from vision.judge.config import JudgeConfig
-from vision.judge.state import WEDGED, DieState, DieStateClassifier, reference_die_px
+from vision.judge.size import MIN_DICE_FOR_MEDIAN
+from vision.judge.state import COCKED, WEDGED, DieState, DieStateClassifier, reference_die_px
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 
@@ -37,6 +43,22 @@ def grid_centres(box_xyxy: Sequence[float], step_px: float) -> list[tuple[float,
     xs = np.arange(x0, x1 + 1e-6, step_px) if x1 - x0 >= step_px else np.array([(x0 + x1) / 2.0])
     ys = np.arange(y0, y1 + 1e-6, step_px) if y1 - y0 >= step_px else np.array([(y0 + y1) / 2.0])
     return [(float(x), float(y)) for x in xs for y in ys]
+
+
+def _oversized_wedged(
+    candidates: Sequence[DieCandidate], states: Sequence[DieState], ref: float, config: JudgeConfig
+) -> list[int]:
+    """Detections called wedged (over one side resting) whose box is too big for one die
+    (`max_die_size_ratio`; the judge's size guard takes the median of at least 3 boxes, so this does too)."""
+    if len(candidates) < MIN_DICE_FOR_MEDIAN:
+        return []
+    out = []
+    for i, (c, st) in enumerate(zip(candidates, states, strict=True)):
+        x0, y0, x1, y1 = c.box_xyxy
+        wedged = st.kind == "cocked" and st.probs[WEDGED] > st.probs[COCKED]
+        if wedged and max(x1 - x0, y1 - y0) > config.max_die_size_ratio * ref:
+            out.append(i)
+    return out
 
 
 def probe_wedged(
@@ -55,12 +77,14 @@ def probe_wedged(
     if len(states) != len(candidates):
         raise ValueError(f"{len(candidates)} candidates but {len(states)} die states")
     no_die = [i for i, st in enumerate(states) if st.p("no_die") >= config.min_no_die]
-    if not no_die or len(candidates) - len(no_die) >= expected_dice:
-        return candidates, states
+    needed = no_die if len(candidates) - len(no_die) < expected_dice else []
     ref = reference_die_px([c.box_xyxy for c in candidates])
+    oversized = _oversized_wedged(candidates, states, ref, config) if config.wedged_probe_oversized else []
+    if not needed and not oversized:
+        return candidates, states
     out_c, out_s = list(candidates), list(states)
     found: list[tuple[float, float]] = []
-    for i in no_die:
+    for i in needed + oversized:
         centres = grid_centres(candidates[i].box_xyxy, config.wedged_probe_step * ref)
         looks = classifier.at_centres(image_bgr, centres, ref_px=ref)
         best = max(range(len(looks)), key=lambda k: looks[k].probs[WEDGED])
