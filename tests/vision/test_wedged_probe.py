@@ -187,7 +187,11 @@ def test_a_wedged_box_too_big_for_one_die_is_looked_in_only_when_asked() -> None
     states = (*(_state("flat", 0.99),) * 4, _state("wedged", 0.999))
     fake = FakeStates(wedged_at=(225.0, 110.0))
     probe = cast(DieStateClassifier, fake)
-    assert probe_wedged(IMAGE, cands, states, expected_dice=5, classifier=probe, config=ON) == (cands, states)
+    not_asked = replace(ON, wedged_probe_oversized=False)
+    assert probe_wedged(IMAGE, cands, states, expected_dice=5, classifier=probe, config=not_asked) == (
+        cands,
+        states,
+    )
     oversized = replace(ON, wedged_probe_oversized=True)
     out_c, out_s = probe_wedged(IMAGE, cands, states, expected_dice=5, classifier=probe, config=oversized)
     assert out_s[4].probed and out_c[4].box_xyxy == pytest.approx((215.0, 100.0, 235.0, 120.0))

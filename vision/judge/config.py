@@ -155,9 +155,11 @@ class JudgeConfig:
     wedged_probe_step: float = 0.25
     # The same second look, with the game's count known, also in a detection called wedged (more than one
     # side resting, over one side) whose box is over `max_die_size_ratio` times the frame's typical die: it
-    # takes in the chip stack beside the die, and the size guard would leave the roll to a person. Off until
-    # judged (docs/history/judge.md, "The second look in a box too big for the wedged die it holds").
-    wedged_probe_oversized: bool = False
+    # takes in the chip stack beside the die, and the size guard would leave the roll to a person
+    # (docs/history/judge.md, "The second look in a box too big for the wedged die it holds"). Shipped
+    # 2026-12-02: on the fresh tune-s8400 and tune-s8500, void rolls called void 134 -> 137 of 147,
+    # nothing else moved; real photos and val-v1 read as before.
+    wedged_probe_oversized: bool = True
     # With a table calibration: a die whose centre is this far beyond the throw box's inner walls is off
     # the table (a die inside has its centre at least half an edge inside the walls).
     off_table_margin_mm: float = 5.0
