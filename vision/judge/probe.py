@@ -70,7 +70,8 @@ def probe_wedged(
     classifier: DieStateClassifier,
     config: JudgeConfig,
 ) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...]]:
-    """The candidates and states with each needed no-die detection that hides a wedged die replaced."""
+    """The candidates and states with each needed no-die detection (and, with `wedged_probe_oversized`,
+    each box called wedged but too big for one die) that holds a wedged die replaced by that die."""
     bar = config.wedged_probe_min
     if bar is None or expected_dice is None or not candidates:
         return candidates, states
