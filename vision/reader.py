@@ -18,7 +18,7 @@ from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
-from vision.judge.probe import probe_wedged, reread_probed
+from vision.judge.probe import look_again
 from vision.judge.state import DieStateClassifier
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
@@ -153,16 +153,15 @@ class Reader:
         if self.die_state is not None:
             states = self.die_state(frame.image, candidates)
             # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py).
-            candidates, states = probe_wedged(
+            candidates, states, readings = look_again(
                 frame.image,
                 candidates,
                 states,
+                readings,
                 expected_dice=expected_dice,
                 classifier=self.die_state,
                 config=self.config.validity.judge,
-            )
-            readings = reread_probed(
-                candidates, states, readings, read_faces=lambda cs: self.faces(frame.image, cs, geometry)
+                read_faces=lambda cs: self.faces(frame.image, cs, geometry),
             )
         verdict = judge(
             candidates,

@@ -29,7 +29,7 @@ from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
-from vision.judge.probe import probe_wedged, reread_probed
+from vision.judge.probe import look_again
 from vision.judge.state import COCKED, STATE_LABELS, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
 from vision.types import DieCandidate, DieReading, FaceReading, Verdict
@@ -155,20 +155,18 @@ def record_scene(
         candidates, weak = detect(image)
         readings = read_faces(image, candidates, geometry)
     states = die_state(image, candidates)
-    if detect is not None and judge_config is not None:
-        candidates, states = probe_wedged(
+    if read_faces is not None and judge_config is not None:
+        faces_of = read_faces  # bound here: mypy does not narrow the parameter inside the lambda
+        candidates, states, readings = look_again(
             image,
             candidates,
             states,
+            readings,
             expected_dice=scene.expected_dice,
             classifier=die_state,
             config=judge_config,
+            read_faces=lambda cs: faces_of(image, cs, geometry),
         )
-        if read_faces is not None:
-            faces_of = read_faces  # bound here: mypy does not narrow the parameter inside the lambda
-            readings = reread_probed(
-                candidates, states, readings, read_faces=lambda cs: faces_of(image, cs, geometry)
-            )
     return SceneRecord(
         scene_id=scene.scene_id,
         truth_verdict=scene.verdict,

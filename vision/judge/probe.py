@@ -117,3 +117,22 @@ def reread_probed(
         return readings
     again = dict(zip(probed, read_faces(tuple(candidates[i] for i in probed)), strict=True))
     return tuple(again.get(i, r) for i, r in enumerate(readings))
+
+
+def look_again(
+    image_bgr: ImageArray,
+    candidates: tuple[DieCandidate, ...],
+    states: tuple[DieState, ...],
+    readings: tuple[FaceReading, ...],
+    *,
+    expected_dice: int | None,
+    classifier: DieStateClassifier,
+    config: JudgeConfig,
+    read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...], tuple[FaceReading, ...]]:
+    """The second look as the reader and `throwbox eval --verdicts` take it, between the die-state stage and
+    the judge: `probe_wedged`, then `reread_probed` for the dice it found."""
+    candidates, states = probe_wedged(
+        image_bgr, candidates, states, expected_dice=expected_dice, classifier=classifier, config=config
+    )
+    return candidates, states, reread_probed(candidates, states, readings, read_faces=read_faces)
