@@ -162,6 +162,7 @@ class Reader:
                 classifier=self.die_state,
                 config=self.config.validity.judge,
                 read_faces=lambda cs: self.faces(frame.image, cs, geometry),
+                read_turned=lambda cs: self.faces(frame.image, cs, geometry, turned=True),
             )
         verdict = judge(
             candidates,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +70,7 @@ def run(
     if not scenes:
         typer.echo(f"throwbox eval --verdicts: no labelled scenes in {dataset}", err=True)
         raise typer.Exit(2)
+    read_turned: Callable[..., Any] | None = None  # the closer look at cocked dice (reader only)
     try:
         if oracle_boxes:
             state = DieStateClassifier(load_model("die_state", threads=threads, manifest_path=manifest_path))
@@ -88,6 +91,7 @@ def run(
 
             detect = detect_with_weak
             read_faces, models = reader.faces, dict(reader.models)
+            read_turned = partial(reader.faces, turned=True)
             look = reader.faces.second_look_below
             threshold = detector.config.score_threshold
     except ModelError as exc:
@@ -109,6 +113,7 @@ def run(
                 read_faces=read_faces,
                 die_state=state,
                 judge_config=reader_config.validity.judge,
+                read_turned=read_turned,
             )
         )
     config = reader_config.validity

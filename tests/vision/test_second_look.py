@@ -83,6 +83,28 @@ def test_an_unsure_die_is_read_again_turned_and_the_readings_merged(tmp_path: Pa
     assert int(np.argmax(probs[1])) + 1 == 5
 
 
+def test_turned_reads_every_die_again_however_sure_it_was(tmp_path: Path) -> None:
+    """`turned=True` (the judge's closer look at a cocked die): every crop goes through the turns, the sure
+    one too, and each reading is the merge of its four looks."""
+    session = CornerSession()
+    # A crop bright on its left half: the fake reads it UNSURE upright and in the one turn that puts the
+    # bright half at the top (both cover the top-left quadrant), TURNED in the other two.
+    half = np.zeros((64, 64, 3), np.uint8)
+    half[:, :32] = 255
+    sure = np.full((64, 64, 3), 255, np.uint8)
+    probs = reader(tmp_path, session).probabilities([sure, half], turned=True)
+    _, second = session.batches
+    assert second.shape[0] == 6  # both dice, three turns each
+    np.testing.assert_allclose(probs[0], SURE, atol=1e-5)  # all four looks of a uniform crop agree
+    looks = np.array([UNSURE, TURNED, TURNED, UNSURE])
+    expected = np.exp(np.log(looks).mean(axis=0))
+    np.testing.assert_allclose(probs[1], expected / expected.sum(), atol=1e-5)
+    # Without `turned` the sure die is read once and only the unsure one goes again.
+    session.batches.clear()
+    reader(tmp_path, session).probabilities([sure, half])
+    assert [b.shape[0] for b in session.batches] == [2, 3]
+
+
 def test_the_mirrored_looks_are_the_four_turns_of_the_mirror_image(tmp_path: Path) -> None:
     """`second_look_mirror`: eight looks, the square's whole symmetry group (a d6 face mirrored is the same
     face turned), merged as the four are."""

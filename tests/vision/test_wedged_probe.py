@@ -18,7 +18,7 @@ import pytest
 
 from tests.vision.fakes import one_hot
 from vision.judge.config import JudgeConfig
-from vision.judge.probe import grid_centres, probe_wedged, reread_probed
+from vision.judge.probe import grid_centres, probe_wedged, reread_cocked, reread_probed
 from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
 from vision.types import DieCandidate, FaceReading, Verdict
 from vision.validity import ValidityConfig, judge
@@ -205,3 +205,51 @@ def test_a_wedged_box_too_big_for_one_die_is_looked_in_only_when_asked() -> None
         small,
         states,
     )
+
+
+def test_a_die_called_cocked_is_read_again_turned_and_only_it() -> None:
+    """`reread_cocked` (the closer look at a cocked die): the face stage reads again, turned, each die the
+    die-state model calls cocked (one side resting or more) and no other; off, nothing is read again."""
+    cands = (_cand(10.0), _cand(50.0), _cand(90.0))
+    states = (_state("flat", 0.99), _state("cocked", 0.9), _state("wedged", 0.9))
+    old = tuple(FaceReading(face_probs=one_hot(f, 0.98), pip_count=None) for f in (1, 2, 3))
+    asked: list[tuple[DieCandidate, ...]] = []
+
+    def read_turned(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        asked.append(cs)
+        return tuple(FaceReading(face_probs=one_hot(6, 0.7), pip_count=None) for _ in cs)
+
+    new = reread_cocked(cands, states, old, read_turned=read_turned, config=JudgeConfig())
+    assert asked == [(cands[1], cands[2])]
+    assert new[0] == old[0] and new[1].learned_face == 6 and new[2].learned_face == 6
+    off = JudgeConfig(cocked_turned_looks=False)
+    assert reread_cocked(cands, states, old, read_turned=read_turned, config=off) == old and len(asked) == 1
+
+
+def test_the_closer_look_can_send_a_cocked_die_read_surely_once_to_a_person() -> None:
+    """A cocked die read 0.98 from its crop as it lies but less surely turned goes to a person, not read by
+    rule (675a.4(c)); read as surely turned, it is read by rule."""
+    cands = (_cand(10.0), _cand(50.0), _cand(90.0))
+    states = (_state("flat", 0.99), _state("flat", 0.99), replace(_state("cocked", 0.95), tilt_deg=25.0))
+    first = (
+        FaceReading(face_probs=one_hot(1, 0.98), pip_count=1),
+        FaceReading(face_probs=one_hot(2, 0.98), pip_count=2),
+        FaceReading(face_probs=one_hot(4, 0.98), pip_count=None),
+    )
+
+    def turned_at(p: float) -> tuple[FaceReading, ...]:
+        return reread_cocked(
+            cands,
+            states,
+            first,
+            read_turned=lambda cs: tuple(FaceReading(face_probs=one_hot(4, p), pip_count=None) for _ in cs),
+            config=JudgeConfig(),
+        )
+
+    config = ValidityConfig()
+    unsure = judge(cands, turned_at(0.93), expected_dice=3, config=config, states=states)
+    assert unsure.verdict is Verdict.NO_DECISION
+    assert [f.reason for f in unsure.findings] == ["cocked_unclear"]
+    sure = judge(cands, turned_at(0.99), expected_dice=3, config=config, states=states)
+    assert sure.verdict is Verdict.VALID and sure.dice[2].face == 4 and sure.dice[2].cocked
+    assert [f.reason for f in sure.findings] == ["cocked_read_by_rule"]

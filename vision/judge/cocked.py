@@ -8,7 +8,9 @@ rule, so the die keeps its read face and is marked cocked with its tilt. With mo
 (`max_readable_tilt_deg`), or its face is read less surely than `min_cocked_face_confidence` (unless it is
 at least `cocked_face_corroborated` and the classical pip count is that same face: two opinions that agree),
 or a table calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it
-reads is the one toward the camera), the roll is `no_decision` for a person, never a guess.
+reads is the one toward the camera), the roll is `no_decision` for a person, never a guess. The face these
+bars are set against is, with `cocked_turned_looks`, the closer look's: the die's crop read in four turns
+(vision/judge/probe.py::reread_cocked).
 """
 
 from __future__ import annotations

@@ -131,12 +131,18 @@ def record_scene(
     | None,
     die_state: DieStateClassifier,
     judge_config: JudgeConfig | None = None,
+    read_turned: Callable[
+        [np.ndarray[Any, Any], tuple[DieCandidate, ...], TableGeometry], tuple[FaceReading, ...]
+    ]
+    | None = None,
 ) -> SceneRecord:
     """Run the models on one scene (the detector and face reader, or the oracle when they are None).
 
     `detect` gives the candidates and the weak peaks (`DieDetector.detect_with_weak`, at `WEAK_FLOOR`).
     `judge_config`: with the detector, its second look for a wedged die runs as the reader runs it
-    (vision/judge/probe.py); the oracle's true boxes need none.
+    (vision/judge/probe.py); the oracle's true boxes need none. `read_turned` (the face reader with every
+    die turned, `FaceReader(..., turned=True)`): the closer look at each die called cocked, as the reader
+    takes it (`reread_cocked`); the oracle's true faces need none.
     """
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
@@ -156,7 +162,7 @@ def record_scene(
         readings = read_faces(image, candidates, geometry)
     states = die_state(image, candidates)
     if read_faces is not None and judge_config is not None:
-        faces_of = read_faces  # bound here: mypy does not narrow the parameter inside the lambda
+        faces_of, turned_of = read_faces, read_turned  # bound: mypy does not narrow parameters in lambdas
         candidates, states, readings = look_again(
             image,
             candidates,
@@ -166,6 +172,7 @@ def record_scene(
             classifier=die_state,
             config=judge_config,
             read_faces=lambda cs: faces_of(image, cs, geometry),
+            read_turned=None if turned_of is None else lambda cs: turned_of(image, cs, geometry),
         )
     return SceneRecord(
         scene_id=scene.scene_id,

@@ -13,7 +13,7 @@ a chip stack) find it once: a centre within half a die of one already found leav
 Nothing else is replaced: this can only turn a detection kept as "no die" into a wedged die, so no roll is
 read valid by it.
 
-With `JudgeConfig.wedged_probe_oversized` (off until judged), the same look is also taken in a detection
+With `JudgeConfig.wedged_probe_oversized`, the same look is also taken in a detection
 the model itself calls wedged whose box is over `max_die_size_ratio` times the frame's typical die: such a
 box takes in the chip stack beside the die, and the judge's size guard (for chip stacks taken for dice) would
 leave the roll to a person; the look finds where on it the wedged die lies.
@@ -22,6 +22,14 @@ Run by the reader (it needs the frame) between the die-state stage and the judge
 `throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`); both then read the face of
 each die found so again from its own box (`reread_probed`), so the evidence shows what that box holds, not
 the chip stack's reading (the roll is void whatever the face: no verdict depends on it).
+
+A closer look at a cocked die (`reread_cocked`, with `JudgeConfig.cocked_turned_looks`): each die the
+die-state model calls cocked (one side resting or more) has its face read again from its crop turned by 0,
+90, 180 and 270 degrees, the face stage's second look, however sure its first reading was; its probabilities
+become the normalised geometric mean of the four. A die's face does not change when its crop turns, but the
+small net's errors do, and a side face it took for the top at p 0.98 from one crop is read less surely from
+the others: a wrong face read by rule settles a wrong roll (docs/history/judge.md, "A closer look at a
+cocked die").
 """
 
 from __future__ import annotations
@@ -119,6 +127,26 @@ def reread_probed(
     return tuple(again.get(i, r) for i, r in enumerate(readings))
 
 
+def reread_cocked(
+    candidates: tuple[DieCandidate, ...],
+    states: Sequence[DieState],
+    readings: tuple[FaceReading, ...],
+    *,
+    read_turned: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+    config: JudgeConfig,
+) -> tuple[FaceReading, ...]:
+    """The readings with the face of each die the die-state model calls cocked read again from its turned
+    crops (`read_turned`: the face stage on this frame with every die turned, `FaceReader(..., turned=True)`);
+    as they were with `JudgeConfig.cocked_turned_looks` off."""
+    if not config.cocked_turned_looks:
+        return readings
+    cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
+    if not cocked:
+        return readings
+    again = dict(zip(cocked, read_turned(tuple(candidates[i] for i in cocked)), strict=True))
+    return tuple(again.get(i, r) for i, r in enumerate(readings))
+
+
 def look_again(
     image_bgr: ImageArray,
     candidates: tuple[DieCandidate, ...],
@@ -129,10 +157,15 @@ def look_again(
     classifier: DieStateClassifier,
     config: JudgeConfig,
     read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+    read_turned: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
 ) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...], tuple[FaceReading, ...]]:
-    """The second look as the reader and `throwbox eval --verdicts` take it, between the die-state stage and
-    the judge: `probe_wedged`, then `reread_probed` for the dice it found."""
+    """The second looks as the reader and `throwbox eval --verdicts` take them, between the die-state stage
+    and the judge: `probe_wedged`, then `reread_probed` for the dice it found, then `reread_cocked` (where
+    `read_turned` is given)."""
     candidates, states = probe_wedged(
         image_bgr, candidates, states, expected_dice=expected_dice, classifier=classifier, config=config
     )
-    return candidates, states, reread_probed(candidates, states, readings, read_faces=read_faces)
+    readings = reread_probed(candidates, states, readings, read_faces=read_faces)
+    if read_turned is not None:
+        readings = reread_cocked(candidates, states, readings, read_turned=read_turned, config=config)
+    return candidates, states, readings

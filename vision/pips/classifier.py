@@ -105,13 +105,17 @@ class FaceReader:
             raise ValueError(f"face model returned {probs.shape}, expected ({len(batch)}, 6)")
         return np.asarray(probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9), np.float32)
 
-    def probabilities(self, crops: list[ImageArray]) -> NDArray[np.float32]:
-        """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned."""
+    def probabilities(self, crops: list[ImageArray], *, turned: bool = False) -> NDArray[np.float32]:
+        """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned;
+        with `turned`, every die is (the judge's closer look at a cocked die, vision/judge/probe.py)."""
         batch = crops_to_tensor(crops)
         probs = self._probs(batch)
-        if self.second_look_below is None:
+        if turned:
+            unsure = np.arange(len(batch))
+        elif self.second_look_below is None:
             return probs
-        unsure = np.flatnonzero(probs.max(axis=1) < self.second_look_below)
+        else:
+            unsure = np.flatnonzero(probs.max(axis=1) < self.second_look_below)
         if unsure.size == 0:
             return probs
         w = self.second_weight if self.second_model is not None else 0.0
@@ -123,8 +127,8 @@ class FaceReader:
             if self.second_look_mirror:
                 mirrored = np.flip(batch[unsure], axis=3)
                 views += [np.rot90(mirrored, k, axes=(2, 3)) for k in (0, 1, 2, 3)]
-            turned = np.concatenate(views)
-            more = self._probs(np.ascontiguousarray(turned)).reshape(len(views), unsure.size, 6)
+            stacked = np.concatenate(views)
+            more = self._probs(np.ascontiguousarray(stacked)).reshape(len(views), unsure.size, 6)
             looks = np.concatenate([probs[unsure][None], more])  # (4 or 8, n_unsure, 6)
             turned_log = np.log(np.maximum(looks, 1e-6)).mean(axis=0)
             if w < 1.0:
@@ -169,14 +173,17 @@ class FaceReader:
         image_bgr: ImageArray,
         candidates: tuple[DieCandidate, ...],
         geometry: TableGeometry | None = None,
+        *,
+        turned: bool = False,
     ) -> tuple[FaceReading, ...]:
         """One `FaceReading` per candidate, in the same order; `geometry` (a table calibration) cuts the
-        crops from the die-top plane under an oblique camera (`rectifies`)."""
+        crops from the die-top plane under an oblique camera (`rectifies`); `turned`: every die read with the
+        second look's turned crops, however sure its first reading (`probabilities`)."""
         if not candidates:
             return ()
         cut = self.cutter(image_bgr, geometry)
         crops = cut(candidates, 1.0)
-        probs = self.probabilities(crops)
+        probs = self.probabilities(crops, turned=turned)
         readings = []
         for row, crop, cand in zip(probs, crops, candidates, strict=True):
 
