@@ -219,10 +219,12 @@ def test_a_die_called_cocked_is_read_again_turned_and_only_it() -> None:
         asked.append(cs)
         return tuple(FaceReading(face_probs=one_hot(6, 0.7), pip_count=None) for _ in cs)
 
-    new = reread_cocked(cands, states, old, read_turned=read_turned, config=JudgeConfig())
+    on = JudgeConfig(cocked_turned_looks=True)
+    new = reread_cocked(cands, states, old, read_turned=read_turned, config=on)
     assert asked == [(cands[1], cands[2])]
     assert new[0] == old[0] and new[1].learned_face == 6 and new[2].learned_face == 6
-    off = JudgeConfig(cocked_turned_looks=False)
+    off = JudgeConfig()  # off by default: refused on fresh sets (docs/history/judge.md)
+    assert not off.cocked_turned_looks
     assert reread_cocked(cands, states, old, read_turned=read_turned, config=off) == old and len(asked) == 1
 
 
@@ -243,10 +245,11 @@ def test_the_closer_look_can_send_a_cocked_die_read_surely_once_to_a_person() ->
             states,
             first,
             read_turned=lambda cs: tuple(FaceReading(face_probs=one_hot(4, p), pip_count=None) for _ in cs),
-            config=JudgeConfig(),
+            config=on,
         )
 
-    config = ValidityConfig()
+    on = JudgeConfig(cocked_turned_looks=True)
+    config = ValidityConfig(judge=on)
     unsure = judge(cands, turned_at(0.93), expected_dice=3, config=config, states=states)
     assert unsure.verdict is Verdict.NO_DECISION
     assert [f.reason for f in unsure.findings] == ["cocked_unclear"]

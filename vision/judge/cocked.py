@@ -9,8 +9,8 @@ rule, so the die keeps its read face and is marked cocked with its tilt. With mo
 at least `cocked_face_corroborated` and the classical pip count is that same face: two opinions that agree),
 or a table calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it
 reads is the one toward the camera), the roll is `no_decision` for a person, never a guess. The face these
-bars are set against is, with `cocked_turned_looks`, the closer look's: the die's crop read in four turns
-(vision/judge/probe.py::reread_cocked).
+bars are set against is, with `cocked_turned_looks` (off), the closer look's: the die's crop read in four
+turns (vision/judge/probe.py::reread_cocked).
 """
 
 from __future__ import annotations

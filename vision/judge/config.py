@@ -37,12 +37,10 @@ class JudgeConfig:
     # tuning scenes: below it more valid rolls are voided (0.2: 2.3 %), above it void recall drops.
     cocked_wedged_margin: float = 0.30
     # A cocked die whose estimated tilt is above this is too close to 45 degrees to say which face is
-    # uppermost (two faces look up equally at 45): `no_decision` with the evidence frame. 44 until
-    # 2026-12-02; 40 with the closer look (`cocked_turned_looks`): on the tuning sets tune-s8100, -s8400 and
-    # -s8500 (whole reader) a die the model put at 40.04 degrees was read by rule with a side face (42:
-    # one wrong value of 110 read by rule; 38 and 40: none; docs/history/judge.md, "A closer look at a
-    # cocked die").
-    max_readable_tilt_deg: float = 40.0
+    # uppermost (two faces look up equally at 45): `no_decision` with the evidence frame. 40, with the
+    # closer look below, failed its rule on fresh sets (docs/history/judge.md, "A closer look at a cocked
+    # die").
+    max_readable_tilt_deg: float = 44.0
     # A cocked die read by rule needs its face read at least this surely (the reader's bar for any die is
     # `ValidityConfig.min_confidence`, 0.90): tilted dice are read less surely, and a wrong face read by rule
     # settles a wrong roll. Below it: `cocked_unclear` (no_decision). 0.9 = no extra bar. 0.97 on the tuning
@@ -60,20 +58,21 @@ class JudgeConfig:
     # and was shipped, then withdrawn the same morning: on the held-out mix-v2 it read 2 of the 35 more cocked
     # dice wrong, one in a roll it settled wrong (a die cocked 37 degrees on chips whose side face, a 3, shows
     # as squarely as its top, a 2: the count and the model read the same wrong face; docs/history/judge.md,
-    # "Two opinions that agree"). 0.93 since 2026-12-02, with the closer look (`cocked_turned_looks`) and
-    # `max_readable_tilt_deg` 40: on the tuning sets tune-s8100, -s8400 and -s8500 (whole reader) cocked dice
-    # read by rule 18.39 -> 28.21 %, every value right (97.26 % before), rolls read valid that settle wrong
-    # 5 -> 3 (0.90 and 0.95 read no value wrong either: 28.46 and 26.7 %; docs/history/judge.md, "A closer
-    # look at a cocked die").
-    cocked_face_corroborated: float | None = 0.93
+    # "Two opinions that agree"). Kept for a table that wants to weigh it on its own footage. 0.93 with the
+    # closer look (`cocked_turned_looks`) and a tilt bar of 40 read more cocked dice by rule on fresh sets but
+    # settled two rolls wrong that the shipped judge did not: refused (docs/history/judge.md, "A closer look
+    # at a cocked die").
+    cocked_face_corroborated: float | None = None
     # A closer look at a cocked die (vision/judge/probe.py::reread_cocked): each die the die-state model calls
     # cocked has its face read again from its crop turned by 0, 90, 180 and 270 degrees (the face stage's
     # second look, however sure the first reading), the four merged by their geometric mean; the bars above
     # are then set against that reading. False: each die read once (unless under the face stage's own bar).
-    # Every wrong value read by rule on the tuning sets was a side face the net took for the top, at p 0.98
-    # from one crop and less surely from the turned ones (docs/history/judge.md, "A closer look at a
-    # cocked die").
-    cocked_turned_looks: bool = True
+    # Off: with `cocked_face_corroborated` 0.93 and `max_readable_tilt_deg` 40 it read a third more cocked
+    # dice by rule on the tuning sets, every value right, but on the fresh sets tune-s8600 and tune-s8700
+    # it read a side face at 0.979 that one look had put at 0.937 (the turns agree on what the camera sees
+    # squarely, 22 degrees off its axis) and let a void roll through beside a cocked die now read: refused
+    # (docs/history/judge.md, "A closer look at a cocked die"). Kept so the rule's table can be made again.
+    cocked_turned_looks: bool = False
     # With a table calibration whose camera is tilted more than this from straight down, a die cocked on one
     # side is not read by rule (`cocked_unclear`): the rule reads the uppermost face, and an oblique camera
     # shows the face toward it squarely and the uppermost one as a strip (a die leaning 40 degrees on chips
@@ -128,6 +127,11 @@ class JudgeConfig:
     # calibration it does nothing (tried on the frame's median alone: photos of an oblique webcam show
     # far dice small, docs/history/judge.md, "A small box read as 1"). 0 turns it off.
     min_ace_size_ratio: float = 0.7
+    # With a table calibration, a die read as 1 whose box's long side is under this share of the top-face
+    # edge a flat die shows at its felt position (`vision/judge/size.py::edge_ratios`, the calibration's own
+    # size, not the frame's median) is `object_unclear` too: a box on one pip of a die, or on part of one.
+    # 0 turns it off.
+    min_ace_edge_ratio: float = 0.0
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).
@@ -227,6 +231,10 @@ class JudgeConfig:
         if not 0.0 <= self.min_ace_size_ratio < 1.0:
             raise ValueError(
                 f"JudgeConfig.min_ace_size_ratio must be in [0, 1), got {self.min_ace_size_ratio}"
+            )
+        if not 0.0 <= self.min_ace_edge_ratio < 2.0:
+            raise ValueError(
+                f"JudgeConfig.min_ace_edge_ratio must be in [0, 2), got {self.min_ace_edge_ratio}"
             )
         ratio = self.short_count_max_box_ratio
         if ratio is not None and ratio <= 1.0:

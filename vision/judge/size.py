@@ -61,20 +61,30 @@ def object_unclear(
     return out
 
 
-def calibrated_size_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> list[float]:
-    """Each box's long side over the top-face edge a flat die shows at its felt position, over the median
-    of that for the frame's dice: perspective taken out. 1.0 for a die whose felt position gives no size
-    (a box above the camera's horizon: no finite, positive edge), and for all when fewer than 3 dice have one.
-    """
-    if len(dice) < MIN_DICE_FOR_MEDIAN:
-        return [1.0] * len(dice)
+def edge_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> np.ndarray:
+    """Each box's long side over the top-face edge a flat die shows at its felt position (the calibration's
+    expected size: perspective taken out); NaN for a die whose felt position gives no size (a box above the
+    camera's horizon: no finite, positive edge)."""
     boxes = [d.candidate.box_xyxy for d in dice]
+    if not boxes:
+        return np.zeros(0, np.float64)
     with np.errstate(all="ignore"):
         expected = geometry.die_edges_px(boxes)
         known = np.isfinite(expected) & (expected > 0)
-        if int(known.sum()) < MIN_DICE_FOR_MEDIAN:
-            return [1.0] * len(dice)
-        sizes = np.array([max(b[2] - b[0], b[3] - b[1]) for b in boxes], np.float64) / expected
+        sides = np.array([max(b[2] - b[0], b[3] - b[1]) for b in boxes], np.float64)
+        return np.where(known, sides / np.where(known, expected, 1.0), np.nan)
+
+
+def calibrated_size_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> list[float]:
+    """Each die's `edge_ratios` over the median of that for the frame's dice. 1.0 for a die whose felt
+    position gives no size, and for all when fewer than 3 dice have one.
+    """
+    if len(dice) < MIN_DICE_FOR_MEDIAN:
+        return [1.0] * len(dice)
+    sizes = edge_ratios(dice, geometry)
+    known = np.isfinite(sizes)
+    if int(known.sum()) < MIN_DICE_FOR_MEDIAN:
+        return [1.0] * len(dice)
     ratios = np.where(known, sizes / float(np.median(sizes[known])), 1.0)
     return [float(r) for r in ratios]
 
@@ -84,22 +94,34 @@ def small_aces(
 ) -> list[Finding]:
     """`object_unclear` for each die read as 1 under `min_ace_size_ratio` of the frame's calibrated die
     size (`calibrated_size_ratios`); nothing without a calibration."""
-    if geometry is None or config.min_ace_size_ratio <= 0.0 or not any(d.face == 1 for d in dice):
+    off = config.min_ace_size_ratio <= 0.0 and config.min_ace_edge_ratio <= 0.0
+    if geometry is None or off or not any(d.face == 1 for d in dice):
         return []
     out: list[Finding] = []
+    edges = edge_ratios(dice, geometry)
     for i, (die, ratio) in enumerate(zip(dice, calibrated_size_ratios(dice, geometry), strict=True)):
-        if die.face != 1 or ratio >= config.min_ace_size_ratio:
+        if die.face != 1:
             continue
         x0, y0, x1, y1 = die.candidate.box_xyxy
+        where = f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) reads 1 but"
+        if ratio < config.min_ace_size_ratio:
+            why = (
+                f"{where} is {ratio:.2f} times the frame's typical die where it lies (under "
+                f"{config.min_ace_size_ratio:.2f})"
+            )
+        elif np.isfinite(edges[i]) and edges[i] < config.min_ace_edge_ratio:
+            why = (
+                f"{where} its box is {edges[i]:.2f} times the top face a flat die shows where it lies (under "
+                f"{config.min_ace_edge_ratio:.2f})"
+            )
+        else:
+            continue
         out.append(
             Finding(
                 verdict=Verdict.NO_DECISION,
                 reason="object_unclear",
                 die_ids=(i + 1,),
-                detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) reads 1 but is "
-                f"{ratio:.2f} times the frame's typical die where it lies (under "
-                f"{config.min_ace_size_ratio:.2f}): maybe one pip of a die whose body does not show, "
-                "a person must look",
+                detail=f"{why}: maybe one pip of a die whose body does not show, a person must look",
             )
         )
     return out
