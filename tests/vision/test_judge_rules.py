@@ -236,8 +236,11 @@ def test_675a_4_c_a_cocked_die_under_an_oblique_camera_is_left_to_a_person(
     # Without a calibration the camera's tilt is unknown and the die is read by rule as before.
     plain = judge(cands, reads, expected_dice=2, config=CFG, states=states)
     assert plain.verdict is Verdict.VALID
-    # 90 degrees turns the check off.
-    off = replace(CFG, judge=replace(CFG.judge, max_cocked_camera_tilt_deg=90.0))
+    # 90 degrees turns the check off (and None the one on the camera's ray to the die, which a camera
+    # leaning 30 degrees also passes).
+    off = replace(
+        CFG, judge=replace(CFG.judge, max_cocked_camera_tilt_deg=90.0, max_cocked_tilt_plus_view_deg=None)
+    )
     assert (
         judge(cands, reads, expected_dice=2, config=off, states=states, geometry=geo).verdict is Verdict.VALID
     )
@@ -653,3 +656,45 @@ def test_a_camera_beyond_a_wall_but_high_enough_sees_a_die_against_it() -> None:
     )
     geo = TableGeometry(camera=Camera(_overhead_geometry().camera.intrinsics, high), layout=ThrowBoxLayout())
     assert geo.walls_hide_a_die() is False
+
+
+def test_view_angles_grow_from_under_the_camera_to_the_frame_edge() -> None:
+    geo = _overhead_geometry()  # 900 mm above (300, 225) on the felt
+    under, corner = _box_at(geo, 300.0, 225.0), _box_at(geo, 600.0, 450.0)
+    views = geo.view_angles_deg([under, corner])
+    assert views[0] == pytest.approx(0.0, abs=0.5)
+    half = geo.layout.die_edge_mm / 2
+    assert views[1] == pytest.approx(np.degrees(np.arctan2(375.0, 900.0 - half)), abs=1.0)
+    assert geo.view_angles_deg([]).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    ("place", "verdict", "reason"),
+    [
+        ((300.0, 225.0), Verdict.VALID, "cocked_read_by_rule"),  # under the camera: 30 + 0 deg
+        ((600.0, 450.0), Verdict.NO_DECISION, "cocked_unclear"),  # 30 + 23 deg: a side face may face it
+    ],
+)
+def test_675a_4_c_a_cocked_die_far_off_the_camera_axis_goes_to_a_person(
+    place: tuple[float, float], verdict: Verdict, reason: str
+) -> None:
+    # tune-s8700 s8700-000172: a die cocked 35 degrees, 22 off a top-down camera's axis, showed its side face
+    # (2) squarely and its top (6) foreshortened; read 2 by rule, the roll settled wrong. Tilt plus view angle
+    # over 45: the face the classifier sees squarely need not be the uppermost.
+    geo = _overhead_geometry()
+    cands = tuple(
+        DieCandidate(box_xyxy=b, top_quad=((b[0], b[1]),) * 4, score=0.9)
+        for b in (_box_at(geo, 150.0, 100.0), _box_at(geo, 450.0, 100.0), _box_at(geo, *place))
+    )
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(f)), pip_count=f) for f in (3, 5, 2))
+    states = [FLAT, FLAT, _state("cocked", tilt=30.0)]
+    config = replace(CFG, judge=replace(CFG.judge, max_cocked_tilt_plus_view_deg=45.0))
+    out = judge(cands, reads, expected_dice=3, config=config, states=states, geometry=geo)
+    assert out.verdict is verdict and [f.reason for f in out.findings] == [reason]
+    if verdict is Verdict.NO_DECISION:
+        assert "off the camera's axis" in out.findings[0].detail
+    # Off, or without a calibration (the ray unknown), the tilt bar alone: read by rule.
+    off = replace(CFG, judge=replace(CFG.judge, max_cocked_tilt_plus_view_deg=None))
+    for cfg, geometry in ((off, geo), (config, None)):
+        alone = judge(cands, reads, expected_dice=3, config=cfg, states=states, geometry=geometry)
+        assert alone.verdict is Verdict.VALID

@@ -223,8 +223,7 @@ def test_a_die_called_cocked_is_read_again_turned_and_only_it() -> None:
     new = reread_cocked(cands, states, old, read_turned=read_turned, config=on)
     assert asked == [(cands[1], cands[2])]
     assert new[0] == old[0] and new[1].learned_face == 6 and new[2].learned_face == 6
-    off = JudgeConfig()  # off by default: refused on fresh sets (docs/history/judge.md)
-    assert not off.cocked_turned_looks
+    off = JudgeConfig(cocked_turned_looks=False)
     assert reread_cocked(cands, states, old, read_turned=read_turned, config=off) == old and len(asked) == 1
 
 

@@ -9,8 +9,10 @@ rule, so the die keeps its read face and is marked cocked with its tilt. With mo
 at least `cocked_face_corroborated` and the classical pip count is that same face: two opinions that agree),
 or a table calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it
 reads is the one toward the camera), the roll is `no_decision` for a person, never a guess. The face these
-bars are set against is, with `cocked_turned_looks` (off), the closer look's: the die's crop read in four
-turns (vision/judge/probe.py::reread_cocked).
+bars are set against is, with `cocked_turned_looks`, the closer look's: the die's crop read in four turns
+(vision/judge/probe.py::reread_cocked). With a calibration, a die whose tilt plus the angle of the camera's
+ray to it from the vertical passes `max_cocked_tilt_plus_view_deg` goes to a person: leaning toward the
+camera, a side face would face it more squarely than the top.
 """
 
 from __future__ import annotations
@@ -57,10 +59,13 @@ def cocked_dice(
     *,
     config: JudgeConfig,
     camera_tilt_deg: float | None = None,
+    view_angles_deg: Sequence[float] | None = None,
 ) -> tuple[list[Finding], list[CockedCall]]:
     """Findings about cocked and wedged dice, and a call per such die.
 
     `camera_tilt_deg`: the calibrated camera's angle from straight down (None without a calibration).
+    `view_angles_deg`: per die, the angle between the vertical and the calibrated camera's ray to it
+    (`TableGeometry.view_angles_deg`; None without a calibration).
     """
     oblique = camera_tilt_deg is not None and camera_tilt_deg > config.max_cocked_camera_tilt_deg
     findings: list[Finding] = []
@@ -101,6 +106,16 @@ def cocked_dice(
                 f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side, seen by a camera "
                 f"{camera_tilt_deg:.0f} deg from straight down: the face toward the camera need not be "
                 "the uppermost one the rule reads, a person reads it"
+            )
+        elif (
+            config.max_cocked_tilt_plus_view_deg is not None
+            and view_angles_deg is not None
+            and st.tilt_deg + view_angles_deg[i] > config.max_cocked_tilt_plus_view_deg
+        ):
+            unclear = (
+                f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side, {view_angles_deg[i]:.0f} deg off "
+                f"the camera's axis: leaning toward the camera, a side face would face it more squarely than "
+                f"the top (over {config.max_cocked_tilt_plus_view_deg:.0f} deg together), a person reads it"
             )
         elif (
             dice[i].face is not None

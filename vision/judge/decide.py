@@ -112,7 +112,14 @@ def judge_roll(
     calls: list[CockedCall] = []
     if states is not None:
         tilt = geometry.camera.pose.tilt_deg if geometry is not None else None
-        cocked_findings, calls = cocked_dice(dice, states, config=config, camera_tilt_deg=tilt)
+        views = (
+            [float(v) for v in geometry.view_angles_deg([d.candidate.box_xyxy for d in dice])]
+            if geometry is not None and config.max_cocked_tilt_plus_view_deg is not None
+            else None
+        )
+        cocked_findings, calls = cocked_dice(
+            dice, states, config=config, camera_tilt_deg=tilt, view_angles_deg=views
+        )
         findings += cocked_findings
     findings = object_unclear(findings, dice, config=config)
     findings += small_aces(dice, geometry=geometry, config=config)

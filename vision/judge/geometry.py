@@ -51,6 +51,22 @@ class TableGeometry:
         """
         return die_edges_px(self.camera, self.centres_mm(boxes_xyxy), die_edge_mm=self.layout.die_edge_mm)
 
+    def view_angles_deg(self, boxes_xyxy: Sequence[Sequence[float]]) -> np.ndarray:
+        """The angle (degrees) between the vertical and the camera's ray to each die's centre: (n,).
+
+        0 under the camera; it grows toward the frame's edges, and with the camera's own tilt. A die tilted
+        `t` degrees toward the camera shows its top face `t` plus this off the camera's axis.
+        """
+        if len(boxes_xyxy) == 0:
+            return np.zeros(0, np.float64)
+        half = self.layout.die_edge_mm / 2.0
+        centres = self.centres_mm(boxes_xyxy)
+        ray = np.asarray(self.camera.pose.position_mm, np.float64)[None, :] - np.column_stack(
+            [centres, np.full(len(centres), half)]
+        )
+        cos = np.abs(ray[:, 2]) / np.maximum(np.linalg.norm(ray, axis=1), 1e-9)
+        return np.asarray(np.degrees(np.arccos(np.clip(cos, 0.0, 1.0))), np.float64)
+
     def beyond_walls_mm(self, x_mm: float, y_mm: float) -> float:
         """How far a felt point lies outside the throw box's inner walls (negative: inside)."""
         box = self.layout.box

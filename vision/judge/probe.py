@@ -23,14 +23,14 @@ Run by the reader (it needs the frame) between the die-state stage and the judge
 each die found so again from its own box (`reread_probed`), so the evidence shows what that box holds, not
 the chip stack's reading (the roll is void whatever the face: no verdict depends on it).
 
-A closer look at a cocked die (`reread_cocked`, with `JudgeConfig.cocked_turned_looks`, off: refused on
-fresh sets, docs/history/judge.md, "A closer look at a cocked die"): each die the
+A closer look at a cocked die (`reread_cocked`, with `JudgeConfig.cocked_turned_looks`; docs/history/judge.md,
+"A closer look at a cocked die" and "A cocked die far off the camera's axis"): each die the
 die-state model calls cocked (one side resting or more) has its face read again from its crop turned by 0,
 90, 180 and 270 degrees, the face stage's second look, however sure its first reading was; its probabilities
 become the normalised geometric mean of the four. A die's face does not change when its crop turns, but the
 small net's errors do, and a side face it took for the top at p 0.98 from one crop is read less surely from
 the others: a wrong face read by rule settles a wrong roll. But the turns also agree, and grow surer, on a
-side face that an off-axis camera sees squarely.
+side face that an off-axis camera sees squarely: the judge's `max_cocked_tilt_plus_view_deg` is there for it.
 """
 
 from __future__ import annotations
