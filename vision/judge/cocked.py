@@ -9,10 +9,10 @@ rule, so the die keeps its read face and is marked cocked with its tilt. With mo
 at least `cocked_face_corroborated` and the classical pip count is that same face: two opinions that agree),
 or a table calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it
 reads is the one toward the camera), the roll is `no_decision` for a person, never a guess. The face these
-bars are set against is, with `cocked_turned_looks`, the closer look's: the die's crop read in four turns
-(vision/judge/probe.py::reread_cocked). With a calibration, a die whose tilt plus the angle of the camera's
-ray to it from the vertical passes `max_cocked_tilt_plus_view_deg` goes to a person: leaning toward the
-camera, a side face would face it more squarely than the top.
+bars are set against is, with `cocked_turned_looks` (off), the closer look's: the die's crop read in four
+turns (vision/judge/probe.py::reread_cocked). With a calibration and `max_cocked_tilt_plus_view_deg` (off), a
+die whose tilt plus the angle of the camera's ray to it from the vertical passes that goes to a person:
+leaning toward the camera, a side face would face it more squarely than the top.
 """
 
 from __future__ import annotations

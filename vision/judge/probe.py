@@ -30,7 +30,8 @@ die-state model calls cocked (one side resting or more) has its face read again 
 become the normalised geometric mean of the four. A die's face does not change when its crop turns, but the
 small net's errors do, and a side face it took for the top at p 0.98 from one crop is read less surely from
 the others: a wrong face read by rule settles a wrong roll. But the turns also agree, and grow surer, on a
-side face that an off-axis camera sees squarely: the judge's `max_cocked_tilt_plus_view_deg` is there for it.
+side face that an off-axis camera sees squarely (the judge's `max_cocked_tilt_plus_view_deg` was built for it;
+both are off, refused on fresh sets).
 """
 
 from __future__ import annotations
