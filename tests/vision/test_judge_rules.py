@@ -236,8 +236,8 @@ def test_675a_4_c_a_cocked_die_under_an_oblique_camera_is_left_to_a_person(
     # Without a calibration the camera's tilt is unknown and the die is read by rule as before.
     plain = judge(cands, reads, expected_dice=2, config=CFG, states=states)
     assert plain.verdict is Verdict.VALID
-    # 90 degrees turns the check off (and None the one on the camera's ray to the die, which a camera
-    # leaning 30 degrees also passes).
+    # 90 degrees turns the check off (None keeps the guard on the camera's ray to the die off: a camera
+    # leaning 30 degrees would meet that one too).
     off = replace(
         CFG, judge=replace(CFG.judge, max_cocked_camera_tilt_deg=90.0, max_cocked_tilt_plus_view_deg=None)
     )
@@ -535,13 +535,13 @@ def test_a_calibrated_small_box_read_as_1_is_left_to_a_person(
         )
     else:
         assert small == []
-    off = replace(CFG, judge=replace(CFG.judge, min_ace_size_ratio=0.0))
+    off = replace(CFG, judge=replace(CFG.judge, min_ace_size_ratio=0.0, min_ace_edge_ratio=0.0))
     assert judge(cands, reads, expected_dice=5, config=off, states=[FLAT] * 5, geometry=geo).verdict is (
         Verdict.VALID
     )
 
 
-@pytest.mark.parametrize(("shrink", "flagged"), [(0.66, True), (0.8, False)])
+@pytest.mark.parametrize(("shrink", "flagged"), [(0.66, True), (0.85, False)])
 def test_a_calibrated_1_boxed_smaller_than_a_die_where_it_lies_is_left_to_a_person(
     shrink: float, flagged: bool
 ) -> None:
@@ -560,7 +560,8 @@ def test_a_calibrated_1_boxed_smaller_than_a_die_where_it_lies_is_left_to_a_pers
         )
     faces = (3, 5, 1, 2, 6)
     reads = tuple(FaceReading(face_probs=tuple(one_hot(f)), pip_count=f) for f in faces)
-    config = replace(CFG, judge=replace(CFG.judge, min_ace_size_ratio=0.7, min_ace_edge_ratio=0.8))
+    assert (CFG.judge.min_ace_size_ratio, CFG.judge.min_ace_edge_ratio) == (0.7, 0.8)  # the shipped guards
+    config = CFG
     out = judge(tuple(cands), reads, expected_dice=5, config=config, states=[FLAT] * 5, geometry=geo)
     small = [f for f in out.findings if f.reason == "object_unclear"]
     if flagged:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.vision.fakes import one_hot
 from vision.judge.config import JudgeConfig
-from vision.judge.probe import grid_centres, probe_wedged, reread_cocked, reread_probed
+from vision.judge.probe import grid_centres, look_again, probe_wedged, reread_cocked, reread_probed
 from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
 from vision.types import DieCandidate, FaceReading, Verdict
 from vision.validity import ValidityConfig, judge
@@ -238,6 +238,12 @@ def test_the_closer_look_can_send_a_cocked_die_read_surely_once_to_a_person() ->
         FaceReading(face_probs=one_hot(4, 0.98), pip_count=None),
     )
 
+    on = JudgeConfig(cocked_turned_looks=True)
+    config = ValidityConfig(judge=on)
+    # read once, at 0.98: by rule
+    once = judge(cands, first, expected_dice=3, config=config, states=states)
+    assert once.verdict is Verdict.VALID and [f.reason for f in once.findings] == ["cocked_read_by_rule"]
+
     def turned_at(p: float) -> tuple[FaceReading, ...]:
         return reread_cocked(
             cands,
@@ -247,11 +253,45 @@ def test_the_closer_look_can_send_a_cocked_die_read_surely_once_to_a_person() ->
             config=on,
         )
 
-    on = JudgeConfig(cocked_turned_looks=True)
-    config = ValidityConfig(judge=on)
     unsure = judge(cands, turned_at(0.93), expected_dice=3, config=config, states=states)
     assert unsure.verdict is Verdict.NO_DECISION
     assert [f.reason for f in unsure.findings] == ["cocked_unclear"]
     sure = judge(cands, turned_at(0.99), expected_dice=3, config=config, states=states)
     assert sure.verdict is Verdict.VALID and sure.dice[2].face == 4 and sure.dice[2].cocked
     assert [f.reason for f in sure.findings] == ["cocked_read_by_rule"]
+
+
+def test_look_again_takes_the_closer_look_only_when_given_the_turned_reader() -> None:
+    """The reader and `throwbox eval --verdicts` both call `look_again`: with `read_turned` the dice called
+    cocked are read again turned; without it (the oracle) they are not."""
+    cands = (_cand(10.0), _cand(50.0), _cand(90.0))
+    states = (_state("flat", 0.99), _state("flat", 0.99), _state("cocked", 0.95))
+    old = tuple(FaceReading(face_probs=one_hot(f, 0.98), pip_count=None) for f in (1, 2, 3))
+    fake = FakeStates(wedged_at=(999.0, 999.0))
+    asked: list[tuple[DieCandidate, ...]] = []
+
+    def read_turned(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        asked.append(cs)
+        return tuple(FaceReading(face_probs=one_hot(5, 0.9), pip_count=None) for _ in cs)
+
+    on = JudgeConfig(cocked_turned_looks=True)
+    common = {"expected_dice": 3, "classifier": cast(DieStateClassifier, fake), "config": on}
+    _, _, new = look_again(
+        IMAGE, cands, states, old, read_faces=lambda cs: (), read_turned=read_turned, **common
+    )
+    assert asked == [(cands[2],)] and new[2].learned_face == 5 and new[:2] == old[:2]
+    _, _, same = look_again(IMAGE, cands, states, old, read_faces=lambda cs: (), **common)
+    assert same == old and len(asked) == 1
+
+
+def test_reread_cocked_refuses_states_that_do_not_match_the_dice() -> None:
+    cands = (_cand(10.0), _cand(50.0))
+    old = tuple(FaceReading(face_probs=one_hot(f), pip_count=None) for f in (1, 2))
+    with pytest.raises(ValueError, match="die states"):
+        reread_cocked(
+            cands,
+            (_state("cocked", 0.9),),
+            old,
+            read_turned=lambda cs: (),
+            config=JudgeConfig(cocked_turned_looks=True),
+        )

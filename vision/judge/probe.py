@@ -140,6 +140,10 @@ def reread_cocked(
     """The readings with the face of each die the die-state model calls cocked read again from its turned
     crops (`read_turned`: the face stage on this frame with every die turned, `FaceReader(..., turned=True)`);
     as they were with `JudgeConfig.cocked_turned_looks` off."""
+    if not len(candidates) == len(states) == len(readings):
+        raise ValueError(
+            f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
+        )
     if not config.cocked_turned_looks:
         return readings
     cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]

@@ -93,7 +93,8 @@ def small_aces(
     dice: Sequence[DieReading], *, geometry: TableGeometry | None, config: JudgeConfig
 ) -> list[Finding]:
     """`object_unclear` for each die read as 1 under `min_ace_size_ratio` of the frame's calibrated die
-    size (`calibrated_size_ratios`); nothing without a calibration."""
+    size (`calibrated_size_ratios`), or whose box is under `min_ace_edge_ratio` of the top face a flat die
+    shows where it lies (`edge_ratios`); nothing without a calibration."""
     off = config.min_ace_size_ratio <= 0.0 and config.min_ace_edge_ratio <= 0.0
     if geometry is None or off or not any(d.face == 1 for d in dice):
         return []

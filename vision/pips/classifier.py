@@ -107,7 +107,9 @@ class FaceReader:
 
     def probabilities(self, crops: list[ImageArray], *, turned: bool = False) -> NDArray[np.float32]:
         """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned;
-        with `turned`, every die is (the judge's closer look at a cocked die, vision/judge/probe.py)."""
+        with `turned`, every die is (the judge's closer look at a cocked die, vision/judge/probe.py). "Turned"
+        is the second look as this reader is set: the four turns, eight with `second_look_mirror`, and with a
+        registered wide model (`second_model`) that model's reading merged in, or alone at weight 1.0."""
         batch = crops_to_tensor(crops)
         probs = self._probs(batch)
         if turned:
