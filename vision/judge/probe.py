@@ -123,9 +123,19 @@ def reread_probed(
     """The readings with the face of each die the second look found read again from its new box
     (`read_faces`: the face stage on this frame, as the reader calls it)."""
     probed = [i for i, st in enumerate(states) if st.probed]
-    if not probed:
+    return _read_again(probed, candidates, readings, read_faces)
+
+
+def _read_again(
+    which: Sequence[int],
+    candidates: tuple[DieCandidate, ...],
+    readings: tuple[FaceReading, ...],
+    read: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+) -> tuple[FaceReading, ...]:
+    """The readings with those of the dice at `which` (0-based) read again by `read`, in one call."""
+    if not which:
         return readings
-    again = dict(zip(probed, read_faces(tuple(candidates[i] for i in probed)), strict=True))
+    again = dict(zip(which, read(tuple(candidates[i] for i in which)), strict=True))
     return tuple(again.get(i, r) for i, r in enumerate(readings))
 
 
@@ -147,10 +157,7 @@ def reread_cocked(
     if not config.cocked_turned_looks:
         return readings
     cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
-    if not cocked:
-        return readings
-    again = dict(zip(cocked, read_turned(tuple(candidates[i] for i in cocked)), strict=True))
-    return tuple(again.get(i, r) for i, r in enumerate(readings))
+    return _read_again(cocked, candidates, readings, read_turned)
 
 
 def look_again(

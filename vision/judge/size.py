@@ -75,16 +75,15 @@ def edge_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> np.ndarr
         return np.where(known, sides / np.where(known, expected, 1.0), np.nan)
 
 
-def calibrated_size_ratios(dice: Sequence[DieReading], geometry: TableGeometry) -> list[float]:
-    """Each die's `edge_ratios` over the median of that for the frame's dice. 1.0 for a die whose felt
-    position gives no size, and for all when fewer than 3 dice have one.
+def calibrated_size_ratios(sizes: np.ndarray) -> list[float]:
+    """Each die's `edge_ratios` (`sizes`) over the median of those of the frame's dice. 1.0 for a die whose
+    felt position gives no size, and for all when fewer than 3 dice have one.
     """
-    if len(dice) < MIN_DICE_FOR_MEDIAN:
-        return [1.0] * len(dice)
-    sizes = edge_ratios(dice, geometry)
+    if len(sizes) < MIN_DICE_FOR_MEDIAN:
+        return [1.0] * len(sizes)
     known = np.isfinite(sizes)
     if int(known.sum()) < MIN_DICE_FOR_MEDIAN:
-        return [1.0] * len(dice)
+        return [1.0] * len(sizes)
     ratios = np.where(known, sizes / float(np.median(sizes[known])), 1.0)
     return [float(r) for r in ratios]
 
@@ -100,7 +99,7 @@ def small_aces(
         return []
     out: list[Finding] = []
     edges = edge_ratios(dice, geometry)
-    for i, (die, ratio) in enumerate(zip(dice, calibrated_size_ratios(dice, geometry), strict=True)):
+    for i, (die, ratio) in enumerate(zip(dice, calibrated_size_ratios(edges), strict=True)):
         if die.face != 1:
             continue
         x0, y0, x1, y1 = die.candidate.box_xyxy
