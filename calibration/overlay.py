@@ -1,4 +1,5 @@
-"""Draw a calibration over a frame: box outline, millimetre grid, labelled layout boxes, die-scale marks.
+"""Draw a calibration over a frame: box outline, millimetre grid, labelled layout boxes, die-scale marks,
+and the table marks (what the die detector takes for dice on the empty box).
 
 Lines are drawn as densely sampled polylines through the lens model, so they bend with the distortion and
 lie exactly on what the calibration believes is the felt.
@@ -19,6 +20,7 @@ _GRID = (200, 200, 200)
 _LAYOUT = (255, 255, 0)  # cyan
 _DIE = (80, 80, 255)
 _MARKER = (255, 0, 255)
+_MARK = (255, 255, 255)  # table marks: what the die detector takes for dice on the empty box
 _SHIFT = 4  # fixed-point bits for sub-pixel drawing
 
 
@@ -106,6 +108,12 @@ def draw_overlay(frame: object, cal: TableCalibration, *, grid_mm: float = 50.0)
     for quad in cal.reference_corners_px.values():
         pts = np.round(np.asarray(quad) * (1 << _SHIFT)).astype(np.int32).reshape(-1, 1, 2)
         cv2.polylines(img, [pts], True, _MARKER, thin, cv2.LINE_AA, shift=_SHIFT)
+    for mark in cal.marks:  # a white box labelled "mark": what reads will leave out while it looks the same
+        x0, y0, x1, y1 = (round(v) for v in mark.box_xyxy)
+        cv2.rectangle(img, (x0, y0), (x1, y1), _MARK, thin, cv2.LINE_AA)
+        cv2.putText(
+            img, "mark", (x0, y1 + round(12 * scale)), cv2.FONT_HERSHEY_SIMPLEX, 0.35 * scale, _MARK, thin
+        )
     text = f"table {cal.table_id}  {cal.calibration_id.split('#')[-1]}  grid {grid_mm:g} mm"
     org = (round(10 * scale), round(24 * scale))
     (tw, th), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, font_scale, thin)

@@ -25,6 +25,7 @@ from calibration.felt import FeltModel, fit_felt_model
 from calibration.images import check_image, resolution_wh
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers, require_markers
+from calibration.marks import TableMark
 from calibration.plane import PlaneMap, fit_plane
 from calibration.reference import ReferenceImage, make_reference
 
@@ -51,6 +52,9 @@ class TableCalibration:
     reference_corners_px: dict[int, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     felt: FeltModel | None = None
     reference_picture: ReferenceImage | None = None  # for the camera-moved check without markers
+    # What the die detector takes for a die on the empty box (print, logos, markers; calibration.marks),
+    # found and added by `throwbox calibrate table` (the detector lives in vision/). Empty: none known.
+    marks: tuple[TableMark, ...] = ()
 
     def __post_init__(self) -> None:
         if self.plane.intrinsics != self.intrinsics:
@@ -97,6 +101,8 @@ class TableCalibration:
             },
             "felt": None if self.felt is None else asdict(self.felt),
             "reference_picture": None if self.reference_picture is None else asdict(self.reference_picture),
+            # Left out when empty, so a calibration stored before marks existed keeps its checksum and id.
+            **({"marks": [m.to_dict() for m in self.marks]} if self.marks else {}),
         }
 
     @classmethod
@@ -161,6 +167,7 @@ class TableCalibration:
             reference_corners_px=refs,
             felt=felt,
             reference_picture=picture,
+            marks=tuple(TableMark.from_dict(m) for m in data.get("marks", [])),
         )
 
     def require_resolution(self, image: object) -> None:
@@ -440,4 +447,5 @@ def describe(cal: TableCalibration) -> dict[str, Any]:
         "camera_tilt_deg": round(cal.pose.tilt_deg, 1),
         "die_edge_px_range": [round(min(grid), 2), round(max(grid), 2)],
         "felt_score_p99": None if cal.felt is None else round(cal.felt.felt_score_p99, 3),
+        "table_marks": len(cal.marks),
     }

@@ -8,18 +8,21 @@ properties of the roll itself, and rules imports nothing of ours, so there is no
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from calibration.marks import TableMark
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
 from vision.judge.state import DieStateClassifier
+from vision.markers import markers_in_view, set_markers_aside
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
     MANIFEST_PATH,
@@ -31,7 +34,8 @@ from vision.onnx_session import (
 from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
-from vision.types import Frame, ImageArray, Roll, Verdict
+from vision.table_marks import find_table_marks, set_marks_aside
+from vision.types import Frame, ImageArray, Roll, SetAside, Verdict
 from vision.validity import ValidityConfig, judge
 
 
@@ -130,6 +134,15 @@ class Reader:
         margin = self.config.big_die_face_margin or 0.0
         return float(sure[0]) + margin >= float(sure[1:].mean())
 
+    @property
+    def weak_score(self) -> float:
+        """The lowest detector peak the judge heeds (`JudgeConfig.weak_peak_score`, at most the threshold)."""
+        return min(self.config.validity.judge.weak_peak_score, self.detector.config.score_threshold)
+
+    def table_marks(self, empty_frames: Sequence[ImageArray]) -> tuple[TableMark, ...]:
+        """What this reader's detector takes for dice on frames of the empty box (vision/table_marks.py)."""
+        return find_table_marks(self.detector, empty_frames, weak_score=self.weak_score)
+
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
     ) -> Roll:
@@ -141,11 +154,27 @@ class Reader:
         """
         t0 = time.perf_counter()
         # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
-        weak_score = min(self.config.validity.judge.weak_peak_score, self.detector.config.score_threshold)
         coarse = expected_dice is None and geometry is None
         candidates, weak_peaks = self.detector.detect_with_weak(
-            frame.image, weak_score=weak_score, coarse=coarse
+            frame.image, weak_score=self.weak_score, coarse=coarse
         )
+        not_dice: tuple[SetAside, ...] = ()
+        if geometry is not None and geometry.markers is not None and geometry.marker_corners_px:
+            # The table's corner markers stay on the felt and the detector takes them for dice.
+            seen = markers_in_view(
+                frame.image, markers=geometry.markers, reference_corners_px=geometry.marker_corners_px
+            )
+            candidates, weak_peaks, not_dice = set_markers_aside(candidates, weak_peaks, seen)
+        if geometry is not None and geometry.marks:
+            # Print on the felt the detector took for dice when the box was empty (vision/table_marks.py).
+            candidates, weak_peaks, on_marks = set_marks_aside(
+                frame.image,
+                candidates,
+                weak_peaks,
+                geometry.marks,
+                min_likeness=self.config.validity.judge.min_mark_likeness,
+            )
+            not_dice += on_marks
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates, geometry)
         t2 = time.perf_counter()
@@ -196,5 +225,5 @@ class Reader:
                 "total": (t3 - t0) * 1000,
             },
             findings=verdict.findings,
-            set_aside=verdict.set_aside,
+            set_aside=not_dice + verdict.set_aside,
         )

@@ -184,23 +184,54 @@ class Finding:
         }
 
 
+SET_ASIDE_REASONS = ("no_die", "calibration_marker", "table_mark")
+
+
 @dataclass(frozen=True)
 class SetAside:
-    """A detection the judge left out because the die-state classifier sees no die there (a chip stack,
-    a chip's edge, a mark on the felt): kept in the result and drawn on the evidence frame, so a person can
-    check that nothing that was a die was left out."""
+    """A detection left out of the count, and why (`reason`):
+    - "no_die": the die-state classifier sees no die there (a chip stack, a chip's edge; vision/validity.py);
+    - "calibration_marker": it lies on one of the table's corner markers, found whole (vision/markers.py);
+    - "table_mark": it is print the detector found on the empty box at calibration, and the frame still
+      looks like the empty box there (vision/table_marks.py).
+    Kept in the result and drawn on the evidence frame, so a person can check that no die was left out."""
 
     box_xyxy: tuple[float, float, float, float]
     score: float  # the detector's
-    p_no_die: float  # the die-state classifier's probability of "no die"
+    p_no_die: float | None  # the die-state classifier's probability of "no die"; None when it was not asked
+    reason: str = "no_die"
+    marker_id: int | None = None  # the ArUco id, for reason "calibration_marker"
+    likeness: float | None = None  # the frame's correlation with the empty box there, for "table_mark"
+
+    def __post_init__(self) -> None:
+        if self.reason not in SET_ASIDE_REASONS:
+            raise ValueError(f"reason must be one of {SET_ASIDE_REASONS}, got {self.reason!r}")
+        if (self.reason == "calibration_marker") != (self.marker_id is not None):
+            raise ValueError("a marker id goes with reason 'calibration_marker', and only with it")
+        if (self.reason == "no_die") != (self.p_no_die is not None):
+            raise ValueError("p_no_die goes with reason 'no_die', and only with it")
+        if (self.reason == "table_mark") != (self.likeness is not None):
+            raise ValueError("a likeness goes with reason 'table_mark', and only with it")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "box_xyxy": [round(v, 1) for v in self.box_xyxy],
             "score": round(self.score, 3),
-            "p_no_die": round(self.p_no_die, 3),
+            "p_no_die": None if self.p_no_die is None else round(self.p_no_die, 3),
+            "reason": self.reason,
+            "marker_id": self.marker_id,
+            "likeness": self.likeness,
         }
+
+    @property
+    def label(self) -> str:
+        """A few words for the evidence frame and the console."""
+        if self.reason == "calibration_marker":
+            return f"marker {self.marker_id}"
+        if self.reason == "table_mark":
+            return f"table mark {self.likeness:.2f}"
+        return f"no die {self.p_no_die:.2f}"
 
 
 @dataclass(frozen=True)

@@ -177,9 +177,15 @@ def register(app: typer.Typer) -> None:
         strip_margin_mm: float = typer.Option(15.0, "--strip-margin-mm", help="Gap around the layout boxes."),
         die_edge_mm: float = typer.Option(19.0, "--die-edge-mm", help="Die edge (casino dice: 19 mm)."),
         overlay: Path | None = typer.Option(None, "--overlay", help="Also write the overlay image here."),
+        marks: bool = typer.Option(
+            True,
+            "--marks/--no-marks",
+            help="Look at the empty box with the die detector and remember what it takes for dice (print, "
+            "logos) so reads leave it out while it looks the same.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
-        """Calibrate the throw box (homography, pose, layout boxes, die scale, felt) and store it."""
+        """Calibrate the throw box (homography, pose, layout, die scale, felt, table marks) and store it."""
         import cv2
 
         from calibration.errors import CalibrationError
@@ -189,6 +195,7 @@ def register(app: typer.Typer) -> None:
         from calibration.overlay import draw_overlay
         from calibration.store import check_table_id, intrinsics_path, load_intrinsics, save_table
         from calibration.table import calibrate_table, describe
+        from vision.onnx_session import ModelError
 
         try:
             check_table_id(table)
@@ -219,6 +226,7 @@ def register(app: typer.Typer) -> None:
                 intrinsics_file or intrinsics_path(data_dir, table),
                 resolution_wh=(image.shape[1], image.shape[0]),
             )
+            empties = [read_image(p) for p in felt_frames or []]
             cal = calibrate_table(
                 image,
                 table_id=table,
@@ -227,14 +235,20 @@ def register(app: typer.Typer) -> None:
                 layout=layout,
                 markers=markers,
                 corners_px=hand,
-                felt_frames=[read_image(p) for p in felt_frames or []],
+                felt_frames=empties,
             )
+            if marks:
+                from dataclasses import replace
+
+                from vision.reader import Reader
+
+                cal = replace(cal, marks=Reader(threads=1).table_marks([image, *empties]))
             path = save_table(cal, data_dir)
             if overlay is not None:
                 overlay.parent.mkdir(parents=True, exist_ok=True)
                 if not cv2.imwrite(str(overlay), draw_overlay(image, cal)):
                     raise ValueError(f"cannot write the overlay to {overlay} (unknown image extension?)")
-        except (CalibrationError, ValueError) as exc:
+        except (CalibrationError, ModelError, ValueError) as exc:
             _fail("table", exc)
         doc = {"path": str(path), **describe(cal)}
         source_text = "corner markers" if cal.source == "markers" else "hand-given corners"
@@ -256,6 +270,8 @@ def register(app: typer.Typer) -> None:
                 f"  die edge {doc['die_edge_px_range'][0]:.1f}..{doc['die_edge_px_range'][1]:.1f} px "
                 "across the box",
                 f"  felt score p99 {doc['felt_score_p99']}",
+                f"  table marks (what the die detector takes for dice on the empty box): {doc['table_marks']}"
+                + ("" if marks else " (not looked for: --no-marks)"),
                 f"  written to {path}" + (f"; overlay {overlay}" if overlay is not None else ""),
             ],
         )

@@ -120,9 +120,6 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"  - {reason}")
                 for aside in roll.set_aside:
                     x0, y0, x1, y1 = aside.box_xyxy
-                    typer.echo(
-                        f"  (set aside as no die: ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}), "
-                        f"p={aside.p_no_die:.2f})"
-                    )
+                    typer.echo(f"  (set aside: ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}), {aside.label})")
         if failed:
             raise typer.Exit(1)

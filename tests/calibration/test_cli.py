@@ -70,6 +70,8 @@ def test_full_flow(files: Path, scenes: Scenes) -> None:
     assert code == 0, out
     doc = json.loads(out)
     assert doc["source"] == "markers" and doc["resolution_wh"] == [640, 360]
+    stored = json.loads((data / "t1.json").read_text())["body"]
+    assert doc["table_marks"] == len(stored.get("marks", []))  # what the detector took for dice, kept
     # The camera's lean, measured from the markers, as the scene was rendered (within a degree).
     assert doc["camera_tilt_deg"] == pytest.approx(scenes.scene.pose.tilt_deg, abs=1.0)
     limit = JudgeConfig().max_cocked_camera_tilt_deg
@@ -83,9 +85,10 @@ def test_full_flow(files: Path, scenes: Scenes) -> None:
     # The same calibration, as a person reads it: the tilt line, with the advice only past the limit.
     code, out = _run(
         "calibrate", "table", "--table", "t1", str(files / "empty.png"), "--data-dir", str(data),
-        *LAYOUT_ARGS,
+        "--no-marks", *LAYOUT_ARGS,
     )  # fmt: skip
     assert code == 0, out
+    assert "table marks (what the die detector takes for dice on the empty box): 0 (not looked for" in out
     assert f"camera tilt {doc['camera_tilt_deg']:.1f} deg from straight down" in out
     assert ("mount the camera over the box" in out) == (scenes.scene.pose.tilt_deg > limit)
 

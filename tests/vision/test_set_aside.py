@@ -112,7 +112,14 @@ def test_set_aside_is_in_the_json_and_drawn_grey() -> None:
         set_aside=out.set_aside,
     )
     assert roll.as_dict()["set_aside"] == [
-        {"box_xyxy": [120.0, 100.0, 140.0, 120.0], "score": 0.8, "p_no_die": 0.95}
+        {
+            "box_xyxy": [120.0, 100.0, 140.0, 120.0],
+            "score": 0.8,
+            "p_no_die": 0.95,
+            "reason": "no_die",
+            "marker_id": None,
+            "likeness": None,
+        }
     ]
     drawn = annotate(np.zeros((300, 300, 3), np.uint8), roll)
     edge = drawn[100:121, 120]  # the set-aside box's left side

@@ -5,8 +5,8 @@ Optional: without a calibration (a photo read with `throwbox read`), the judge w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -14,6 +14,8 @@ import numpy as np
 from calibration.camera import Camera
 from calibration.die_scale import die_edges_px, pixel_to_plane_at_height
 from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
+from calibration.markers import CornerMarkers
+from calibration.marks import TableMark
 from calibration.table import TableCalibration
 
 WALL_PROBES = 9  # places along each wall where `TableGeometry.walls_hide_a_die` looks
@@ -25,11 +27,22 @@ class TableGeometry:
 
     camera: Camera
     layout: ThrowBoxLayout
+    # The corner markers a marker calibration left on the felt and where it saw them (vision/markers.py).
+    markers: CornerMarkers | None = None
+    marker_corners_px: Mapping[int, tuple[tuple[float, float], ...]] = field(default_factory=dict, hash=False)
+    # What the detector took for dice on the empty box at calibration (vision/table_marks.py).
+    marks: tuple[TableMark, ...] = ()
 
     @classmethod
     def from_calibration(cls, calibration: TableCalibration) -> TableGeometry:
         """The geometry of a stored table calibration."""
-        return cls(camera=calibration.camera, layout=calibration.layout)
+        return cls(
+            camera=calibration.camera,
+            layout=calibration.layout,
+            markers=calibration.markers,
+            marker_corners_px=dict(calibration.reference_corners_px),
+            marks=calibration.marks,
+        )
 
     def centre_mm(self, box_xyxy: Sequence[float]) -> tuple[float, float]:
         """Felt position (mm) of a die whose whole-die box this is (its centre lies half an edge up)."""

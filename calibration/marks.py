@@ -1,0 +1,136 @@
+"""Table marks: what the die detector takes for a die on the empty throw box, remembered with its look.
+
+A real throw box carries print a die detector was never shown: the layout labels' letters, a casino's
+logo, the calibration markers, a stain. Whatever the detector finds on the empty box at calibration is
+such a mark. The calibration keeps each one as its box and a small grey picture of the empty box around
+it (`TableMark`); at read time a detection on a mark's box is the mark, and not a die, only while the frame
+there still looks like the empty box (`likeness`, a correlation, so a change of light does not matter).
+A die lying on the mark or beside it changes the picture there, and the detection is counted as a die.
+
+Finding the marks needs the detector, which lives in `vision/`: `vision.table_marks` finds them and the
+`calibrate table` command stores them; this module holds only the stored form and the comparison.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from calibration.errors import CorruptCalibrationError
+from calibration.images import to_gray
+
+PAD_FRACTION = 0.25  # the picture kept reaches this fraction of the box's size beyond it on every side
+_BLUR_SIGMA_PX = 1.0  # sensor noise out; a die's edges and pips, and print, stay
+
+
+@dataclass(frozen=True)
+class TableMark:
+    """One thing on the empty box the detector takes for a die: its box and the empty box's look there."""
+
+    box_xyxy: tuple[float, float, float, float]  # as the detector boxed it on the empty box
+    score: float  # the detector's score there
+    window_xyxy: tuple[int, int, int, int]  # pixel window of `patch_png_b64` (x0, y0, x1, y1; x1, y1 excl.)
+    patch_png_b64: str  # grey PNG of the empty box in that window
+
+    def __post_init__(self) -> None:
+        x0, y0, x1, y1 = self.box_xyxy
+        if not (x1 > x0 and y1 > y0):
+            raise ValueError(f"box_xyxy must have x1 > x0 and y1 > y0, got {self.box_xyxy}")
+        wx0, wy0, wx1, wy1 = self.window_xyxy
+        if not (wx1 > wx0 >= 0 and wy1 > wy0 >= 0):
+            raise ValueError(f"window_xyxy must be a non-empty window of the frame, got {self.window_xyxy}")
+
+    def patch(self) -> NDArray[np.uint8]:
+        """The stored picture, decoded (raises `CorruptCalibrationError` when it is not one)."""
+        try:
+            data = np.frombuffer(base64.b64decode(self.patch_png_b64, validate=True), dtype=np.uint8)
+            img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
+        except (ValueError, cv2.error) as exc:
+            raise CorruptCalibrationError(f"table mark picture cannot be decoded ({exc})") from exc
+        wx0, wy0, wx1, wy1 = self.window_xyxy
+        if img is None or img.shape != (wy1 - wy0, wx1 - wx0):
+            raise CorruptCalibrationError("table mark picture is not a PNG of its window's size")
+        return np.asarray(img, dtype=np.uint8)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (inside the table calibration's body)."""
+        return {
+            "box_xyxy": list(self.box_xyxy),
+            "score": self.score,
+            "window_xyxy": list(self.window_xyxy),
+            "patch_png_b64": self.patch_png_b64,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TableMark:
+        """Inverse of `to_dict`; raises KeyError, TypeError or ValueError on malformed data."""
+        box = tuple(float(v) for v in data["box_xyxy"])
+        win = tuple(int(v) for v in data["window_xyxy"])
+        if len(box) != 4 or len(win) != 4:
+            raise ValueError("a table mark needs a four-number box and window")
+        mark = cls(
+            box_xyxy=(box[0], box[1], box[2], box[3]),
+            score=float(data["score"]),
+            window_xyxy=(win[0], win[1], win[2], win[3]),
+            patch_png_b64=str(data["patch_png_b64"]),
+        )
+        mark.patch()  # decodes, or raises CorruptCalibrationError (a ValueError)
+        return mark
+
+
+def _window(box_xyxy: Sequence[float], shape_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = (float(v) for v in box_xyxy)
+    pad_x, pad_y = PAD_FRACTION * (x1 - x0), PAD_FRACTION * (y1 - y0)
+    h, w = shape_hw
+    return (
+        max(0, int(np.floor(x0 - pad_x))),
+        max(0, int(np.floor(y0 - pad_y))),
+        min(w, int(np.ceil(x1 + pad_x))),
+        min(h, int(np.ceil(y1 + pad_y))),
+    )
+
+
+def _look(gray: NDArray[np.uint8], window_xyxy: tuple[int, int, int, int]) -> NDArray[np.uint8]:
+    x0, y0, x1, y1 = window_xyxy
+    crop = gray[y0:y1, x0:x1]
+    return np.asarray(cv2.GaussianBlur(crop, (0, 0), _BLUR_SIGMA_PX), dtype=np.uint8)
+
+
+def make_mark(empty_frame: object, *, box_xyxy: Sequence[float], score: float) -> TableMark:
+    """The mark the detector found at `box_xyxy` on an empty-box frame, with the frame's look there."""
+    gray = to_gray(empty_frame, name="empty-box frame")
+    window = _window(box_xyxy, (gray.shape[0], gray.shape[1]))
+    ok, png = cv2.imencode(".png", _look(gray, window), [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    if not ok:
+        raise ValueError("could not encode a table mark's picture")
+    x0, y0, x1, y1 = (float(v) for v in box_xyxy)
+    return TableMark(
+        box_xyxy=(x0, y0, x1, y1),
+        score=float(score),
+        window_xyxy=window,
+        patch_png_b64=base64.b64encode(png.tobytes()).decode("ascii"),
+    )
+
+
+def likeness(frame: object, mark: TableMark) -> float:
+    """How much the frame looks like the empty box around the mark: Pearson correlation, -1..1.
+
+    Gain and offset drop out (a lamp dimmed, a camera's exposure), so only a change of what lies there
+    (a die) lowers it. A window that falls off the frame, or a flat one, gives 0: not like.
+    """
+    gray = to_gray(frame, name="frame")
+    _, _, x1, y1 = mark.window_xyxy
+    if x1 > gray.shape[1] or y1 > gray.shape[0]:
+        return 0.0
+    now = _look(gray, mark.window_xyxy).astype(np.float64).ravel()
+    then = mark.patch().astype(np.float64).ravel()
+    now -= now.mean()
+    then -= then.mean()
+    denom = float(np.linalg.norm(now) * np.linalg.norm(then))
+    return 0.0 if denom < 1e-9 else float(now @ then / denom)

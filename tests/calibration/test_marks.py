@@ -1,0 +1,104 @@
+"""Table marks: their stored form, the look comparison, and their place in a stored calibration."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.errors import CorruptCalibrationError
+from calibration.marks import TableMark, likeness, make_mark
+from calibration.store import load_table, save_table
+from calibration.table import TableCalibration
+from tests.calibration.conftest import Scenes
+
+# A box over the printed layout strip of the small scene (the "Ace" box's corner), where there is print.
+BOX = (120.0, 250.0, 150.0, 280.0)
+
+
+def test_a_mark_survives_its_dict(scenes: Scenes) -> None:
+    mark = make_mark(scenes.empty, box_xyxy=BOX, score=0.6)
+    again = TableMark.from_dict(json.loads(json.dumps(mark.to_dict())))
+    assert again == mark
+    x0, y0, x1, y1 = mark.window_xyxy
+    assert (x0, y0) <= (120, 250) and (x1, y1) >= (150, 280)  # the window holds the box and a margin
+    assert again.patch().shape == (y1 - y0, x1 - x0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"patch_png_b64": "bm90IGEgcG5n"}, "not a PNG"),  # base64 of "not a png"
+        ({"patch_png_b64": "***"}, "cannot be decoded"),  # not base64 at all
+        ({"window_xyxy": [0, 0, 5, 5]}, "window's size"),  # a picture of another size than its window
+    ],
+)
+def test_a_corrupt_mark_is_refused(scenes: Scenes, change: dict[str, object], message: str) -> None:
+    data = {**make_mark(scenes.empty, box_xyxy=BOX, score=0.6).to_dict(), **change}
+    with pytest.raises(CorruptCalibrationError, match=message):
+        TableMark.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"box_xyxy": (10.0, 10.0, 5.0, 20.0)}, "x1 > x0"),
+        ({"window_xyxy": (-1, 0, 10, 10)}, "non-empty window"),
+        ({"window_xyxy": (5, 5, 5, 10)}, "non-empty window"),
+    ],
+)
+def test_a_mark_with_a_bad_box_is_refused(kwargs: dict[str, object], message: str) -> None:
+    base: dict[str, object] = {
+        "box_xyxy": (0.0, 0.0, 10.0, 10.0),
+        "score": 0.5,
+        "window_xyxy": (0, 0, 12, 12),
+        "patch_png_b64": "",
+    }
+    with pytest.raises(ValueError, match=message):
+        TableMark(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+def test_likeness_is_the_empty_boxs_look_under_any_light(scenes: Scenes) -> None:
+    mark = make_mark(scenes.empty, box_xyxy=BOX, score=0.6)
+    frame = scenes.scene.frame(noise_seed=11).astype(np.float64)
+    assert likeness(scenes.empty_2, mark) > 0.99  # another empty frame: other noise
+    assert likeness(np.clip(frame * 0.6 + 20, 0, 255).astype(np.uint8), mark) > 0.99  # dimmer, greyer
+    assert likeness(np.clip(frame * 1.3, 0, 255).astype(np.uint8), mark) > 0.99  # brighter
+
+
+def test_a_die_on_the_mark_changes_its_look(scenes: Scenes) -> None:
+    mark = make_mark(scenes.empty, box_xyxy=BOX, score=0.6)
+    cx, cy = (BOX[0] + BOX[2]) / 2, (BOX[1] + BOX[3]) / 2
+    x_mm, y_mm = scenes.cal.pixel_to_mm(np.array([[cx, cy]]))[0]
+    with_die = scenes.scene.frame(dice=((float(x_mm), float(y_mm), 5),), noise_seed=12)
+    assert likeness(with_die, mark) < 0.9
+
+
+def test_a_window_off_the_frame_or_flat_is_not_like(scenes: Scenes) -> None:
+    mark = make_mark(scenes.empty, box_xyxy=(600.0, 330.0, 639.0, 359.0), score=0.6)
+    assert likeness(scenes.empty[:300, :600], mark) == 0.0  # the frame is smaller than the window's place
+    flat = np.full_like(scenes.empty, 90)
+    assert likeness(flat, mark) == 0.0
+
+
+def _with_marks(cal: TableCalibration, scenes: Scenes) -> TableCalibration:
+    return replace(cal, marks=(make_mark(scenes.empty, box_xyxy=BOX, score=0.6),))
+
+
+def test_marks_are_stored_with_the_calibration(scenes: Scenes, tmp_path: Path) -> None:
+    cal = _with_marks(scenes.cal, scenes)
+    save_table(cal, tmp_path)
+    loaded = load_table(tmp_path, cal.table_id, resolution_wh=cal.resolution_wh)
+    assert loaded.marks == cal.marks
+    assert loaded.calibration_id == cal.calibration_id != scenes.cal.calibration_id  # marks are checksummed
+
+
+def test_a_calibration_without_marks_keeps_the_form_it_had_before_marks(scenes: Scenes) -> None:
+    """Calibrations stored before marks existed have no "marks" key; writing none keeps their checksum."""
+    body = scenes.cal.to_dict()
+    assert "marks" not in body
+    assert TableCalibration.from_dict(body).marks == ()
+    assert "marks" in _with_marks(scenes.cal, scenes).to_dict()

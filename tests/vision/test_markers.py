@@ -1,0 +1,120 @@
+"""The table's calibration markers are not dice (vision/markers.py).
+
+The table and reader are tests/vision/conftest.py's: the selftest's throw box with its four ArUco corner
+markers, rendered at 1280x720, its real calibration, and the committed models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
+from vision.annotate import annotate
+from vision.judge.geometry import TableGeometry
+from vision.markers import MarkerInView, markers_in_view, on_marker, set_markers_aside
+from vision.reader import Reader
+from vision.types import DieCandidate, Frame, SetAside
+
+
+def _box(cx: float, cy: float, half: float = 10.0) -> DieCandidate:
+    quad = ((cx - half, cy - half), (cx + half, cy - half), (cx + half, cy + half), (cx - half, cy + half))
+    return DieCandidate(box_xyxy=(cx - half, cy - half, cx + half, cy + half), top_quad=quad, score=0.7)
+
+
+SQUARE = MarkerInView(
+    marker_id=7, corners_px=((100.0, 100.0), (140.0, 100.0), (140.0, 140.0), (100.0, 140.0))
+)
+
+
+@pytest.mark.parametrize(
+    ("centre", "expect_aside"),
+    [
+        ((120.0, 120.0), True),  # the marker's middle: the detector boxed the marker
+        ((101.0, 139.0), True),  # inside, near a corner
+        ((140.0, 120.0), True),  # on its edge
+        ((150.0, 120.0), False),  # beside it: a die lying against the sticker stays a die
+        ((300.0, 300.0), False),  # far off
+    ],
+)
+def test_a_detection_centred_on_a_marker_in_view_is_set_aside(
+    centre: tuple[float, float], expect_aside: bool
+) -> None:
+    kept, peaks, aside = set_markers_aside([_box(*centre)], [_box(*centre)], [SQUARE])
+    assert (len(aside) == 1) is expect_aside
+    assert len(kept) == len(peaks) == (0 if expect_aside else 1)
+    if expect_aside:
+        assert aside[0].reason == "calibration_marker" and aside[0].marker_id == 7
+        assert aside[0].p_no_die is None and aside[0].score == pytest.approx(0.7)
+
+
+def test_no_marker_in_view_sets_nothing_aside() -> None:
+    cands, peaks = [_box(120.0, 120.0)], [_box(200.0, 200.0)]
+    assert set_markers_aside(cands, peaks, []) == (tuple(cands), tuple(peaks), ())
+    assert on_marker(cands[0].box_xyxy, []) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"p_no_die": None, "reason": "no_die"}, "p_no_die goes with"),  # the classifier's call needs its p
+        ({"p_no_die": 0.9, "reason": "calibration_marker"}, "marker id goes with"),  # no id
+        ({"p_no_die": None, "reason": "calibration_marker", "marker_id": 2, "extra": 1}, None),
+        ({"p_no_die": 0.9, "reason": "no_die", "marker_id": 2}, "marker id goes with"),
+        ({"p_no_die": 0.9, "reason": "chip"}, "reason must be one of"),
+    ],
+)
+def test_set_aside_refuses_inconsistent_fields(kwargs: dict[str, object], message: str | None) -> None:
+    if message is None:  # an unknown keyword: the dataclass itself refuses it
+        with pytest.raises(TypeError):
+            SetAside(box_xyxy=(0.0, 0.0, 1.0, 1.0), score=0.5, **kwargs)  # type: ignore[arg-type]
+        return
+    with pytest.raises(ValueError, match=message):
+        SetAside(box_xyxy=(0.0, 0.0, 1.0, 1.0), score=0.5, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_four_markers_are_found_where_calibration_saw_them(table: Table) -> None:
+    frame = table.scene.frame(dice=DICE, noise_seed=3)
+    seen = markers_in_view(frame, markers=MARKERS, reference_corners_px=table.cal.reference_corners_px)
+    assert sorted(m.marker_id for m in seen) == [0, 1, 2, 3]
+    for m in seen:
+        shift = np.abs(np.asarray(m.corners_px) - np.asarray(table.cal.reference_corners_px[m.marker_id]))
+        assert shift.max() < 1.0
+
+
+def test_a_die_lying_on_a_marker_hides_it_so_nothing_is_set_aside_there(table: Table) -> None:
+    quad_mm = MARKERS.corners_mm(LAYOUT)[1]  # dealer's right
+    x_mm, y_mm = (float(v) for v in quad_mm.mean(axis=0))
+    frame = table.scene.frame(dice=(*DICE, (x_mm, y_mm, 4)), noise_seed=4)
+    seen = markers_in_view(frame, markers=MARKERS, reference_corners_px=table.cal.reference_corners_px)
+    assert sorted(m.marker_id for m in seen) == [0, 2, 3]
+
+
+def test_the_reader_does_not_count_the_markers_as_dice(table: Table, committed_reader: Reader) -> None:
+    """The bug this module mends: with markers in view a roll of three read as more than three."""
+    frame = table.scene.frame(dice=DICE, noise_seed=3)
+    geometry = replace(table.geometry(), marks=())  # the markers alone: no table marks
+    reader = committed_reader
+    with_markers = reader.read(Frame(image=frame, frame_id="f"), expected_dice=len(DICE), geometry=geometry)
+    markers = [a for a in with_markers.set_aside if a.reason == "calibration_marker"]
+    assert markers, "the detector no longer boxes the markers: this test no longer shows the mend"
+    found = with_markers.dice
+    centres = [
+        ((d.candidate.box_xyxy[0] + d.candidate.box_xyxy[2]) / 2, d.candidate.box_xyxy[3]) for d in found
+    ]
+    truth_px = geometry.camera.project(np.array([[x, y, LAYOUT.die_edge_mm] for x, y, _ in DICE]))
+    for tx, ty in truth_px:  # each die placed is found once, and nothing else is counted
+        assert sum(abs(cx - tx) < 15 and abs(by - ty) < 30 for cx, by in centres) == 1, (tx, ty, centres)
+    seen = markers_in_view(frame, markers=MARKERS, reference_corners_px=table.cal.reference_corners_px)
+    assert not [d for d in found if on_marker(d.candidate.box_xyxy, seen) is not None]
+    assert {a.marker_id for a in markers} <= {m.marker_id for m in seen}
+    # Without the markers' places (a geometry that does not know them), the same frame is over counted.
+    bare = TableGeometry(camera=geometry.camera, layout=geometry.layout)
+    without = reader.read(Frame(image=frame, frame_id="f"), expected_dice=len(DICE), geometry=bare)
+    assert len(without.dice) + len(without.set_aside) > len(DICE)
+    # The evidence frame draws what was set aside, and the document names it.
+    assert annotate(frame, with_markers).shape == frame.shape
+    doc = with_markers.as_dict()["set_aside"]
+    assert {"reason": "calibration_marker"}.items() <= doc[0].items() and doc[0]["marker_id"] in (0, 1, 2, 3)

@@ -1,0 +1,129 @@
+"""Table marks (vision/table_marks.py): print the detector took for dice on the empty box is not counted.
+
+The table and reader are tests/vision/conftest.py's: the selftest's throw box rendered at 1280x720, whose
+"Six" label the committed detector boxes as a die, its real calibration and the committed models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tests.vision.conftest import DICE, LAYOUT, Table
+from vision.judge.config import JudgeConfig
+from vision.reader import Reader
+from vision.table_marks import find_table_marks, mark_under, set_marks_aside
+from vision.types import DieCandidate, Frame
+
+MIN_LIKENESS = JudgeConfig().min_mark_likeness
+
+
+def _cand(box: tuple[float, float, float, float], score: float = 0.6) -> DieCandidate:
+    x0, y0, x1, y1 = box
+    return DieCandidate(box_xyxy=box, top_quad=((x0, y0), (x1, y0), (x1, y1), (x0, y1)), score=score)
+
+
+class FakeDetector:
+    """Gives the same detections and weak peaks on every frame."""
+
+    def __init__(self, found: list[DieCandidate], weak: list[DieCandidate]) -> None:
+        self.found, self.weak = found, weak
+
+    def detect_with_weak(
+        self, image_bgr: object, *, weak_score: float, coarse: bool = False
+    ) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]:
+        assert not coarse  # a table's frame: the coarse look for a die filling the frame is never wanted
+        return tuple(self.found), tuple(self.weak)
+
+
+def test_marks_are_the_detections_and_the_weak_peaks_the_judge_heeds_each_once() -> None:
+    frame = np.random.default_rng(0).integers(0, 255, (200, 300, 3), dtype=np.uint8)
+    found = [_cand((10.0, 10.0, 40.0, 40.0), 0.7)]
+    weak = [
+        _cand((100.0, 100.0, 130.0, 130.0), 0.3),  # heeded: at least the weak score
+        _cand((200.0, 100.0, 230.0, 130.0), 0.1),  # not heeded: under it
+        _cand((11.0, 11.0, 41.0, 41.0), 0.3),  # the detection again
+    ]
+    marks = find_table_marks(FakeDetector(found, weak), [frame, frame], weak_score=0.25)  # type: ignore[arg-type]
+    assert [m.box_xyxy for m in marks] == [(10.0, 10.0, 40.0, 40.0), (100.0, 100.0, 130.0, 130.0)]
+    assert [m.score for m in marks] == pytest.approx([0.7, 0.3])
+
+
+def test_the_calibration_finds_the_print_the_detector_takes_for_dice(table: Table) -> None:
+    assert table.cal.marks, "the detector no longer boxes any print: these tests no longer show the mend"
+    # Every mark lies on the empty box's print or markers, none on the open felt where the dice go.
+    centres = [
+        ((m.box_xyxy[0] + m.box_xyxy[2]) / 2, (m.box_xyxy[1] + m.box_xyxy[3]) / 2) for m in table.cal.marks
+    ]
+    felt_mm = table.cal.pixel_to_mm(centres)
+    in_strip_or_corner = (felt_mm[:, 1] < LAYOUT.strip_depth_mm + 2 * LAYOUT.strip_margin_mm) | (
+        (np.minimum(felt_mm[:, 0], LAYOUT.width_mm - felt_mm[:, 0]) < 45)
+        & (np.minimum(felt_mm[:, 1], LAYOUT.depth_mm - felt_mm[:, 1]) < 45)
+    )
+    assert in_strip_or_corner.all(), felt_mm
+
+
+@pytest.mark.parametrize(
+    ("offset_mm", "expect_mark"),
+    [
+        (None, True),  # nothing there but the print: the detection is the print
+        ((0.0, 0.0), False),  # a die lying on the print
+        ((6.0, 0.0), False),  # a die lying half on it
+    ],
+)
+def test_a_detection_on_a_mark_is_the_mark_only_while_it_looks_like_the_empty_box(
+    table: Table, offset_mm: tuple[float, float] | None, expect_mark: bool
+) -> None:
+    mark = max(table.cal.marks, key=lambda m: m.score)
+    cx, cy = (mark.box_xyxy[0] + mark.box_xyxy[2]) / 2, (mark.box_xyxy[1] + mark.box_xyxy[3]) / 2
+    dice = ()
+    if offset_mm is not None:
+        x_mm, y_mm = table.cal.pixel_to_mm(np.array([[cx, cy]]))[0]
+        dice = ((float(x_mm) + offset_mm[0], float(y_mm) + offset_mm[1], 4),)
+    frame = table.scene.frame(dice=dice, noise_seed=21)
+    on = _cand(mark.box_xyxy)
+    assert (mark_under(frame, on.box_xyxy, [mark], min_likeness=MIN_LIKENESS) is not None) is expect_mark
+    kept, peaks, aside = set_marks_aside(frame, [on], [on], [mark], min_likeness=MIN_LIKENESS)
+    assert (len(kept), len(peaks), len(aside)) == ((0, 0, 1) if expect_mark else (1, 1, 0))
+    if expect_mark:
+        assert aside[0].reason == "table_mark" and aside[0].likeness is not None
+        assert aside[0].likeness >= MIN_LIKENESS and aside[0].label.startswith("table mark")
+
+
+def test_a_detection_beside_a_mark_is_not_the_mark(table: Table) -> None:
+    mark = max(table.cal.marks, key=lambda m: m.score)
+    x0, y0, x1, y1 = mark.box_xyxy
+    beside = _cand((x1, y0, x1 + (x1 - x0), y1))  # same size, just to the right: IoU 0
+    assert mark_under(table.empty, beside.box_xyxy, [mark], min_likeness=MIN_LIKENESS) is None
+
+
+def test_the_calibrated_table_reads_valid_with_its_markers_and_print_in_view(
+    table: Table, committed_reader: Reader
+) -> None:
+    """End to end: three dice, the markers and the "Six" label in view; the roll reads valid, three dice,
+    the faces placed; what was left out is listed. Without the marks the same frame is not valid."""
+    frame = table.scene.frame(dice=DICE, noise_seed=3)
+    roll = committed_reader.read(Frame(image=frame, frame_id="f"), expected_dice=3, geometry=table.geometry())
+    assert roll.verdict.value == "valid", roll.reasons
+    assert sorted(roll.faces) == sorted(f for _, _, f in DICE)
+    reasons = {a.reason for a in roll.set_aside}
+    assert "table_mark" in reasons and "calibration_marker" in reasons, roll.set_aside
+    bare = committed_reader.read(
+        Frame(image=frame, frame_id="f"), expected_dice=3, geometry=replace(table.geometry(), marks=())
+    )
+    assert bare.verdict.value != "valid"
+
+
+def test_a_die_on_the_print_is_counted(table: Table, committed_reader: Reader) -> None:
+    """A fourth die lying on the print the detector took for a die: four dice where the game has three is
+    not read as three (an over count for a person), whatever the mark."""
+    mark = max(table.cal.marks, key=lambda m: m.score)
+    cx, cy = (mark.box_xyxy[0] + mark.box_xyxy[2]) / 2, (mark.box_xyxy[1] + mark.box_xyxy[3]) / 2
+    x_mm, y_mm = table.cal.pixel_to_mm(np.array([[cx, cy]]))[0]
+    frame = table.scene.frame(dice=(*DICE, (float(x_mm), float(y_mm), 6)), noise_seed=5)
+    roll = committed_reader.read(Frame(image=frame, frame_id="f"), expected_dice=3, geometry=table.geometry())
+    assert roll.verdict.value == "no_decision"
+    assert not [a for a in roll.set_aside if a.reason == "table_mark" and a.box_xyxy == mark.box_xyxy]
+    assert len(roll.dice) >= 4

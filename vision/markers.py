@@ -1,0 +1,110 @@
+"""The table's calibration markers are not dice: detections on a corner marker seen whole are set aside.
+
+A table calibrated from corner markers (`calibration.markers`) keeps them on the felt, in the throw box's
+inner corners, for the camera-moved check. The die detector never saw ArUco markers in training and boxes
+them as dice (black and white squares the size of a die), so every roll would be counted over. Before the
+count, each marker is looked for (OpenCV's ArUco detector, in a window around where calibration saw it);
+a detection, or a weak peak, whose centre lies inside a marker found whole is that marker, not a die.
+
+Why only a marker found whole: a die lying on a marker's sticker covers part of the marker (a die's centre
+inside the marker's square means the die hides the marker's middle), and ArUco needs the whole marker with
+its border to decode it. So a marker that is found has no die on it, and a marker that is not found sets
+nothing aside: its detection stays in the count, where an over count is `no_decision` for a person, never
+a die taken away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from calibration.markers import CornerMarkers, find_markers
+from vision.types import DieCandidate, ImageArray, SetAside
+
+FloatArray = NDArray[np.float64]
+
+# The search window around a marker's calibrated quad, in marker sides on each side: room for a camera
+# nudged by a few pixels (the camera-moved check judges that), small enough to keep the look cheap.
+WINDOW_MARGIN_SIDES = 1.0
+
+
+@dataclass(frozen=True)
+class MarkerInView:
+    """A corner marker found whole in the frame: its id and its four corners (px, ArUco order)."""
+
+    marker_id: int
+    corners_px: tuple[tuple[float, float], ...]
+
+    def contains(self, x_px: float, y_px: float) -> bool:
+        """Does the point lie inside (or on the edge of) the marker's quad?"""
+        quad = np.asarray(self.corners_px, np.float32).reshape(-1, 1, 2)
+        return cv2.pointPolygonTest(quad, (float(x_px), float(y_px)), measureDist=False) >= 0
+
+
+def markers_in_view(
+    image: ImageArray,
+    *,
+    markers: CornerMarkers,
+    reference_corners_px: Mapping[int, tuple[tuple[float, float], ...]],
+) -> tuple[MarkerInView, ...]:
+    """The calibration's corner markers found whole in the frame, each looked for near where it was.
+
+    A marker is searched in a window around its calibrated quad (`WINDOW_MARGIN_SIDES`), so the look costs
+    a few small crops rather than the whole frame. Missing markers are left out (empty when none is seen).
+    """
+    h, w = image.shape[:2]
+    found: list[MarkerInView] = []
+    for marker_id, ref in sorted(reference_corners_px.items()):
+        quad = np.asarray(ref, np.float64).reshape(4, 2)
+        side = float(np.mean(np.linalg.norm(quad - np.roll(quad, 1, axis=0), axis=1)))
+        pad = WINDOW_MARGIN_SIDES * side
+        x0 = max(0, int(np.floor(quad[:, 0].min() - pad)))
+        y0 = max(0, int(np.floor(quad[:, 1].min() - pad)))
+        x1 = min(w, int(np.ceil(quad[:, 0].max() + pad)))
+        y1 = min(h, int(np.ceil(quad[:, 1].max() + pad)))
+        if x1 - x0 < 8 or y1 - y0 < 8:
+            continue  # the marker's place is out of this frame
+        seen = find_markers(np.ascontiguousarray(image[y0:y1, x0:x1]), markers).get(marker_id)
+        if seen is None:
+            continue
+        corners = tuple((float(x + x0), float(y + y0)) for x, y in seen)
+        found.append(MarkerInView(marker_id=marker_id, corners_px=corners))
+    return tuple(found)
+
+
+def on_marker(box_xyxy: Sequence[float], seen: Sequence[MarkerInView]) -> MarkerInView | None:
+    """The marker a detection's box centre lies on, or None."""
+    cx, cy = (box_xyxy[0] + box_xyxy[2]) / 2.0, (box_xyxy[1] + box_xyxy[3]) / 2.0
+    return next((m for m in seen if m.contains(cx, cy)), None)
+
+
+def set_markers_aside(
+    candidates: Sequence[DieCandidate],
+    weak_peaks: Sequence[DieCandidate],
+    seen: Sequence[MarkerInView],
+) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...], tuple[SetAside, ...]]:
+    """Candidates and weak peaks with those on a marker in view taken out, and the detections taken out."""
+    if not seen:
+        return tuple(candidates), tuple(weak_peaks), ()
+    kept: list[DieCandidate] = []
+    aside: list[SetAside] = []
+    for cand in candidates:
+        marker = on_marker(cand.box_xyxy, seen)
+        if marker is None:
+            kept.append(cand)
+        else:
+            aside.append(
+                SetAside(
+                    box_xyxy=cand.box_xyxy,
+                    score=cand.score,
+                    p_no_die=None,
+                    reason="calibration_marker",
+                    marker_id=marker.marker_id,
+                )
+            )
+    peaks = tuple(p for p in weak_peaks if on_marker(p.box_xyxy, seen) is None)
+    return tuple(kept), peaks, tuple(aside)

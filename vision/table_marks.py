@@ -1,0 +1,94 @@
+"""Table marks: find what the detector takes for a die on the empty box, and set it aside at read time.
+
+The stored form and the comparison are `calibration.marks` (see there for why). Here:
+- `find_table_marks`: at calibration, every detection on the empty-box frames, and every weak peak the
+  judge would heed (`JudgeConfig.weak_peak_score`), is a mark, kept with the empty box's look around it;
+- `set_marks_aside`: at read time, a detection (or weak peak) whose box overlaps a mark's by
+  `MARK_MIN_IOU` while the frame there looks like the empty box (`JudgeConfig.min_mark_likeness`) is the
+  mark: left out of the count and listed under `set_aside` with reason "table_mark".
+
+A die lying on a mark, or beside it within its window, changes the look there and is counted. The only
+failure is the safe one: a mark not recognised (the light changed its shadows, the camera was nudged) is
+counted as a die, and an over count is `no_decision` for a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from calibration.marks import TableMark, likeness, make_mark
+from vision.detect.centernet import box_iou
+from vision.detect.detector import DieDetector
+from vision.types import DieCandidate, ImageArray, SetAside
+
+# A detection is on a mark when their boxes overlap this much (intersection over union): the detector
+# boxes the same print the same way give or take a pixel or two; a die beside the print is boxed apart.
+MARK_MIN_IOU = 0.5
+
+
+def find_table_marks(
+    detector: DieDetector, empty_frames: Sequence[ImageArray], *, weak_score: float
+) -> tuple[TableMark, ...]:
+    """The marks on empty-box frames: their detections and weak peaks of at least `weak_score`.
+
+    Print near the detector's threshold is boxed in one frame and not the next, so every frame is looked
+    at; a mark found again (`MARK_MIN_IOU`) is kept once, with the look of the frame that found it first.
+    """
+    marks: list[TableMark] = []
+    for frame in empty_frames:
+        candidates, weak = detector.detect_with_weak(frame, weak_score=weak_score, coarse=False)
+        for c in [*candidates, *(p for p in weak if p.score >= weak_score)]:
+            box = np.asarray(c.box_xyxy, np.float32)
+            if any(box_iou(box, np.asarray(m.box_xyxy, np.float32)) >= MARK_MIN_IOU for m in marks):
+                continue
+            marks.append(make_mark(frame, box_xyxy=c.box_xyxy, score=c.score))
+    return tuple(marks)
+
+
+def mark_under(
+    image: ImageArray, box_xyxy: Sequence[float], marks: Sequence[TableMark], *, min_likeness: float
+) -> tuple[TableMark, float] | None:
+    """The mark a detection is, with the frame's likeness to the empty box there, or None."""
+    best: tuple[TableMark, float] | None = None
+    for mark in marks:
+        if box_iou(np.asarray(box_xyxy, np.float32), np.asarray(mark.box_xyxy, np.float32)) < MARK_MIN_IOU:
+            continue
+        like = likeness(image, mark)
+        if like >= min_likeness and (best is None or like > best[1]):
+            best = (mark, like)
+    return best
+
+
+def set_marks_aside(
+    image: ImageArray,
+    candidates: Sequence[DieCandidate],
+    weak_peaks: Sequence[DieCandidate],
+    marks: Sequence[TableMark],
+    *,
+    min_likeness: float,
+) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...], tuple[SetAside, ...]]:
+    """Candidates and weak peaks with those that are table marks taken out, and the detections taken out."""
+    if not marks:
+        return tuple(candidates), tuple(weak_peaks), ()
+    kept: list[DieCandidate] = []
+    aside: list[SetAside] = []
+    for cand in candidates:
+        hit = mark_under(image, cand.box_xyxy, marks, min_likeness=min_likeness)
+        if hit is None:
+            kept.append(cand)
+        else:
+            aside.append(
+                SetAside(
+                    box_xyxy=cand.box_xyxy,
+                    score=cand.score,
+                    p_no_die=None,
+                    reason="table_mark",
+                    likeness=float(np.round(hit[1], 4)),
+                )
+            )
+    peaks = tuple(
+        p for p in weak_peaks if mark_under(image, p.box_xyxy, marks, min_likeness=min_likeness) is None
+    )
+    return tuple(kept), peaks, tuple(aside)
