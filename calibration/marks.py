@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import cv2
@@ -31,12 +32,16 @@ _BLUR_SIGMA_PX = 1.0  # sensor noise out; a die's edges and pips, and print, sta
 
 @dataclass(frozen=True)
 class TableMark:
-    """One thing on the empty box the detector takes for a die: its box and the empty box's look there."""
+    """One thing on the empty box the detector takes for a die, or a corner marker: its box and the empty
+    box's look there."""
 
-    box_xyxy: tuple[float, float, float, float]  # as the detector boxed it on the empty box
-    score: float  # the detector's score there
+    box_xyxy: tuple[float, float, float, float]  # as the detector boxed it on the empty box, or the marker's
+    score: float | None  # the detector's score there; None for a corner marker's look
     window_xyxy: tuple[int, int, int, int]  # pixel window of `patch_png_b64` (x0, y0, x1, y1; x1, y1 excl.)
     patch_png_b64: str  # grey PNG of the empty box in that window
+    # A corner marker's id: the marker's look, kept so a detection set aside on it (vision/markers.py) can
+    # be told from a see-through die lying over it. None: a mark the detector found.
+    marker_id: int | None = None
 
     def __post_init__(self) -> None:
         x0, y0, x1, y1 = self.box_xyxy
@@ -45,9 +50,18 @@ class TableMark:
         wx0, wy0, wx1, wy1 = self.window_xyxy
         if not (wx1 > wx0 >= 0 and wy1 > wy0 >= 0):
             raise ValueError(f"window_xyxy must be a non-empty window of the frame, got {self.window_xyxy}")
+        if (self.score is None) == (self.marker_id is None):
+            raise ValueError("a table mark has a detector score, or a marker id, not both")
+
+    @cached_property
+    def _patch(self) -> NDArray[np.uint8]:
+        return self._decode()
 
     def patch(self) -> NDArray[np.uint8]:
-        """The stored picture, decoded (raises `CorruptCalibrationError` when it is not one)."""
+        """The stored picture, decoded once (raises `CorruptCalibrationError` when it is not one)."""
+        return self._patch
+
+    def _decode(self) -> NDArray[np.uint8]:
         try:
             data = np.frombuffer(base64.b64decode(self.patch_png_b64, validate=True), dtype=np.uint8)
             img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
@@ -65,6 +79,7 @@ class TableMark:
             "score": self.score,
             "window_xyxy": list(self.window_xyxy),
             "patch_png_b64": self.patch_png_b64,
+            "marker_id": self.marker_id,
         }
 
     @classmethod
@@ -74,11 +89,13 @@ class TableMark:
         win = tuple(int(v) for v in data["window_xyxy"])
         if len(box) != 4 or len(win) != 4:
             raise ValueError("a table mark needs a four-number box and window")
+        marker_id = data.get("marker_id")
         mark = cls(
             box_xyxy=(box[0], box[1], box[2], box[3]),
-            score=float(data["score"]),
+            score=None if data["score"] is None else float(data["score"]),
             window_xyxy=(win[0], win[1], win[2], win[3]),
             patch_png_b64=str(data["patch_png_b64"]),
+            marker_id=None if marker_id is None else int(marker_id),
         )
         mark.patch()  # decodes, or raises CorruptCalibrationError (a ValueError)
         return mark
@@ -102,8 +119,11 @@ def _look(gray: NDArray[np.uint8], window_xyxy: tuple[int, int, int, int]) -> ND
     return np.asarray(cv2.GaussianBlur(crop, (0, 0), _BLUR_SIGMA_PX), dtype=np.uint8)
 
 
-def make_mark(empty_frame: object, *, box_xyxy: Sequence[float], score: float) -> TableMark:
-    """The mark the detector found at `box_xyxy` on an empty-box frame, with the frame's look there."""
+def make_mark(
+    empty_frame: object, *, box_xyxy: Sequence[float], score: float | None, marker_id: int | None = None
+) -> TableMark:
+    """The mark at `box_xyxy` on an empty-box frame (found by the detector with `score`, or corner marker
+    `marker_id`), with the frame's look there."""
     gray = to_gray(empty_frame, name="empty-box frame")
     window = _window(box_xyxy, (gray.shape[0], gray.shape[1]))
     ok, png = cv2.imencode(".png", _look(gray, window), [cv2.IMWRITE_PNG_COMPRESSION, 9])
@@ -112,9 +132,10 @@ def make_mark(empty_frame: object, *, box_xyxy: Sequence[float], score: float) -
     x0, y0, x1, y1 = (float(v) for v in box_xyxy)
     return TableMark(
         box_xyxy=(x0, y0, x1, y1),
-        score=float(score),
+        score=None if score is None else float(score),
         window_xyxy=window,
         patch_png_b64=base64.b64encode(png.tobytes()).decode("ascii"),
+        marker_id=marker_id,
     )
 
 
@@ -128,9 +149,9 @@ def likeness(frame: object, mark: TableMark) -> float:
     _, _, x1, y1 = mark.window_xyxy
     if x1 > gray.shape[1] or y1 > gray.shape[0]:
         return 0.0
-    now = _look(gray, mark.window_xyxy).astype(np.float64).ravel()
-    then = mark.patch().astype(np.float64).ravel()
-    now -= now.mean()
-    then -= then.mean()
-    denom = float(np.linalg.norm(now) * np.linalg.norm(then))
-    return 0.0 if denom < 1e-9 else float(now @ then / denom)
+    now = _look(gray, mark.window_xyxy).astype(np.float32)
+    then = mark.patch().astype(np.float32)
+    if float(now.std()) < 1e-3 or float(then.std()) < 1e-3:
+        return 0.0
+    # Same-size images: OpenCV's normalised cross-correlation coefficient is their Pearson correlation.
+    return float(cv2.matchTemplate(now, then, cv2.TM_CCOEFF_NORMED)[0, 0])

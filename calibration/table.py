@@ -167,7 +167,7 @@ class TableCalibration:
             reference_corners_px=refs,
             felt=felt,
             reference_picture=picture,
-            marks=tuple(TableMark.from_dict(m) for m in data.get("marks", [])),
+            marks=_marks_from(data),
         )
 
     def require_resolution(self, image: object) -> None:
@@ -421,6 +421,16 @@ def calibrate_table(
             )
     felt = fit_felt_model(frames, mask=cal.felt_mask())
     return _replace_felt(cal, felt)
+
+
+def _marks_from(data: dict[str, Any]) -> tuple[TableMark, ...]:
+    """The stored table marks; none when the key is absent (a calibration from before 2026-12-02)."""
+    if "marks" not in data:
+        return ()
+    if not data["marks"]:
+        # `to_dict` leaves the key out when there are none: an empty list would change the calibration id.
+        raise ValueError("an empty 'marks' list: a calibration without marks leaves the key out")
+    return tuple(TableMark.from_dict(m) for m in data["marks"])
 
 
 def _replace_felt(cal: TableCalibration, felt: FeltModel) -> TableCalibration:

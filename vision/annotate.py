@@ -29,8 +29,9 @@ def annotate(image_bgr: ImageArray, roll: Roll) -> ImageArray:
     h, w = out.shape[:2]
     scale = max(0.4, min(w, h) / 900.0)
     thick = max(1, round(scale * 2))
-    # Detections left out as no die (a chip stack, a mark) or as a calibration marker: a thin grey frame,
-    # so a person sees what was set aside and can check that none of it was a die.
+    # Detections left out as no die (a chip stack), a calibration marker or a table mark (print the
+    # detector takes for a die): a thin grey frame, so a person sees what was set aside and can check that
+    # none of it was a die.
     for aside in roll.set_aside:
         x0, y0, x1, y1 = (round(v) for v in aside.box_xyxy)
         cv2.rectangle(out, (x0, y0), (x1, y1), GREY, max(1, thick // 2))

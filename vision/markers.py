@@ -6,11 +6,14 @@ them as dice (black and white squares the size of a die), so every roll would be
 count, each marker is looked for (OpenCV's ArUco detector, in a window around where calibration saw it);
 a detection, or a weak peak, whose centre lies inside a marker found whole is that marker, not a die.
 
-Why only a marker found whole: a die lying on a marker's sticker covers part of the marker (a die's centre
-inside the marker's square means the die hides the marker's middle), and ArUco needs the whole marker with
-its border to decode it. So a marker that is found has no die on it, and a marker that is not found sets
-nothing aside: its detection stays in the count, where an over count is `no_decision` for a person, never
-a die taken away.
+Why only a marker found whole: an opaque die lying on a marker's sticker covers part of the marker (a die's
+centre inside the marker's square means the die hides the marker's middle), and ArUco needs the whole
+marker with its border to decode it. So a marker that is not found sets nothing aside: its detection stays
+in the count, where an over count is `no_decision` for a person, never a die taken away. A see-through die
+is another matter: the marker shows through it and still decodes, and the detector may box only the
+marker. So each detection set aside carries how much the frame there looks like the empty box (the
+marker's look, kept at calibration), and a short count with a set-aside that is not surely the empty box
+(`JudgeConfig.sure_mark_likeness`) is left to a person (vision/judge/count.py), not called a die that left.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.markers import CornerMarkers, find_markers
-from vision.types import DieCandidate, ImageArray, SetAside
+from calibration.marks import TableMark, likeness
+from vision.types import DieCandidate, ImageArray, SetAside, Sifted
 
 FloatArray = NDArray[np.float64]
 
@@ -85,18 +89,33 @@ def on_marker(box_xyxy: Sequence[float], seen: Sequence[MarkerInView]) -> Marker
 def set_markers_aside(
     candidates: Sequence[DieCandidate],
     weak_peaks: Sequence[DieCandidate],
+    *,
     seen: Sequence[MarkerInView],
-) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...], tuple[SetAside, ...]]:
-    """Candidates and weak peaks with those on a marker in view taken out, and the detections taken out."""
+    image: ImageArray,
+    marks: Sequence[TableMark] = (),
+) -> Sifted:
+    """Candidates and weak peaks with those centred on a marker in view taken out.
+
+    Each one taken out carries the frame's likeness to the empty box over its marker when the calibration
+    kept the marker's look (`TableMark.marker_id`), else None: a see-through die lying on a marker leaves
+    it readable, and with a short count the judge asks that likeness (`sure_mark_likeness`).
+    """
     if not seen:
-        return tuple(candidates), tuple(weak_peaks), ()
-    kept: list[DieCandidate] = []
-    aside: list[SetAside] = []
-    for cand in candidates:
-        marker = on_marker(cand.box_xyxy, seen)
-        if marker is None:
-            kept.append(cand)
-        else:
+        return Sifted(tuple(candidates), tuple(weak_peaks))
+    looks = {m.marker_id: m for m in marks if m.marker_id is not None}
+    likeness_of = {
+        m.marker_id: None if looks.get(m.marker_id) is None else round(likeness(image, looks[m.marker_id]), 4)
+        for m in seen
+    }
+
+    def sift(found: Sequence[DieCandidate]) -> tuple[tuple[DieCandidate, ...], tuple[SetAside, ...]]:
+        kept: list[DieCandidate] = []
+        aside: list[SetAside] = []
+        for cand in found:
+            marker = on_marker(cand.box_xyxy, seen)
+            if marker is None:
+                kept.append(cand)
+                continue
             aside.append(
                 SetAside(
                     box_xyxy=cand.box_xyxy,
@@ -104,7 +123,11 @@ def set_markers_aside(
                     p_no_die=None,
                     reason="calibration_marker",
                     marker_id=marker.marker_id,
+                    likeness=likeness_of[marker.marker_id],
                 )
             )
-    peaks = tuple(p for p in weak_peaks if on_marker(p.box_xyxy, seen) is None)
-    return tuple(kept), peaks, tuple(aside)
+        return tuple(kept), tuple(aside)
+
+    kept, aside = sift(candidates)
+    peaks, peaks_aside = sift(weak_peaks)
+    return Sifted(kept, peaks, aside, peaks_aside)

@@ -8,7 +8,7 @@ properties of the roll itself, and rules imports nothing of ours, so there is no
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
 from vision.table_marks import find_table_marks, set_marks_aside
-from vision.types import Frame, ImageArray, Roll, SetAside, Verdict
+from vision.types import Frame, ImageArray, Roll, Sifted, Verdict
 from vision.validity import ValidityConfig, judge
 
 
@@ -139,9 +139,17 @@ class Reader:
         """The lowest detector peak the judge heeds (`JudgeConfig.weak_peak_score`, at most the threshold)."""
         return min(self.config.validity.judge.weak_peak_score, self.detector.config.score_threshold)
 
-    def table_marks(self, empty_frames: Sequence[ImageArray]) -> tuple[TableMark, ...]:
-        """What this reader's detector takes for dice on frames of the empty box (vision/table_marks.py)."""
-        return find_table_marks(self.detector, empty_frames, weak_score=self.weak_score)
+    def table_marks(
+        self,
+        empty_frames: Sequence[ImageArray],
+        *,
+        marker_corners_px: Mapping[int, Sequence[Sequence[float]]] | None = None,
+    ) -> tuple[TableMark, ...]:
+        """What this reader's detector takes for dice on frames of the empty box, and the corner markers'
+        look (vision/table_marks.py)."""
+        return find_table_marks(
+            self.detector, empty_frames, weak_score=self.weak_score, marker_corners_px=marker_corners_px
+        )
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
@@ -158,23 +166,38 @@ class Reader:
         candidates, weak_peaks = self.detector.detect_with_weak(
             frame.image, weak_score=self.weak_score, coarse=coarse
         )
-        not_dice: tuple[SetAside, ...] = ()
+        judge_config = self.config.validity.judge
+        sifted = Sifted(candidates, weak_peaks)
         if geometry is not None and geometry.markers is not None and geometry.marker_corners_px:
             # The table's corner markers stay on the felt and the detector takes them for dice.
             seen = markers_in_view(
                 frame.image, markers=geometry.markers, reference_corners_px=geometry.marker_corners_px
             )
-            candidates, weak_peaks, not_dice = set_markers_aside(candidates, weak_peaks, seen)
+            sifted = set_markers_aside(
+                candidates, weak_peaks, seen=seen, image=frame.image, marks=geometry.marks
+            )
         if geometry is not None and geometry.marks:
             # Print on the felt the detector took for dice when the box was empty (vision/table_marks.py).
-            candidates, weak_peaks, on_marks = set_marks_aside(
-                frame.image,
-                candidates,
-                weak_peaks,
-                geometry.marks,
-                min_likeness=self.config.validity.judge.min_mark_likeness,
+            on_marks = set_marks_aside(
+                sifted.candidates,
+                sifted.weak_peaks,
+                image=frame.image,
+                marks=geometry.marks,
+                min_likeness=judge_config.min_mark_likeness,
             )
-            not_dice += on_marks
+            sifted = Sifted(
+                on_marks.candidates,
+                on_marks.weak_peaks,
+                sifted.set_aside + on_marks.set_aside,
+                sifted.peaks_set_aside + on_marks.peaks_set_aside,
+            )
+        candidates, weak_peaks, not_dice = sifted.candidates, sifted.weak_peaks, sifted.set_aside
+        # Set aside though not surely the empty box there: a see-through die may lie over it.
+        unsure_set_aside = tuple(
+            a
+            for a in sifted.set_aside + sifted.peaks_set_aside
+            if a.likeness is None or a.likeness < judge_config.sure_mark_likeness
+        )
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates, geometry)
         t2 = time.perf_counter()
@@ -201,6 +224,7 @@ class Reader:
             states=states,
             geometry=geometry,
             weak_peaks=weak_peaks,
+            unsure_set_aside=unsure_set_aside,
         )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
         winner, match_count = (None, None)

@@ -14,14 +14,14 @@ counted as a die, and an over count is `no_decision` for a person.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from calibration.marks import TableMark, likeness, make_mark
 from vision.detect.centernet import box_iou
 from vision.detect.detector import DieDetector
-from vision.types import DieCandidate, ImageArray, SetAside
+from vision.types import DieCandidate, ImageArray, SetAside, Sifted
 
 # A detection is on a mark when their boxes overlap this much (intersection over union): the detector
 # boxes the same print the same way give or take a pixel or two; a die beside the print is boxed apart.
@@ -29,21 +29,37 @@ MARK_MIN_IOU = 0.5
 
 
 def find_table_marks(
-    detector: DieDetector, empty_frames: Sequence[ImageArray], *, weak_score: float
+    detector: DieDetector,
+    empty_frames: Sequence[ImageArray],
+    *,
+    weak_score: float,
+    marker_corners_px: Mapping[int, Sequence[Sequence[float]]] | None = None,
 ) -> tuple[TableMark, ...]:
-    """The marks on empty-box frames: their detections and weak peaks of at least `weak_score`.
+    """The marks on empty-box frames: their detections and weak peaks of at least `weak_score`, and the
+    look of each corner marker (`marker_corners_px`, the calibration's reference quads) on the first frame.
 
     Print near the detector's threshold is boxed in one frame and not the next, so every frame is looked
     at; a mark found again (`MARK_MIN_IOU`) is kept once, with the look of the frame that found it first.
+    A marker's look lets the reader tell a marker from a see-through die lying over it (vision/markers.py).
     """
     marks: list[TableMark] = []
     for frame in empty_frames:
         candidates, weak = detector.detect_with_weak(frame, weak_score=weak_score, coarse=False)
-        for c in [*candidates, *(p for p in weak if p.score >= weak_score)]:
+        for c in (*candidates, *weak):
             box = np.asarray(c.box_xyxy, np.float32)
             if any(box_iou(box, np.asarray(m.box_xyxy, np.float32)) >= MARK_MIN_IOU for m in marks):
                 continue
             marks.append(make_mark(frame, box_xyxy=c.box_xyxy, score=c.score))
+    if empty_frames:
+        for marker_id, quad in sorted((marker_corners_px or {}).items()):
+            q = np.asarray(quad, np.float64).reshape(-1, 2)
+            quad_box = (
+                float(q[:, 0].min()),
+                float(q[:, 1].min()),
+                float(q[:, 0].max()),
+                float(q[:, 1].max()),
+            )
+            marks.append(make_mark(empty_frames[0], box_xyxy=quad_box, score=None, marker_id=marker_id))
     return tuple(marks)
 
 
@@ -62,33 +78,36 @@ def mark_under(
 
 
 def set_marks_aside(
-    image: ImageArray,
     candidates: Sequence[DieCandidate],
     weak_peaks: Sequence[DieCandidate],
-    marks: Sequence[TableMark],
     *,
+    image: ImageArray,
+    marks: Sequence[TableMark],
     min_likeness: float,
-) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...], tuple[SetAside, ...]]:
-    """Candidates and weak peaks with those that are table marks taken out, and the detections taken out."""
-    if not marks:
-        return tuple(candidates), tuple(weak_peaks), ()
-    kept: list[DieCandidate] = []
-    aside: list[SetAside] = []
-    for cand in candidates:
-        hit = mark_under(image, cand.box_xyxy, marks, min_likeness=min_likeness)
-        if hit is None:
-            kept.append(cand)
-        else:
+) -> Sifted:
+    """Candidates and weak peaks with those that are table marks taken out (each with its likeness)."""
+
+    def sift(found: Sequence[DieCandidate]) -> tuple[tuple[DieCandidate, ...], tuple[SetAside, ...]]:
+        kept: list[DieCandidate] = []
+        aside: list[SetAside] = []
+        for cand in found:
+            hit = mark_under(image, cand.box_xyxy, marks, min_likeness=min_likeness)
+            if hit is None:
+                kept.append(cand)
+                continue
             aside.append(
                 SetAside(
                     box_xyxy=cand.box_xyxy,
                     score=cand.score,
                     p_no_die=None,
                     reason="table_mark",
-                    likeness=float(np.round(hit[1], 4)),
+                    likeness=round(hit[1], 4),
                 )
             )
-    peaks = tuple(
-        p for p in weak_peaks if mark_under(image, p.box_xyxy, marks, min_likeness=min_likeness) is None
-    )
-    return tuple(kept), peaks, tuple(aside)
+        return tuple(kept), tuple(aside)
+
+    if not marks:
+        return Sifted(tuple(candidates), tuple(weak_peaks))
+    kept, aside = sift(candidates)
+    peaks, peaks_aside = sift(weak_peaks)
+    return Sifted(kept, peaks, aside, peaks_aside)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -184,7 +184,8 @@ class Finding:
         }
 
 
-SET_ASIDE_REASONS = ("no_die", "calibration_marker", "table_mark")
+SetAsideReason = Literal["no_die", "calibration_marker", "table_mark"]
+SET_ASIDE_REASONS: tuple[str, ...] = get_args(SetAsideReason)
 
 
 @dataclass(frozen=True)
@@ -199,9 +200,11 @@ class SetAside:
     box_xyxy: tuple[float, float, float, float]
     score: float  # the detector's
     p_no_die: float | None  # the die-state classifier's probability of "no die"; None when it was not asked
-    reason: str = "no_die"
+    reason: SetAsideReason = "no_die"
     marker_id: int | None = None  # the ArUco id, for reason "calibration_marker"
-    likeness: float | None = None  # the frame's correlation with the empty box there, for "table_mark"
+    # The frame's correlation with the empty box there: always for "table_mark"; for "calibration_marker"
+    # when the calibration kept the marker's look (None: it did not, a calibration from before 2026-12-02).
+    likeness: float | None = None
 
     def __post_init__(self) -> None:
         if self.reason not in SET_ASIDE_REASONS:
@@ -210,8 +213,10 @@ class SetAside:
             raise ValueError("a marker id goes with reason 'calibration_marker', and only with it")
         if (self.reason == "no_die") != (self.p_no_die is not None):
             raise ValueError("p_no_die goes with reason 'no_die', and only with it")
-        if (self.reason == "table_mark") != (self.likeness is not None):
-            raise ValueError("a likeness goes with reason 'table_mark', and only with it")
+        if self.reason == "table_mark" and self.likeness is None:
+            raise ValueError("a table mark set aside needs its likeness to the empty box")
+        if self.reason == "no_die" and self.likeness is not None:
+            raise ValueError("a likeness goes with a marker or a table mark, not with reason 'no_die'")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -225,13 +230,31 @@ class SetAside:
         }
 
     @property
-    def label(self) -> str:
-        """A few words for the evidence frame and the console."""
+    def what(self) -> str:
+        """What it was taken for, in a few words: "no die", "marker 2", "table mark"."""
         if self.reason == "calibration_marker":
             return f"marker {self.marker_id}"
-        if self.reason == "table_mark":
-            return f"table mark {self.likeness:.2f}"
-        return f"no die {self.p_no_die:.2f}"
+        return self.reason.replace("_", " ")
+
+    @property
+    def label(self) -> str:
+        """`what` with its figure, for the evidence frame and the console."""
+        figure = self.p_no_die if self.reason == "no_die" else self.likeness
+        return self.what if figure is None else f"{self.what} {figure:.2f}"
+
+
+@dataclass(frozen=True)
+class Sifted:
+    """Detections and weak peaks once those that are part of the table (markers, table marks) are taken out.
+
+    `set_aside`: the detections taken out (they go into `Roll.set_aside`); `peaks_set_aside`: the weak peaks
+    taken out, in the same form (they are not reported, but a short count asks whether a die may lie there).
+    """
+
+    candidates: tuple[DieCandidate, ...]
+    weak_peaks: tuple[DieCandidate, ...]
+    set_aside: tuple[SetAside, ...] = ()
+    peaks_set_aside: tuple[SetAside, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,7 +273,7 @@ class Roll:
     models: dict[str, str]
     timing_ms: dict[str, float]
     findings: tuple[Finding, ...] = ()  # the judgement's reasons with the dice they concern
-    set_aside: tuple[SetAside, ...] = ()  # detections left out as no die (vision.validity)
+    set_aside: tuple[SetAside, ...] = ()  # detections left out of the count, with why (`SetAside`)
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON contract of `throwbox read --json` and `POST /v1/reads`."""

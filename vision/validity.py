@@ -90,8 +90,12 @@ def judge(
     states: Sequence[DieState] | None = None,
     geometry: TableGeometry | None = None,
     weak_peaks: Sequence[DieCandidate] = (),
+    unsure_set_aside: Sequence[SetAside] = (),
 ) -> Judgement:
     """Judge a whole frame (candidates, readings and die states in the same order).
+
+    `unsure_set_aside`: detections set aside as a marker or a table mark before the judge where the frame
+    is not surely the empty box (vision/markers.py); a short count beside one is left to a person.
 
     `weak_peaks`: the detector's peaks under its score threshold (`DieDetector.detect_with_weak`); a short
     count with one of them on no found die is `no_decision`, not a die off the table (vision/judge/count).
@@ -127,6 +131,7 @@ def judge(
         geometry=geometry,
         config=config.judge,
         weak_peaks=weak_peaks,
+        unsure_set_aside=unsure_set_aside,
     )
     return Judgement(
         dice=dice,

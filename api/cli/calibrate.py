@@ -242,13 +242,20 @@ def register(app: typer.Typer) -> None:
 
                 from vision.reader import Reader
 
-                cal = replace(cal, marks=Reader(threads=1).table_marks([image, *empties]))
+                marks_found = Reader(threads=1).table_marks(
+                    [image, *empties], marker_corners_px=cal.reference_corners_px
+                )
+                cal = replace(cal, marks=marks_found)
             path = save_table(cal, data_dir)
             if overlay is not None:
                 overlay.parent.mkdir(parents=True, exist_ok=True)
                 if not cv2.imwrite(str(overlay), draw_overlay(image, cal)):
                     raise ValueError(f"cannot write the overlay to {overlay} (unknown image extension?)")
-        except (CalibrationError, ModelError, ValueError) as exc:
+        except ModelError as exc:
+            _fail(
+                "table", ValueError(f"{exc} (the table marks need the die detector; --no-marks skips them)")
+            )
+        except (CalibrationError, ValueError) as exc:
             _fail("table", exc)
         doc = {"path": str(path), **describe(cal)}
         source_text = "corner markers" if cal.source == "markers" else "hand-given corners"

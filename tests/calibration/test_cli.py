@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
+from calibration.table import TableCalibration
 from datasets.calib_scenes import displaced
 from tests.calibration.conftest import Scenes
 from vision.judge.config import JudgeConfig
@@ -70,8 +71,11 @@ def test_full_flow(files: Path, scenes: Scenes) -> None:
     assert code == 0, out
     doc = json.loads(out)
     assert doc["source"] == "markers" and doc["resolution_wh"] == [640, 360]
-    stored = json.loads((data / "t1.json").read_text())["body"]
-    assert doc["table_marks"] == len(stored.get("marks", []))  # what the detector took for dice, kept
+    stored = TableCalibration.from_dict(json.loads((data / "t1.json").read_text())["body"])
+    # What the detector took for dice (none at this size), and each corner marker's look, kept and decoded.
+    assert doc["table_marks"] == len(stored.marks) >= 4
+    assert sorted(m.marker_id for m in stored.marks if m.marker_id is not None) == [0, 1, 2, 3]
+    assert all(m.patch().size > 0 for m in stored.marks)
     # The camera's lean, measured from the markers, as the scene was rendered (within a degree).
     assert doc["camera_tilt_deg"] == pytest.approx(scenes.scene.pose.tilt_deg, abs=1.0)
     limit = JudgeConfig().max_cocked_camera_tilt_deg

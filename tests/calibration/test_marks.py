@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -12,19 +13,20 @@ import pytest
 from calibration.errors import CorruptCalibrationError
 from calibration.marks import TableMark, likeness, make_mark
 from calibration.store import load_table, save_table
-from calibration.table import TableCalibration
+from calibration.table import TableCalibration, canonical_json
 from tests.calibration.conftest import Scenes
 
 # A box over the printed layout strip of the small scene (the "Ace" box's corner), where there is print.
 BOX = (120.0, 250.0, 150.0, 280.0)
 
 
-def test_a_mark_survives_its_dict(scenes: Scenes) -> None:
-    mark = make_mark(scenes.empty, box_xyxy=BOX, score=0.6)
+@pytest.mark.parametrize(("score", "marker_id"), [(0.6, None), (None, 3)])
+def test_a_mark_survives_its_dict(scenes: Scenes, score: float | None, marker_id: int | None) -> None:
+    mark = make_mark(scenes.empty, box_xyxy=BOX, score=score, marker_id=marker_id)
     again = TableMark.from_dict(json.loads(json.dumps(mark.to_dict())))
-    assert again == mark
+    assert again == mark and again.marker_id == marker_id
     x0, y0, x1, y1 = mark.window_xyxy
-    assert (x0, y0) <= (120, 250) and (x1, y1) >= (150, 280)  # the window holds the box and a margin
+    assert x0 < 120 and y0 < 250 and x1 > 150 and y1 > 280  # the window holds the box and a margin
     assert again.patch().shape == (y1 - y0, x1 - x0)
 
 
@@ -48,6 +50,8 @@ def test_a_corrupt_mark_is_refused(scenes: Scenes, change: dict[str, object], me
         ({"box_xyxy": (10.0, 10.0, 5.0, 20.0)}, "x1 > x0"),
         ({"window_xyxy": (-1, 0, 10, 10)}, "non-empty window"),
         ({"window_xyxy": (5, 5, 5, 10)}, "non-empty window"),
+        ({"score": None}, "a detector score, or a marker id"),  # neither
+        ({"marker_id": 1}, "a detector score, or a marker id"),  # both
     ],
 )
 def test_a_mark_with_a_bad_box_is_refused(kwargs: dict[str, object], message: str) -> None:
@@ -102,3 +106,25 @@ def test_a_calibration_without_marks_keeps_the_form_it_had_before_marks(scenes: 
     assert "marks" not in body
     assert TableCalibration.from_dict(body).marks == ()
     assert "marks" in _with_marks(scenes.cal, scenes).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("marks", "message"),
+    [
+        ([{"box_xyxy": [1, 2, 3]}], "marks"),  # a mark missing its fields
+        ("not a list", "marks"),
+        ([], "empty 'marks' list"),  # written only by hand: an empty list would change the id
+    ],
+)
+def test_a_stored_calibration_with_bad_marks_is_refused(
+    scenes: Scenes, tmp_path: Path, marks: object, message: str
+) -> None:
+    path = save_table(_with_marks(scenes.cal, scenes), tmp_path)
+    doc = json.loads(path.read_text())
+    doc["body"]["marks"] = marks
+    text = canonical_json(doc["body"])
+    doc["checksum"] = "sha256:" + hashlib.sha256(text.encode()).hexdigest()  # a well-formed file otherwise
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CorruptCalibrationError) as err:
+        load_table(tmp_path, scenes.cal.table_id, resolution_wh=scenes.cal.resolution_wh)
+    assert str(path) in str(err.value)

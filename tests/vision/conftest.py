@@ -4,7 +4,7 @@ Frames come from the calibration scene renderer (`datasets.calib_scenes`): the s
 its true 1280x720 camera (a die is about 25 px across; at half that size the detector boxes neither the
 markers nor the print, so what vision/markers.py and vision/table_marks.py mend would not show). The
 calibration is the real one (`calibrate_table` on the empty box, then the table marks the committed
-detector finds on it, as `throwbox calibrate table` stores them).
+detector finds on it and the corner markers' looks, as `throwbox calibrate table` stores them).
 """
 
 from __future__ import annotations
@@ -52,4 +52,5 @@ def table(committed_reader: Reader) -> Table:
     cal = calibrate_table(
         empty, table_id="t-marks", intrinsics=truth, intrinsics_rms_px=0.0, layout=LAYOUT, markers=MARKERS
     )
-    return Table(scene, empty, replace(cal, marks=committed_reader.table_marks([empty])))
+    marks = committed_reader.table_marks([empty], marker_corners_px=cal.reference_corners_px)
+    return Table(scene, empty, replace(cal, marks=marks))

@@ -25,7 +25,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.size import size_ratios
 from vision.judge.state import DieState
 from vision.reader import Reader
-from vision.types import DieCandidate, DieReading, FaceReading, Finding, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, SetAside, Verdict
 from vision.validity import ValidityConfig, judge
 
 CFG = ValidityConfig()
@@ -40,6 +40,7 @@ def _run(
     geometry: TableGeometry | None = None,
     weak: tuple[DieCandidate, ...] = (),
     config: ValidityConfig = CFG,
+    unsure_set_aside: tuple[SetAside, ...] = (),
 ) -> tuple[Verdict, list[tuple[str, tuple[int, ...]]], tuple[Finding, ...]]:
     reads = tuple(FaceReading(face_probs=tuple(one_hot(3)), pip_count=None) for _ in cands)
     out = judge(
@@ -50,6 +51,7 @@ def _run(
         states=states,
         geometry=geometry,
         weak_peaks=weak,
+        unsure_set_aside=unsure_set_aside,
     )
     return out.verdict, [(f.reason, f.die_ids) for f in out.findings], out.findings
 
@@ -107,6 +109,57 @@ def test_675a_4_b_a_short_count_beside_a_box_too_big_for_one_die(
     assert findings == [(reason, ids)]
     if reason == "count_mismatch":
         assert "die 5 is 2.0 times the frame's typical die" in details[0].detail
+
+
+@pytest.mark.parametrize(
+    ("aside", "expected_dice", "verdict", "reason", "said"),
+    [
+        # 675a.4(b): nothing but the table where the markers are: the missing die left the table
+        ((), 3, Verdict.INVALID, "die_off_table", None),
+        # a marker set aside where the frame is not surely the empty box: a see-through die may lie over it
+        (
+            (SetAside((300.0, 100.0, 330.0, 130.0), 0.5, None, "calibration_marker", 2, 0.981),),
+            3,
+            Verdict.NO_DECISION,
+            "count_mismatch",
+            "marker 2 at (315, 115) (it looks 0.981 like the empty box)",
+        ),
+        # a marker whose look the calibration did not keep (stored before 2026-12-02): it cannot be ruled out
+        (
+            (SetAside((300.0, 100.0, 330.0, 130.0), 0.5, None, "calibration_marker", 0),),
+            3,
+            Verdict.NO_DECISION,
+            "count_mismatch",
+            "marker 0 at (315, 115) (its look was not kept at calibration)",
+        ),
+        # a table mark likewise
+        (
+            (SetAside((300.0, 100.0, 330.0, 130.0), 0.5, None, "table_mark", likeness=0.96),),
+            3,
+            Verdict.NO_DECISION,
+            "count_mismatch",
+            "table mark at (315, 115)",
+        ),
+        # the count is the game's: the doubt changes nothing
+        (
+            (SetAside((300.0, 100.0, 330.0, 130.0), 0.5, None, "table_mark", likeness=0.96),),
+            2,
+            Verdict.VALID,
+            None,
+            None,
+        ),
+    ],
+)
+def test_675a_4_b_a_short_count_beside_a_doubtful_set_aside_is_left_to_a_person(
+    aside: tuple[SetAside, ...], expected_dice: int, verdict: Verdict, reason: str | None, said: str | None
+) -> None:
+    got, findings, details = _run(
+        [_cand(0.0), _cand(40.0)], [FLAT] * 2, expected=expected_dice, unsure_set_aside=aside
+    )
+    assert got is verdict
+    assert [r for r, _ in findings] == ([] if reason is None else [reason])
+    if said is not None:
+        assert said in details[0].detail and "a person must look" in details[0].detail
 
 
 def test_short_count_max_box_ratio_must_exceed_one() -> None:

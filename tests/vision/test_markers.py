@@ -16,7 +16,7 @@ from vision.annotate import annotate
 from vision.judge.geometry import TableGeometry
 from vision.markers import MarkerInView, markers_in_view, on_marker, set_markers_aside
 from vision.reader import Reader
-from vision.types import DieCandidate, Frame, SetAside
+from vision.types import DieCandidate, Frame, SetAside, Sifted
 
 
 def _box(cx: float, cy: float, half: float = 10.0) -> DieCandidate:
@@ -24,6 +24,7 @@ def _box(cx: float, cy: float, half: float = 10.0) -> DieCandidate:
     return DieCandidate(box_xyxy=(cx - half, cy - half, cx + half, cy + half), top_quad=quad, score=0.7)
 
 
+BLANK = np.zeros((400, 400, 3), np.uint8)
 SQUARE = MarkerInView(
     marker_id=7, corners_px=((100.0, 100.0), (140.0, 100.0), (140.0, 140.0), (100.0, 140.0))
 )
@@ -42,17 +43,19 @@ SQUARE = MarkerInView(
 def test_a_detection_centred_on_a_marker_in_view_is_set_aside(
     centre: tuple[float, float], expect_aside: bool
 ) -> None:
-    kept, peaks, aside = set_markers_aside([_box(*centre)], [_box(*centre)], [SQUARE])
-    assert (len(aside) == 1) is expect_aside
+    out = set_markers_aside([_box(*centre)], [_box(*centre)], seen=[SQUARE], image=BLANK)
+    kept, peaks, aside = out.candidates, out.weak_peaks, out.set_aside
+    assert (len(aside) == 1) is expect_aside and (len(out.peaks_set_aside) == 1) is expect_aside
     assert len(kept) == len(peaks) == (0 if expect_aside else 1)
     if expect_aside:
         assert aside[0].reason == "calibration_marker" and aside[0].marker_id == 7
         assert aside[0].p_no_die is None and aside[0].score == pytest.approx(0.7)
+        assert aside[0].likeness is None  # no look of marker 7 was kept
 
 
 def test_no_marker_in_view_sets_nothing_aside() -> None:
     cands, peaks = [_box(120.0, 120.0)], [_box(200.0, 200.0)]
-    assert set_markers_aside(cands, peaks, []) == (tuple(cands), tuple(peaks), ())
+    assert set_markers_aside(cands, peaks, seen=[], image=BLANK) == Sifted(tuple(cands), tuple(peaks))
     assert on_marker(cands[0].box_xyxy, []) is None
 
 
@@ -61,15 +64,18 @@ def test_no_marker_in_view_sets_nothing_aside() -> None:
     [
         ({"p_no_die": None, "reason": "no_die"}, "p_no_die goes with"),  # the classifier's call needs its p
         ({"p_no_die": 0.9, "reason": "calibration_marker"}, "marker id goes with"),  # no id
-        ({"p_no_die": None, "reason": "calibration_marker", "marker_id": 2, "extra": 1}, None),
         ({"p_no_die": 0.9, "reason": "no_die", "marker_id": 2}, "marker id goes with"),
         ({"p_no_die": 0.9, "reason": "chip"}, "reason must be one of"),
+        ({"p_no_die": None, "reason": "table_mark"}, "needs its likeness"),
+        ({"p_no_die": 0.9, "reason": "no_die", "likeness": 0.99}, "not with reason 'no_die'"),
+        ({"p_no_die": None, "reason": "calibration_marker", "marker_id": 2, "likeness": 0.999}, None),  # fine
+        ({"p_no_die": None, "reason": "calibration_marker", "marker_id": 2}, None),  # fine: look not kept
     ],
 )
 def test_set_aside_refuses_inconsistent_fields(kwargs: dict[str, object], message: str | None) -> None:
-    if message is None:  # an unknown keyword: the dataclass itself refuses it
-        with pytest.raises(TypeError):
-            SetAside(box_xyxy=(0.0, 0.0, 1.0, 1.0), score=0.5, **kwargs)  # type: ignore[arg-type]
+    if message is None:
+        aside = SetAside(box_xyxy=(0.0, 0.0, 1.0, 1.0), score=0.5, **kwargs)  # type: ignore[arg-type]
+        assert aside.what == "marker 2" and aside.as_dict()["likeness"] == kwargs.get("likeness")
         return
     with pytest.raises(ValueError, match=message):
         SetAside(box_xyxy=(0.0, 0.0, 1.0, 1.0), score=0.5, **kwargs)  # type: ignore[arg-type]
@@ -95,7 +101,7 @@ def test_a_die_lying_on_a_marker_hides_it_so_nothing_is_set_aside_there(table: T
 def test_the_reader_does_not_count_the_markers_as_dice(table: Table, committed_reader: Reader) -> None:
     """The bug this module mends: with markers in view a roll of three read as more than three."""
     frame = table.scene.frame(dice=DICE, noise_seed=3)
-    geometry = replace(table.geometry(), marks=())  # the markers alone: no table marks
+    geometry = replace(table.geometry(), marks=())  # the markers alone: no table marks, no looks kept
     reader = committed_reader
     with_markers = reader.read(Frame(image=frame, frame_id="f"), expected_dice=len(DICE), geometry=geometry)
     markers = [a for a in with_markers.set_aside if a.reason == "calibration_marker"]

@@ -11,13 +11,19 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tests.vision.conftest import DICE, LAYOUT, Table
+from calibration.marks import TableMark
+from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.judge.config import JudgeConfig
 from vision.reader import Reader
 from vision.table_marks import find_table_marks, mark_under, set_marks_aside
 from vision.types import DieCandidate, Frame
 
 MIN_LIKENESS = JudgeConfig().min_mark_likeness
+
+
+def _surest(table: Table) -> TableMark:
+    """The mark the detector was surest of on the empty box."""
+    return max((m for m in table.cal.marks if m.score is not None), key=lambda m: m.score or 0.0)
 
 
 def _cand(box: tuple[float, float, float, float], score: float = 0.6) -> DieCandidate:
@@ -35,7 +41,7 @@ class FakeDetector:
         self, image_bgr: object, *, weak_score: float, coarse: bool = False
     ) -> tuple[tuple[DieCandidate, ...], tuple[DieCandidate, ...]]:
         assert not coarse  # a table's frame: the coarse look for a die filling the frame is never wanted
-        return tuple(self.found), tuple(self.weak)
+        return tuple(self.found), tuple(p for p in self.weak if p.score >= weak_score)  # as the detector
 
 
 def test_marks_are_the_detections_and_the_weak_peaks_the_judge_heeds_each_once() -> None:
@@ -76,7 +82,7 @@ def test_the_calibration_finds_the_print_the_detector_takes_for_dice(table: Tabl
 def test_a_detection_on_a_mark_is_the_mark_only_while_it_looks_like_the_empty_box(
     table: Table, offset_mm: tuple[float, float] | None, expect_mark: bool
 ) -> None:
-    mark = max(table.cal.marks, key=lambda m: m.score)
+    mark = _surest(table)
     cx, cy = (mark.box_xyxy[0] + mark.box_xyxy[2]) / 2, (mark.box_xyxy[1] + mark.box_xyxy[3]) / 2
     dice = ()
     if offset_mm is not None:
@@ -85,15 +91,17 @@ def test_a_detection_on_a_mark_is_the_mark_only_while_it_looks_like_the_empty_bo
     frame = table.scene.frame(dice=dice, noise_seed=21)
     on = _cand(mark.box_xyxy)
     assert (mark_under(frame, on.box_xyxy, [mark], min_likeness=MIN_LIKENESS) is not None) is expect_mark
-    kept, peaks, aside = set_marks_aside(frame, [on], [on], [mark], min_likeness=MIN_LIKENESS)
-    assert (len(kept), len(peaks), len(aside)) == ((0, 0, 1) if expect_mark else (1, 1, 0))
+    out = set_marks_aside([on], [on], image=frame, marks=[mark], min_likeness=MIN_LIKENESS)
+    aside = out.set_aside
+    counts = (len(out.candidates), len(out.weak_peaks), len(aside), len(out.peaks_set_aside))
+    assert counts == ((0, 0, 1, 1) if expect_mark else (1, 1, 0, 0))
     if expect_mark:
         assert aside[0].reason == "table_mark" and aside[0].likeness is not None
         assert aside[0].likeness >= MIN_LIKENESS and aside[0].label.startswith("table mark")
 
 
 def test_a_detection_beside_a_mark_is_not_the_mark(table: Table) -> None:
-    mark = max(table.cal.marks, key=lambda m: m.score)
+    mark = _surest(table)
     x0, y0, x1, y1 = mark.box_xyxy
     beside = _cand((x1, y0, x1 + (x1 - x0), y1))  # same size, just to the right: IoU 0
     assert mark_under(table.empty, beside.box_xyxy, [mark], min_likeness=MIN_LIKENESS) is None
@@ -119,7 +127,7 @@ def test_the_calibrated_table_reads_valid_with_its_markers_and_print_in_view(
 def test_a_die_on_the_print_is_counted(table: Table, committed_reader: Reader) -> None:
     """A fourth die lying on the print the detector took for a die: four dice where the game has three is
     not read as three (an over count for a person), whatever the mark."""
-    mark = max(table.cal.marks, key=lambda m: m.score)
+    mark = _surest(table)
     cx, cy = (mark.box_xyxy[0] + mark.box_xyxy[2]) / 2, (mark.box_xyxy[1] + mark.box_xyxy[3]) / 2
     x_mm, y_mm = table.cal.pixel_to_mm(np.array([[cx, cy]]))[0]
     frame = table.scene.frame(dice=(*DICE, (float(x_mm), float(y_mm), 6)), noise_seed=5)
@@ -127,3 +135,63 @@ def test_a_die_on_the_print_is_counted(table: Table, committed_reader: Reader) -
     assert roll.verdict.value == "no_decision"
     assert not [a for a in roll.set_aside if a.reason == "table_mark" and a.box_xyxy == mark.box_xyxy]
     assert len(roll.dice) >= 4
+
+
+def _see_through(
+    table: Table, *, marker_id: int, share: float, dice: tuple[tuple[float, float, int], ...]
+) -> object:
+    """The table with `dice` and, over corner marker `marker_id`, a die of which `share` shows (the marker
+    shows through the rest, as through a translucent casino die)."""
+    quad = MARKERS.corners_mm(LAYOUT)[marker_id]
+    x_mm, y_mm = (float(v) for v in quad.mean(axis=0))
+    with_die = table.scene.frame(dice=(*dice, (x_mm, y_mm, 4)), noise_seed=4).astype(np.float64)
+    without = table.scene.frame(dice=dice, noise_seed=4).astype(np.float64)
+    return np.clip(share * with_die + (1.0 - share) * without, 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("share", [0.3, 0.5])
+def test_a_see_through_die_over_a_marker_is_never_called_a_die_that_left(
+    table: Table, committed_reader: Reader, share: float
+) -> None:
+    """The worst failure the set-asides could cause: a translucent die over a marker, the marker decoding
+    through it and the detector boxing only the marker, taken out of the count, and the roll called invalid
+    (a die left the table). With the markers' looks kept, the short count is left to a person instead."""
+    dice = DICE[:2]
+    for marker_id in MARKERS.ids:
+        frame = _see_through(table, marker_id=marker_id, share=share, dice=dice)
+        roll = committed_reader.read(
+            Frame(image=frame, frame_id="f"), expected_dice=3, geometry=table.geometry()
+        )
+        assert roll.verdict.value != "invalid", (marker_id, roll.reasons)
+        if len(roll.dice) < 3:  # the die over the marker went uncounted: a person is asked to look
+            assert any(f.reason == "count_mismatch" for f in roll.findings), roll.reasons
+
+
+def test_with_no_look_kept_a_short_count_beside_a_set_aside_marker_is_left_to_a_person(
+    table: Table, committed_reader: Reader
+) -> None:
+    """A calibration stored before the markers' looks were kept: a marker set aside has no likeness, so a
+    short count cannot rule out a die over it."""
+    geometry = table.geometry()
+    old = replace(geometry, marks=tuple(m for m in geometry.marks if m.marker_id is None))
+    roll = committed_reader.read(
+        Frame(image=table.scene.frame(dice=DICE[:2], noise_seed=6), frame_id="f"),
+        expected_dice=3,
+        geometry=old,
+    )
+    assert any(a.reason == "calibration_marker" and a.likeness is None for a in roll.set_aside)
+    assert roll.verdict.value == "no_decision"
+    assert any("its look was not kept at calibration" in f.detail for f in roll.findings), roll.reasons
+
+
+def test_a_die_truly_gone_is_still_a_die_that_left(table: Table, committed_reader: Reader) -> None:
+    """Two dice of three, nothing over the markers or the print: the set-asides look just like the empty
+    box, so the short count is a die that left the table (675a.4(b))."""
+    roll = committed_reader.read(
+        Frame(image=table.scene.frame(dice=DICE[:2], noise_seed=6), frame_id="f"),
+        expected_dice=3,
+        geometry=table.geometry(),
+    )
+    assert roll.set_aside and all(a.likeness is not None and a.likeness >= 0.993 for a in roll.set_aside)
+    assert roll.verdict.value == "invalid"
+    assert [f.reason for f in roll.findings if f.verdict.value == "invalid"] == ["die_off_table"]

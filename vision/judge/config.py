@@ -153,14 +153,21 @@ class JudgeConfig:
     # With a calibration that stored table marks (what the detector took for dice on the empty box: print,
     # logos; calibration/marks.py), a detection on a mark is the mark while the frame's correlation with
     # the empty box there is at least this (vision/table_marks.py). 0.95 from `python -m models.table_marks`
-    # (2026-12-02 16:26 UTC; the selftest's scene, 1280x720, six marks: four markers and two parts of the
-    # "Six" label): the empty box under new noise, light -25 % with a gradient and +15 % with double noise
-    # gives 0.9988 or more at every mark; a die lying within 10 mm of a mark's centre 0.88 at most (median
-    # 0.74-0.76), 15 mm 0.91; at 20 mm, a die's edge, up to 0.9955, but that die lies mostly outside the
-    # mark's window and is boxed apart from it. A camera nudged 10 mm or turned 1 degree gives 0.87 at
-    # most: its marks count as dice (an over count, `no_decision`) until the table is calibrated again, as
-    # the camera-moved check asks.
+    # (2026-12-02 16:37 UTC; the selftest's scene, 1280x720, ten marks: six the detector found, four of them
+    # on the corner markers and two on the "Six" label, and the four markers' own looks): the empty box
+    # under new noise, light -25 % with a gradient and +15 % with double noise gives 0.9988 or more at every
+    # mark; an opaque die lying within 10 mm of a mark's centre 0.894 at most (median 0.75-0.77), 15 mm
+    # 0.857; at 20 mm, a die's edge, up to 0.987, but that die lies mostly outside the mark's window and is
+    # boxed apart from it. A camera nudged 10 mm or turned 1 degree gives 0.869 at most: its marks count as
+    # dice (an over count, `no_decision`) until the table is calibrated again, as the camera-moved check asks.
     min_mark_likeness: float = 0.95
+    # A detection set aside as a marker or a table mark may hide a see-through die lying over it (the print
+    # shows through, the detector boxes only the print): with a short count, one set aside where the frame
+    # looks less than this like the empty box (or where its look was not kept) makes the roll `no_decision`
+    # (count_mismatch), not a die that left the table (vision/judge/count.py). 0.993, midway between the
+    # empty box under the light changes (0.9988 or more) and a die of which 0.3 shows over the empty box
+    # (0.9872 at most; 0.5: 0.964, 0.7: 0.930), by the same command.
+    sure_mark_likeness: float = 0.993
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).
@@ -224,6 +231,7 @@ class JudgeConfig:
             "min_no_die",
             "min_cocked_face_confidence",
             "min_mark_likeness",
+            "sure_mark_likeness",
         )
         for name in probabilities:
             value = getattr(self, name)

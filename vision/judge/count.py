@@ -25,7 +25,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.stacked import overlap_of_smaller
 from vision.judge.state import OUTSIDE, DieState
 from vision.judge.weak import weak_rethrow_call
-from vision.types import DieCandidate, DieReading, Finding, Verdict
+from vision.types import DieCandidate, DieReading, Finding, SetAside, Verdict
 
 EXPLAINED_OVERLAP = 0.3  # a weak peak whose box overlaps a found die this much is that die, seen again
 
@@ -128,11 +128,14 @@ def count_findings(
     geometry: TableGeometry | None,
     unsure: Sequence[DieCandidate] = (),
     oversized: Sequence[tuple[int, float]] = (),
+    unsure_set_aside: Sequence[SetAside] = (),
 ) -> list[Finding]:
     """Findings of the dice count against the game's (none when no count is expected or it matches).
 
     `unsure`: the detector's weak peaks on no found die (`unexplained_peaks`). `oversized`: (die id,
-    size ratio) of each box that may hold more than one die (`oversized_boxes`).
+    size ratio) of each box that may hold more than one die (`oversized_boxes`). `unsure_set_aside`:
+    detections set aside as a marker or a table mark where the frame is not surely the empty box
+    (`JudgeConfig.sure_mark_likeness`): a see-through die may lie there.
     """
     if n_found == 0:
         return [Finding(verdict=Verdict.NO_DECISION, reason="no_dice", die_ids=(), detail="no dice found")]
@@ -179,6 +182,26 @@ def count_findings(
                 reason="count_mismatch",
                 die_ids=(),
                 detail=f"{text}, but the detector saw what may be a die it was unsure of at {where}: "
+                "a person must look",
+            )
+        ]
+    if unsure_set_aside:
+        where = ", ".join(
+            f"{a.what} at "
+            f"({(a.box_xyxy[0] + a.box_xyxy[2]) / 2:.0f}, {(a.box_xyxy[1] + a.box_xyxy[3]) / 2:.0f}) "
+            + (
+                "(its look was not kept at calibration)"
+                if a.likeness is None
+                else f"(it looks {a.likeness:.3f} like the empty box)"
+            )
+            for a in unsure_set_aside[:3]
+        )
+        return [
+            Finding(
+                verdict=Verdict.NO_DECISION,
+                reason="count_mismatch",
+                die_ids=(),
+                detail=f"{text}, but a die may lie over what was set aside as part of the table: {where}; "
                 "a person must look",
             )
         ]

@@ -17,7 +17,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
-from vision.types import DieCandidate, DieReading, Finding, Verdict
+from vision.types import DieCandidate, DieReading, Finding, SetAside, Verdict
 
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
 
@@ -38,10 +38,12 @@ def judge_roll(
     geometry: TableGeometry | None,
     config: JudgeConfig,
     weak_peaks: Sequence[DieCandidate] = (),
+    unsure_set_aside: Sequence[SetAside] = (),
 ) -> tuple[tuple[DieReading, ...], Verdict, tuple[Finding, ...]]:
     """Judge a roll whose dice have their faces read: updated dice, the verdict and its findings.
 
     `weak_peaks`: the detector's peaks under its threshold (`DieDetector.detect_with_weak`), if known.
+    `unsure_set_aside`: markers and table marks set aside where a die may lie (`count_findings`).
     """
     if states is not None and len(states) != len(dice):
         raise ValueError(f"{len(dice)} dice but {len(states)} die states")
@@ -104,6 +106,7 @@ def judge_roll(
             geometry=geometry,
             unsure=unexplained_peaks(weak_peaks, dice, geometry=geometry, config=config),
             oversized=oversized_boxes(size_ratios(dice), config=config),
+            unsure_set_aside=unsure_set_aside,
         )
         + off_findings
         + stack_findings
