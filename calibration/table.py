@@ -430,7 +430,10 @@ def _marks_from(data: dict[str, Any]) -> tuple[TableMark, ...]:
     if not data["marks"]:
         # `to_dict` leaves the key out when there are none: an empty list would change the calibration id.
         raise ValueError("an empty 'marks' list: a calibration without marks leaves the key out")
-    return tuple(TableMark.from_dict(m) for m in data["marks"])
+    try:
+        return tuple(TableMark.from_dict(m) for m in data["marks"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed table marks ({type(exc).__name__}: {exc})") from exc
 
 
 def _replace_felt(cal: TableCalibration, felt: FeltModel) -> TableCalibration:

@@ -8,8 +8,9 @@ a detection, or a weak peak, whose centre lies inside a marker found whole is th
 
 Why only a marker found whole: an opaque die lying on a marker's sticker covers part of the marker (a die's
 centre inside the marker's square means the die hides the marker's middle), and ArUco needs the whole
-marker with its border to decode it. So a marker that is not found sets nothing aside: its detection stays
-in the count, where an over count is `no_decision` for a person, never a die taken away. A see-through die
+marker with its border to decode it. So a marker that is not found sets nothing aside here: its detection
+stays in the count (unless it matches the marker's look kept as a table mark, vision/table_marks.py, under
+the same likeness bars), where an over count is `no_decision` for a person. A see-through die
 is another matter: the marker shows through it and still decodes, and the detector may box only the
 marker. So each detection set aside carries how much the frame there looks like the empty box (the
 marker's look, kept at calibration), and a short count with a set-aside that is not surely the empty box
@@ -104,7 +105,7 @@ def set_markers_aside(
         return Sifted(tuple(candidates), tuple(weak_peaks))
     looks = {m.marker_id: m for m in marks if m.marker_id is not None}
     likeness_of = {
-        m.marker_id: None if looks.get(m.marker_id) is None else round(likeness(image, looks[m.marker_id]), 4)
+        m.marker_id: None if looks.get(m.marker_id) is None else likeness(image, looks[m.marker_id])
         for m in seen
     }
 

@@ -101,7 +101,7 @@ def set_marks_aside(
                     score=cand.score,
                     p_no_die=None,
                     reason="table_mark",
-                    likeness=round(hit[1], 4),
+                    likeness=hit[1],
                 )
             )
         return tuple(kept), tuple(aside)

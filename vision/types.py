@@ -226,7 +226,7 @@ class SetAside:
             "p_no_die": None if self.p_no_die is None else round(self.p_no_die, 3),
             "reason": self.reason,
             "marker_id": self.marker_id,
-            "likeness": self.likeness,
+            "likeness": None if self.likeness is None else round(self.likeness, 4),
         }
 
     @property

@@ -127,4 +127,4 @@ def test_a_stored_calibration_with_bad_marks_is_refused(
     path.write_text(json.dumps(doc))
     with pytest.raises(CorruptCalibrationError) as err:
         load_table(tmp_path, scenes.cal.table_id, resolution_wh=scenes.cal.resolution_wh)
-    assert str(path) in str(err.value)
+    assert str(path) in str(err.value) and message in str(err.value)

@@ -162,6 +162,50 @@ def test_675a_4_b_a_short_count_beside_a_doubtful_set_aside_is_left_to_a_person(
         assert said in details[0].detail and "a person must look" in details[0].detail
 
 
+UNSURE_MARKER = (SetAside((600.0, 100.0, 630.0, 130.0), 0.5, None, "calibration_marker", 2, 0.981),)
+
+
+@pytest.mark.parametrize(
+    ("aside", "verdict", "reason"),
+    [
+        # 675a.4(b): the count is short and nothing may hide the missing die: the isolated die the
+        # classifier sees on a die has one hidden beneath it
+        ((), Verdict.INVALID, "die_on_die"),
+        # a see-through die may lie over a marker set aside: the count may be full, nothing hidden beneath
+        (UNSURE_MARKER, Verdict.NO_DECISION, "stacked_unclear"),
+    ],
+)
+def test_675a_4_b_a_die_on_a_die_does_not_lean_on_a_count_a_set_aside_may_fill(
+    aside: tuple[SetAside, ...], verdict: Verdict, reason: str
+) -> None:
+    got, findings, _ = _run(
+        [_cand(0.0), _cand(80.0)], [FLAT, _state("stacked")], expected=3, unsure_set_aside=aside
+    )
+    assert got is verdict and reason in [r for r, _ in findings], findings
+
+
+@pytest.mark.parametrize(
+    ("aside", "verdict", "reason"),
+    [
+        # 675a.4(b): two on the table of three, the third seen beyond the wall: a die that left
+        ((), Verdict.INVALID, "die_off_table"),
+        # a see-through die may lie over a marker set aside: the game's three may all be on the table, and
+        # the thing beyond the wall an object
+        (UNSURE_MARKER, Verdict.NO_DECISION, "extra_dice"),
+    ],
+)
+def test_675a_4_b_a_die_off_the_table_does_not_lean_on_a_count_a_set_aside_may_fill(
+    aside: tuple[SetAside, ...], verdict: Verdict, reason: str
+) -> None:
+    got, findings, _ = _run(
+        [_cand(0.0), _cand(40.0), _cand(80.0)],
+        [FLAT, FLAT, _state("outside")],
+        expected=3,
+        unsure_set_aside=aside,
+    )
+    assert got is verdict and reason in [r for r, _ in findings], findings
+
+
 def test_short_count_max_box_ratio_must_exceed_one() -> None:
     with pytest.raises(ValueError, match="short_count_max_box_ratio"):
         JudgeConfig(short_count_max_box_ratio=1.0)

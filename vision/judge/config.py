@@ -165,8 +165,10 @@ class JudgeConfig:
     # shows through, the detector boxes only the print): with a short count, one set aside where the frame
     # looks less than this like the empty box (or where its look was not kept) makes the roll `no_decision`
     # (count_mismatch), not a die that left the table (vision/judge/count.py). 0.993, midway between the
-    # empty box under the light changes (0.9988 or more) and a die of which 0.3 shows over the empty box
-    # (0.9872 at most; 0.5: 0.964, 0.7: 0.930), by the same command.
+    # empty box under the light changes (0.9988 or more) and a die of which 0.3 shows over the empty box,
+    # within 10 mm of a mark's centre (0.9872 at most; 0.5: 0.964, 0.7: 0.930), by the same command (run
+    # again 16:53 UTC). A die showing only 0.2 (a blend, cruder than a real translucent die, whose pips and
+    # edges show) gives up to 0.9944, median 0.9903: about half of those would pass as the empty box.
     sure_mark_likeness: float = 0.993
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
@@ -273,6 +275,11 @@ class JudgeConfig:
         if not 0.0 <= self.min_ace_size_ratio < 1.0:
             raise ValueError(
                 f"JudgeConfig.min_ace_size_ratio must be in [0, 1), got {self.min_ace_size_ratio}"
+            )
+        if self.sure_mark_likeness < self.min_mark_likeness:
+            raise ValueError(
+                "JudgeConfig.sure_mark_likeness must be at least min_mark_likeness "
+                f"({self.min_mark_likeness}), got {self.sure_mark_likeness}"
             )
         if not 0.0 <= self.min_ace_edge_ratio < 2.0:
             raise ValueError(

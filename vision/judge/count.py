@@ -37,11 +37,14 @@ def outside_dice(
     geometry: TableGeometry | None,
     config: JudgeConfig,
     expected_dice: int | None = None,
+    maybe_more: int = 0,
 ) -> tuple[list[Finding], set[int]]:
     """Findings for dice seen off the table, and their 0-based indices.
 
     With the game's count known, a "die" off the table while the dice on it already number the game's is
     an object off the table (or a die found twice), not a die that left: `no_decision` (extra_dice).
+    `maybe_more`: detections set aside as part of the table that may be dice (`unsure_set_aside`); counted
+    as dice on the table for that question, so a die hidden in them never makes an object a die that left.
     """
     out: set[int] = set()
     why: dict[int, str] = {}
@@ -67,7 +70,7 @@ def outside_dice(
         and config.min_state_confidence <= st.kind_confidence() < config.min_rethrow_confidence
     ]
     on_table = len(dice) - len(out)
-    if out and expected_dice is not None and on_table >= expected_dice:
+    if out and expected_dice is not None and on_table + maybe_more >= expected_dice:
         return weak + [
             Finding(
                 verdict=Verdict.NO_DECISION,

@@ -86,15 +86,25 @@ def judge_roll(
                         f"at only p={st.kind_confidence():.2f} < {config.min_state_confidence:.2f}",
                     )
                 )
+    # A short count beside something set aside as part of the table where a see-through die may lie is
+    # neither short nor full for sure: no rule may lean on it either way (vision/markers.py).
+    short = expected_dice is not None and len(dice) < expected_dice
+    count_unsure = short and bool(unsure_set_aside)
     off_findings, off = outside_dice(
-        dice, states, geometry=geometry, config=config, expected_dice=expected_dice
+        dice,
+        states,
+        geometry=geometry,
+        config=config,
+        expected_dice=expected_dice,
+        maybe_more=len(unsure_set_aside),
     )
     stack_findings, on_top = stacked_dice(
         dice,
         states,
         config=config,
-        count_short=expected_dice is not None and len(dice) < expected_dice,
+        count_short=short and not count_unsure,
         count_over=expected_dice is not None and len(dice) > expected_dice,
+        count_unsure=count_unsure,
         geometry=geometry,
     )
     findings = (

@@ -73,12 +73,15 @@ def stacked_dice(
     config: JudgeConfig,
     count_short: bool = False,
     count_over: bool = False,
+    count_unsure: bool = False,
     geometry: TableGeometry | None = None,
 ) -> tuple[list[Finding], set[int]]:
     """Findings of dice on dice, and the 0-based indices of the dice on top.
 
     `count_short`: fewer dice were found than the game has (a die beneath may be wholly hidden);
-    `count_over`: more (two overlapping boxes may be one die found twice).
+    `count_over`: more (two overlapping boxes may be one die found twice). `count_unsure`: fewer, but
+    something set aside as part of the table may be the die missing (vision/markers.py): neither a die
+    hidden beneath nor every die found can be leaned on.
     """
     findings: list[Finding] = []
     on_top: set[int] = set()
@@ -95,6 +98,18 @@ def stacked_dice(
             if st.kind != "stacked" or st.kind_confidence() < config.min_state_confidence:
                 continue
             most = float(overlaps[i].max()) if len(dice) > 1 else 0.0
+            if most < config.overlap_stacked and count_unsure:
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason="stacked_unclear",
+                        die_ids=(i + 1,),
+                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
+                        "no box overlaps it and the count is short beside something set aside as part of "
+                        "the table: a die beneath or a die there, a person must look",
+                    )
+                )
+                continue
             if most < config.stack_partner_overlap and not count_short:
                 findings.append(
                     Finding(
@@ -184,7 +199,7 @@ def stacked_dice(
                 # Nothing backs a stack: from above (a calibrated camera leaning little, the count full) two
                 # dice side by side boxed loosely; otherwise touching dice or a die on a die, for a person.
                 tilt = _tilt_from_above(geometry, config)
-                if tilt is not None and gap_mm is not None and not count_short:
+                if tilt is not None and gap_mm is not None and not count_short and not count_unsure:
                     verdict, reason = Verdict.VALID, "stacked_ruled_out"
                     why = (
                         f"the die-state classifier sees no die on a die (p={p:.2f}), their felt positions "
