@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration.errors import BadImageError
+from calibration.errors import BadImageError, CorruptCalibrationError
 
 UInt8Image = NDArray[np.uint8]
 
@@ -59,3 +60,23 @@ def read_image(path: Path) -> UInt8Image:
     if image is None:
         raise BadImageError(f"{path}: not a readable image (OpenCV could not decode it)")
     return check_image(np.asarray(image, dtype=np.uint8), name=str(path))
+
+
+def encode_png_b64(gray: NDArray[np.uint8]) -> str:
+    """A grey picture as base64 PNG text (maximum compression), as calibrations store pictures."""
+    ok, png = cv2.imencode(".png", gray, [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    if not ok:
+        raise ValueError("could not encode a picture as PNG")
+    return base64.b64encode(png.tobytes()).decode("ascii")
+
+
+def decode_png_b64(text: str, *, what: str) -> UInt8Image:
+    """Inverse of `encode_png_b64`; `CorruptCalibrationError` naming `what` when it is not a PNG."""
+    try:
+        data = np.frombuffer(base64.b64decode(text, validate=True), dtype=np.uint8)
+        img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
+    except (ValueError, cv2.error) as exc:
+        raise CorruptCalibrationError(f"{what} cannot be decoded ({exc})") from exc
+    if img is None:
+        raise CorruptCalibrationError(f"{what} is not a PNG image")
+    return np.asarray(img, dtype=np.uint8)

@@ -13,7 +13,6 @@ Finding the marks needs the detector, which lives in `vision/`: `vision.table_ma
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.errors import CorruptCalibrationError
-from calibration.images import to_gray
+from calibration.images import decode_png_b64, encode_png_b64, to_gray
 
 PAD_FRACTION = 0.25  # the picture kept reaches this fraction of the box's size beyond it on every side
 _BLUR_SIGMA_PX = 1.0  # sensor noise out; a die's edges and pips, and print, stay
@@ -62,15 +61,11 @@ class TableMark:
         return self._patch
 
     def _decode(self) -> NDArray[np.uint8]:
-        try:
-            data = np.frombuffer(base64.b64decode(self.patch_png_b64, validate=True), dtype=np.uint8)
-            img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
-        except (ValueError, cv2.error) as exc:
-            raise CorruptCalibrationError(f"table mark picture cannot be decoded ({exc})") from exc
+        img = decode_png_b64(self.patch_png_b64, what="table mark picture")
         wx0, wy0, wx1, wy1 = self.window_xyxy
-        if img is None or img.shape != (wy1 - wy0, wx1 - wx0):
+        if img.shape != (wy1 - wy0, wx1 - wx0):
             raise CorruptCalibrationError("table mark picture is not a PNG of its window's size")
-        return np.asarray(img, dtype=np.uint8)
+        return img
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (inside the table calibration's body)."""
@@ -126,15 +121,12 @@ def make_mark(
     `marker_id`), with the frame's look there."""
     gray = to_gray(empty_frame, name="empty-box frame")
     window = _window(box_xyxy, (gray.shape[0], gray.shape[1]))
-    ok, png = cv2.imencode(".png", _look(gray, window), [cv2.IMWRITE_PNG_COMPRESSION, 9])
-    if not ok:
-        raise ValueError("could not encode a table mark's picture")
     x0, y0, x1, y1 = (float(v) for v in box_xyxy)
     return TableMark(
         box_xyxy=(x0, y0, x1, y1),
         score=None if score is None else float(score),
         window_xyxy=window,
-        patch_png_b64=base64.b64encode(png.tobytes()).decode("ascii"),
+        patch_png_b64=encode_png_b64(_look(gray, window)),
         marker_id=marker_id,
     )
 

@@ -9,15 +9,13 @@ change of room light does not read as motion.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration.errors import CorruptCalibrationError
-from calibration.images import to_gray
+from calibration.images import decode_png_b64, encode_png_b64, to_gray
 
 FloatArray = NDArray[np.float64]
 
@@ -37,14 +35,7 @@ class ReferenceImage:
 
     def image(self) -> NDArray[np.uint8]:
         """Decode the stored picture."""
-        try:
-            data = np.frombuffer(base64.b64decode(self.png_b64, validate=True), dtype=np.uint8)
-            img = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
-        except (ValueError, cv2.error) as exc:
-            raise CorruptCalibrationError(f"reference picture cannot be decoded ({exc})") from exc
-        if img is None:
-            raise CorruptCalibrationError("reference picture is not a PNG image")
-        return np.asarray(img, dtype=np.uint8)
+        return decode_png_b64(self.png_b64, what="reference picture")
 
 
 def _thumbnail(frame: object, scale: float) -> NDArray[np.uint8]:
@@ -64,10 +55,7 @@ def make_reference(frame: object) -> ReferenceImage:
     """The reference picture of a calibration frame."""
     gray = to_gray(frame, name="calibration frame")
     scale = min(1.0, REFERENCE_WIDTH_PX / gray.shape[1])
-    ok, png = cv2.imencode(".png", _thumbnail(gray, scale), [cv2.IMWRITE_PNG_COMPRESSION, 9])
-    if not ok:
-        raise ValueError("could not encode the reference picture")
-    return ReferenceImage(png_b64=base64.b64encode(png.tobytes()).decode("ascii"), scale=scale)
+    return ReferenceImage(png_b64=encode_png_b64(_thumbnail(gray, scale)), scale=scale)
 
 
 @dataclass(frozen=True)

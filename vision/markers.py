@@ -109,26 +109,17 @@ def set_markers_aside(
         for m in seen
     }
 
-    def sift(found: Sequence[DieCandidate]) -> tuple[tuple[DieCandidate, ...], tuple[SetAside, ...]]:
-        kept: list[DieCandidate] = []
-        aside: list[SetAside] = []
-        for cand in found:
-            marker = on_marker(cand.box_xyxy, seen)
-            if marker is None:
-                kept.append(cand)
-                continue
-            aside.append(
-                SetAside(
-                    box_xyxy=cand.box_xyxy,
-                    score=cand.score,
-                    p_no_die=None,
-                    reason="calibration_marker",
-                    marker_id=marker.marker_id,
-                    likeness=likeness_of[marker.marker_id],
-                )
-            )
-        return tuple(kept), tuple(aside)
+    def aside_of(cand: DieCandidate) -> SetAside | None:
+        marker = on_marker(cand.box_xyxy, seen)
+        if marker is None:
+            return None
+        return SetAside(
+            box_xyxy=cand.box_xyxy,
+            score=cand.score,
+            p_no_die=None,
+            reason="calibration_marker",
+            marker_id=marker.marker_id,
+            likeness=likeness_of[marker.marker_id],
+        )
 
-    kept, aside = sift(candidates)
-    peaks, peaks_aside = sift(weak_peaks)
-    return Sifted(kept, peaks, aside, peaks_aside)
+    return Sifted.by(candidates, weak_peaks, aside_of)

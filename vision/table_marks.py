@@ -87,27 +87,12 @@ def set_marks_aside(
 ) -> Sifted:
     """Candidates and weak peaks with those that are table marks taken out (each with its likeness)."""
 
-    def sift(found: Sequence[DieCandidate]) -> tuple[tuple[DieCandidate, ...], tuple[SetAside, ...]]:
-        kept: list[DieCandidate] = []
-        aside: list[SetAside] = []
-        for cand in found:
-            hit = mark_under(image, cand.box_xyxy, marks, min_likeness=min_likeness)
-            if hit is None:
-                kept.append(cand)
-                continue
-            aside.append(
-                SetAside(
-                    box_xyxy=cand.box_xyxy,
-                    score=cand.score,
-                    p_no_die=None,
-                    reason="table_mark",
-                    likeness=hit[1],
-                )
-            )
-        return tuple(kept), tuple(aside)
+    def aside_of(cand: DieCandidate) -> SetAside | None:
+        hit = mark_under(image, cand.box_xyxy, marks, min_likeness=min_likeness)
+        if hit is None:
+            return None
+        return SetAside(
+            box_xyxy=cand.box_xyxy, score=cand.score, p_no_die=None, reason="table_mark", likeness=hit[1]
+        )
 
-    if not marks:
-        return Sifted(tuple(candidates), tuple(weak_peaks))
-    kept, aside = sift(candidates)
-    peaks, peaks_aside = sift(weak_peaks)
-    return Sifted(kept, peaks, aside, peaks_aside)
+    return Sifted.by(candidates, weak_peaks, aside_of)

@@ -6,6 +6,7 @@ Arrays are validated in `__post_init__` (shape and dtype), names carry their for
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -255,6 +256,23 @@ class Sifted:
     weak_peaks: tuple[DieCandidate, ...]
     set_aside: tuple[SetAside, ...] = ()
     peaks_set_aside: tuple[SetAside, ...] = ()
+
+    @classmethod
+    def by(
+        cls,
+        candidates: Sequence[DieCandidate],
+        weak_peaks: Sequence[DieCandidate],
+        aside_of: Callable[[DieCandidate], SetAside | None],
+    ) -> Sifted:
+        """Sift both: `aside_of` says why a detection is set aside, or None to keep it."""
+
+        def split(found: Sequence[DieCandidate]) -> tuple[tuple[DieCandidate, ...], tuple[SetAside, ...]]:
+            looked = [(c, aside_of(c)) for c in found]
+            return tuple(c for c, a in looked if a is None), tuple(a for _, a in looked if a is not None)
+
+        kept, aside = split(candidates)
+        peaks, peaks_aside = split(weak_peaks)
+        return cls(kept, peaks, aside, peaks_aside)
 
 
 @dataclass(frozen=True)

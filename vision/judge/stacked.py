@@ -66,6 +66,16 @@ def _felt_too_rough(geometry: TableGeometry | None, config: JudgeConfig) -> floa
     return float(geometry.camera.pose.tilt_deg)
 
 
+def _looks_stacked_but(i: int, st: DieState, *, verdict: Verdict, reason: str, but: str) -> Finding:
+    """A finding on die `i` (0-based), which the classifier sees on a die, and why that is not the call."""
+    return Finding(
+        verdict=verdict,
+        reason=reason,
+        die_ids=(i + 1,),
+        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but {but}",
+    )
+
+
 def stacked_dice(
     dice: Sequence[DieReading],
     states: Sequence[DieState] | None,
@@ -100,24 +110,24 @@ def stacked_dice(
             most = float(overlaps[i].max()) if len(dice) > 1 else 0.0
             if most < config.overlap_stacked and count_unsure:
                 findings.append(
-                    Finding(
+                    _looks_stacked_but(
+                        i,
+                        st,
                         verdict=Verdict.NO_DECISION,
                         reason="stacked_unclear",
-                        die_ids=(i + 1,),
-                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
-                        "no box overlaps it and the count is short beside something set aside as part of "
-                        "the table: a die beneath or a die there, a person must look",
+                        but="no box overlaps it and the count is short beside something set aside as part "
+                        "of the table: a die beneath or a die there, a person must look",
                     )
                 )
                 continue
             if most < config.stack_partner_overlap and not count_short:
                 findings.append(
-                    Finding(
+                    _looks_stacked_but(
+                        i,
+                        st,
                         verdict=Verdict.VALID,
                         reason="stacked_ruled_out",
-                        die_ids=(i + 1,),
-                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
-                        "no die lies under or over it: no box overlaps it and every die of the game is "
+                        but="no die lies under or over it: no box overlaps it and every die of the game is "
                         "found",
                     )
                 )
@@ -127,24 +137,24 @@ def stacked_dice(
                 continue
             if most < config.overlap_stacked and not count_short:
                 findings.append(
-                    Finding(
+                    _looks_stacked_but(
+                        i,
+                        st,
                         verdict=Verdict.NO_DECISION,
                         reason="stacked_unclear",
-                        die_ids=(i + 1,),
-                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
-                        f"the box nearest over it covers only {most:.0%} of the smaller and every die of the "
-                        "game is found: a die beneath or touching dice, a person must look",
+                        but=f"the box nearest over it covers only {most:.0%} of the smaller and every die of "
+                        "the game is found: a die beneath or touching dice, a person must look",
                     )
                 )
                 continue
             if count_over:
                 findings.append(
-                    Finding(
+                    _looks_stacked_but(
+                        i,
+                        st,
                         verdict=Verdict.NO_DECISION,
                         reason="stacked_unclear",
-                        die_ids=(i + 1,),
-                        detail=f"die {i + 1} looks like a die on a die (p={st.kind_confidence():.2f}), but "
-                        "more dice are found than the game has: the die under or over it may be itself "
+                        but="more dice are found than the game has: the die under or over it may be itself "
                         "found twice, a person must look",
                     )
                 )
