@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import cv2
 import numpy as np
@@ -36,6 +36,9 @@ from calibration.board import BoardSpec
 from calibration.camera import Camera, CameraIntrinsics, CameraPose
 from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from calibration.markers import CornerMarkers
+
+if TYPE_CHECKING:
+    from calibration.table import TableCalibration
 
 FloatArray = NDArray[np.float64]
 UInt8Image = NDArray[np.uint8]
@@ -467,6 +470,10 @@ class MoveTrial:
         return (self.status == "moved") == self.expect_moved and self.status != "unknown"
 
 
+# (calibration, dice frame, empty-box frames, dice in the frame) -> (verdict, faces read)
+ReadDice = Callable[["TableCalibration", UInt8Image, list[UInt8Image], int], tuple[str, tuple[int, ...]]]
+
+
 @dataclass(frozen=True)
 class CalibrationEvaluation:
     """Calibration measured against the scene truth (see `evaluate_calibration`)."""
@@ -486,6 +493,11 @@ class CalibrationEvaluation:
     die_score_median: float
     moves: tuple[MoveTrial, ...]
     table_seconds: float
+    # The dice frame read through the calibration by the reader (`read_dice` of `evaluate_calibration`):
+    # the faces rendered, the verdict and faces read; None where it was not read.
+    dice_rendered: tuple[int, ...] = ()
+    dice_read_verdict: str | None = None
+    dice_read: tuple[int, ...] | None = None
 
     # Targets from issue 6.
     FOCAL_TARGET_PCT: ClassVar[float] = 1.0
@@ -506,7 +518,15 @@ class CalibrationEvaluation:
             < self.DIE_SCALE_TARGET_PCT,
             "dice score far above felt": self.die_score_median > 3.0 * self.felt_score_p99,
             "camera moves flagged, unmoved camera not flagged": all(m.correct for m in self.moves),
-        }
+        } | (
+            {}
+            if self.dice_read is None
+            else {
+                "dice frame read valid with the faces rendered (markers and print left out)": (
+                    self.dice_read_verdict == "valid" and sorted(self.dice_read) == sorted(self.dice_rendered)
+                )
+            }
+        )
 
     @property
     def passed(self) -> bool:
@@ -586,11 +606,15 @@ def evaluate_calibration(
     log: Callable[[str], None] | None = None,
     out_dir: Path | None = None,
     layout: ThrowBoxLayout | None = None,
+    read_dice: ReadDice | None = None,
 ) -> CalibrationEvaluation:
     """Render board views and throw-box frames from a known camera, calibrate, and compare with the truth.
 
     With `out_dir`, the rendered images are written there (`board_NN.png`, `table_*.png`) with
     `truth.json`, so the same scenes can be run through the `throwbox calibrate` commands by hand.
+    `read_dice(calibration, dice_frame, empty_frames, n_dice)` -> (verdict, faces) reads the dice frame
+    through the calibration (the reader lives in vision/, which this module does not import), and adds
+    its check.
     """
     from calibration.die_scale import check_die_scale
     from calibration.intrinsics import calibrate_intrinsics
@@ -686,6 +710,11 @@ def evaluate_calibration(
         deviations.append(abs(chk.ratio - 1.0) * 100.0)
         die_scores.append(float(score[round(centre[1]), round(centre[0])]))
 
+    read: tuple[str, tuple[int, ...]] | None = None
+    if read_dice is not None:
+        say("reading the dice frame through the calibration")
+        read = read_dice(cal, dice_frame, [frame, *felt_frames], len(dice))
+
     say("camera-moved trials")
     # The same trials for a table calibrated from four hand-given corners (clicked to within 0.3 px), whose
     # check has no markers to go by and aligns the frame to the stored reference picture instead.
@@ -713,6 +742,7 @@ def evaluate_calibration(
             "board": DEFAULT_BOARD.describe(),
             "layout": asdict(layout),
             "markers": asdict(markers),
+            "dice": [{"x_mm": x, "y_mm": y, "face": f} for x, y, f in dice],
         }
         (out_dir / "truth.json").write_text(json.dumps(truth_doc, indent=1) + "\n", encoding="utf-8")
 
@@ -732,4 +762,7 @@ def evaluate_calibration(
         die_score_median=float(np.median(die_scores)),
         moves=tuple(moves),
         table_seconds=table_seconds,
+        dice_rendered=tuple(f for _, _, f in dice),
+        dice_read_verdict=None if read is None else read[0],
+        dice_read=None if read is None else read[1],
     )

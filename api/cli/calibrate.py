@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from calibration.table import TableCalibration
 
 DATA_DIR_HELP = "Directory of calibration files (the service reads $THROWBOX_DATA_DIR/calibration)."
 DEFAULT_DATA_DIR = Path("data/calibration")
@@ -24,6 +29,27 @@ EXIT_UNKNOWN = 4
 def _fail(command: str, exc: Exception) -> NoReturn:
     typer.echo(f"throwbox calibrate {command}: {exc}", err=True)
     raise typer.Exit(EXIT_REFUSED) from exc
+
+
+def _read_through_calibration(
+    cal: TableCalibration, dice_frame: np.ndarray, empty_frames: list[np.ndarray], n_dice: int
+) -> tuple[str, tuple[int, ...]]:
+    """The selftest's dice frame read as a table with this calibration reads it (its table marks found
+    on the empty frames as `calibrate table` finds them): the verdict and the faces."""
+    from dataclasses import replace
+
+    from vision.judge.geometry import TableGeometry
+    from vision.reader import Reader
+    from vision.types import Frame
+
+    reader = Reader(threads=1)
+    marked = replace(cal, marks=reader.table_marks(empty_frames, marker_corners_px=cal.reference_corners_px))
+    roll = reader.read(
+        Frame(image=dice_frame, frame_id="selftest"),
+        expected_dice=n_dice,
+        geometry=TableGeometry.from_calibration(marked),
+    )
+    return roll.verdict.value, roll.faces
 
 
 def _parse_corners(text: str) -> list[tuple[float, float]]:
@@ -386,6 +412,12 @@ def register(app: typer.Typer) -> None:
         out_dir: Path | None = typer.Option(
             None, "--out-dir", help="Write the scene frames, stored calibration and overlay here."
         ),
+        read: bool = typer.Option(
+            True,
+            "--read/--no-read",
+            help="Also read the dice frame through the calibration with the committed models (table marks "
+            "found as `calibrate table` finds them) and check the faces.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
     ) -> None:
         """Calibrate synthetic scenes with a known camera and report the errors against the truth."""
@@ -395,7 +427,13 @@ def register(app: typer.Typer) -> None:
 
         log = None if as_json else typer.echo
         result = evaluate_calibration(
-            seed=seed, views=views, width_px=width_px, height_px=height_px, log=log, out_dir=out_dir
+            seed=seed,
+            views=views,
+            width_px=width_px,
+            height_px=height_px,
+            log=log,
+            out_dir=out_dir,
+            read_dice=_read_through_calibration if read else None,
         )
         doc = asdict(result)
         doc["checks"] = result.checks
@@ -425,6 +463,11 @@ def register(app: typer.Typer) -> None:
                 typer.echo(
                     f"  camera check ({m.method:<7}) {m.name:<38} {m.status:<7} "
                     f"max shift {shift:<10} {verdict}"
+                )
+            if r.dice_read is not None:
+                typer.echo(
+                    f"  dice frame read through it      {r.dice_read_verdict} {list(r.dice_read)} "
+                    f"(rendered {sorted(r.dice_rendered)})"
                 )
             for name, ok in r.checks.items():
                 typer.echo(f"  [{'pass' if ok else 'FAIL'}] {name}")

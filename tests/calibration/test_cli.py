@@ -177,3 +177,13 @@ def test_an_oblique_camera_is_told_what_it_costs(tilt: float, advised: bool) -> 
     assert (advice is not None) == advised
     if advice is not None:
         assert "cocked" in advice and "straight above" in advice
+
+
+def test_the_selftest_reads_its_dice_frame_through_the_calibration() -> None:
+    """Full scale (the committed detector boxes the markers and the "Six" label there): the dice frame,
+    read as a table with this calibration reads it, is valid with the five faces rendered."""
+    code, out = _run("calibrate", "selftest", "--views", "6", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["dice_read_verdict"] == "valid" and sorted(doc["dice_read"]) == sorted(doc["dice_rendered"])
+    assert doc["checks"]["dice frame read valid with the faces rendered (markers and print left out)"]

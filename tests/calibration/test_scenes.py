@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from calibration.board import detect_board
@@ -47,6 +49,16 @@ def test_displaced_and_rotated_cameras() -> None:
 
 def test_selftest_end_to_end_small() -> None:
     """`throwbox calibrate selftest` at half scale: every target of issue 6 is met."""
+    asked: list[int] = []
+
+    def read_dice(
+        cal: object, frame: np.ndarray, empties: list[np.ndarray], n: int
+    ) -> tuple[str, tuple[int, ...]]:
+        """A stand-in reader: says valid and gives the faces rendered, in another order."""
+        asked.append(n)
+        assert frame.shape == (360, 640, 3) and len(empties) == 2  # the dice frame, the two empty frames
+        return "valid", (6, 5, 3, 2, 1)
+
     result = evaluate_calibration(
         width_px=640,
         height_px=360,
@@ -54,8 +66,12 @@ def test_selftest_end_to_end_small() -> None:
         layout=ThrowBoxLayout(
             width_mm=300.0, depth_mm=225.0, wall_height_mm=40.0, strip_depth_mm=40.0, strip_margin_mm=8.0
         ),
+        read_dice=read_dice,
     )
+    assert asked == [5] and sorted(result.dice_rendered) == [1, 2, 3, 5, 6]
     assert result.checks == dict.fromkeys(result.checks, True), result
+    wrong = replace(result, dice_read=(6, 5, 3, 2, 2))  # one face read wrong: the check fails
+    assert not wrong.passed and not replace(result, dice_read_verdict="no_decision").passed
     assert (
         abs(result.fx_error_pct) < 1.0
         and result.homography_max_mm < 1.0
