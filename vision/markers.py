@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from calibration.markers import CornerMarkers, find_markers
 from calibration.marks import TableMark, likeness
+from calibration.moved import MIN_MARKERS
 from vision.types import DieCandidate, ImageArray, SetAside, Sifted
 
 FloatArray = NDArray[np.float64]
@@ -59,7 +60,8 @@ def markers_in_view(
     """The calibration's corner markers found whole in the frame, each looked for near where it was.
 
     A marker is searched in a window around its calibrated quad (`WINDOW_MARGIN_SIDES`), so the look costs
-    a few small crops rather than the whole frame. Missing markers are left out (empty when none is seen).
+    a few small crops rather than the whole frame; with fewer than `MIN_MARKERS` found so, the whole frame
+    is searched. Missing markers are left out (empty when none is seen).
     """
     h, w = image.shape[:2]
     found: list[MarkerInView] = []
@@ -78,7 +80,29 @@ def markers_in_view(
             continue
         corners = tuple((float(x + x0), float(y + y0)) for x, y in seen)
         found.append(MarkerInView(marker_id=marker_id, corners_px=corners))
+    if len(found) < MIN_MARKERS:
+        # Too few near their places: the camera may have moved far (or the markers are covered). The
+        # whole frame once (a few ms), so a moved camera is seen as moved, not as markers missing.
+        anywhere = find_markers(image, markers)
+        found = [
+            MarkerInView(marker_id=i, corners_px=tuple((float(x), float(y)) for x, y in anywhere[i]))
+            for i in sorted(reference_corners_px)
+            if i in anywhere
+        ]
     return tuple(found)
+
+
+def marker_shift_px(
+    seen: Sequence[MarkerInView], reference_corners_px: Mapping[int, tuple[tuple[float, float], ...]]
+) -> float | None:
+    """How far (px) the markers' corners lie from where calibration saw them, at most; None when fewer
+    than `calibration.moved.MIN_MARKERS` are seen (no judgement of the camera then)."""
+    pairs = [(m, reference_corners_px[m.marker_id]) for m in seen if m.marker_id in reference_corners_px]
+    if len(pairs) < MIN_MARKERS:
+        return None
+    return max(
+        float(np.linalg.norm(np.asarray(m.corners_px) - np.asarray(ref), axis=1).max()) for m, ref in pairs
+    )
 
 
 def on_marker(box_xyxy: Sequence[float], seen: Sequence[MarkerInView]) -> MarkerInView | None:

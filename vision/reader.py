@@ -22,7 +22,7 @@ from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
 from vision.judge.state import DieStateClassifier
-from vision.markers import markers_in_view, set_markers_aside
+from vision.markers import marker_shift_px, markers_in_view, set_markers_aside
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
     MANIFEST_PATH,
@@ -35,7 +35,7 @@ from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
 from vision.table_marks import find_table_marks, set_marks_aside
-from vision.types import Frame, ImageArray, Roll, Sifted, Verdict
+from vision.types import DieCandidate, Finding, Frame, ImageArray, Roll, SetAside, Sifted, Verdict
 from vision.validity import ValidityConfig, judge
 
 
@@ -58,6 +58,23 @@ class ReaderConfig:
     # models.small_dice`) 38-52 % of the dice found -> 96-99 % (1,280 px: 89-92 -> 94-95 %), big dice as
     # before (docs/history/reader.md, "The face model's say on a coarse look's big die").
     big_die_face_margin: float | None = 0.1
+
+
+@dataclass(frozen=True)
+class TableLook:
+    """A frame as its table's calibration sees it, before the dice are read (`Reader._table_look`)."""
+
+    sifted: Sifted  # the detections and weak peaks, those that are part of the table set aside
+    geometry: TableGeometry | None  # None when there is none, or the camera moved since calibration
+    findings: tuple[Finding, ...] = ()  # of the frame itself: the camera moved
+    unsure_set_aside: tuple[SetAside, ...] = ()  # set aside where a see-through die may lie
+
+
+def _unsure(sifted: Sifted, sure: float) -> tuple[SetAside, ...]:
+    """Set aside though not surely the empty box there (under `sure`, or no look kept)."""
+    return tuple(
+        a for a in sifted.set_aside + sifted.peaks_set_aside if a.likeness is None or a.likeness < sure
+    )
 
 
 def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:
@@ -151,37 +168,45 @@ class Reader:
             self.detector, empty_frames, weak_score=self.weak_score, marker_corners_px=marker_corners_px
         )
 
-    def read(
-        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
-    ) -> Roll:
-        """Read one frame into a `Roll` with its verdict, reasons and per-stage timings.
-
-        `geometry` (a table calibration's camera and throw box) lets the judge place dice on the table.
-        Either of `expected_dice` and `geometry` says the frame is a table's, with table-sized dice: the
-        detector's coarse looks for a die filling the frame run only on a photo read without both.
-        """
-        t0 = time.perf_counter()
-        # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
-        coarse = expected_dice is None and geometry is None
-        candidates, weak_peaks = self.detector.detect_with_weak(
-            frame.image, weak_score=self.weak_score, coarse=coarse
-        )
+    def _table_look(
+        self,
+        image: ImageArray,
+        candidates: tuple[DieCandidate, ...],
+        weak_peaks: tuple[DieCandidate, ...],
+        geometry: TableGeometry | None,
+    ) -> TableLook:
+        """What a table's calibration says of a frame before its dice are read: the detections that are part
+        of the table (corner markers, table marks) set aside, and whether the camera is still where it was
+        calibrated (vision/markers.py, vision/table_marks.py)."""
         judge_config = self.config.validity.judge
         sifted = Sifted(candidates, weak_peaks)
-        if geometry is not None and geometry.markers is not None and geometry.marker_corners_px:
+        if geometry is None:
+            return TableLook(sifted, None)
+        if geometry.markers is not None and geometry.marker_corners_px:
             # The table's corner markers stay on the felt and the detector takes them for dice.
             seen = markers_in_view(
-                frame.image, markers=geometry.markers, reference_corners_px=geometry.marker_corners_px
+                image, markers=geometry.markers, reference_corners_px=geometry.marker_corners_px
             )
-            sifted = set_markers_aside(
-                candidates, weak_peaks, seen=seen, image=frame.image, marks=geometry.marks
-            )
-        if geometry is not None and geometry.marks:
+            sifted = set_markers_aside(candidates, weak_peaks, seen=seen, image=image, marks=geometry.marks)
+            shift = marker_shift_px(seen, geometry.marker_corners_px)
+            bar = judge_config.max_marker_shift_px
+            if bar is not None and shift is not None and shift > bar:
+                # The calibration no longer fits this camera: read the frame as a photo, for a person.
+                finding = Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason="camera_moved",
+                    die_ids=(),
+                    detail=f"the corner markers lie up to {shift:.1f} px from where the table was calibrated "
+                    f"(limit {bar:g} px): the camera moved, so the roll is read from the image alone; "
+                    "calibrate the table again (throwbox calibrate check / table)",
+                )
+                return TableLook(sifted, None, (finding,), _unsure(sifted, judge_config.sure_mark_likeness))
+        if geometry.marks:
             # Print on the felt the detector took for dice when the box was empty (vision/table_marks.py).
             on_marks = set_marks_aside(
                 sifted.candidates,
                 sifted.weak_peaks,
-                image=frame.image,
+                image=image,
                 marks=geometry.marks,
                 min_likeness=judge_config.min_mark_likeness,
             )
@@ -191,13 +216,27 @@ class Reader:
                 sifted.set_aside + on_marks.set_aside,
                 sifted.peaks_set_aside + on_marks.peaks_set_aside,
             )
-        candidates, weak_peaks, not_dice = sifted.candidates, sifted.weak_peaks, sifted.set_aside
-        # Set aside though not surely the empty box there: a see-through die may lie over it.
-        unsure_set_aside = tuple(
-            a
-            for a in sifted.set_aside + sifted.peaks_set_aside
-            if a.likeness is None or a.likeness < judge_config.sure_mark_likeness
+        return TableLook(sifted, geometry, (), _unsure(sifted, judge_config.sure_mark_likeness))
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        """Read one frame into a `Roll` with its verdict, reasons and per-stage timings.
+
+        `geometry` (a table calibration's camera and throw box) lets the judge place dice on the table; its
+        corner markers and table marks are set aside, and a camera moved since calibration (by the markers)
+        makes the roll read from the image alone, `no_decision` (camera_moved) unless that shows a rethrow.
+        Either of `expected_dice` and `geometry` says the frame is a table's, with table-sized dice: the
+        detector's coarse looks for a die filling the frame run only on a photo read without both.
+        """
+        t0 = time.perf_counter()
+        # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
+        coarse = expected_dice is None and geometry is None
+        candidates, weak_peaks = self.detector.detect_with_weak(
+            frame.image, weak_score=self.weak_score, coarse=coarse
         )
+        table = self._table_look(frame.image, candidates, weak_peaks, geometry)
+        candidates, weak_peaks, geometry = table.sifted.candidates, table.sifted.weak_peaks, table.geometry
         t1 = time.perf_counter()
         readings = self.faces(frame.image, candidates, geometry)
         t2 = time.perf_counter()
@@ -224,7 +263,8 @@ class Reader:
             states=states,
             geometry=geometry,
             weak_peaks=weak_peaks,
-            unsure_set_aside=unsure_set_aside,
+            unsure_set_aside=table.unsure_set_aside,
+            frame_findings=table.findings,
         )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
         winner, match_count = (None, None)
@@ -249,5 +289,5 @@ class Reader:
                 "total": (t3 - t0) * 1000,
             },
             findings=verdict.findings,
-            set_aside=not_dice + verdict.set_aside,
+            set_aside=table.sifted.set_aside + verdict.set_aside,
         )

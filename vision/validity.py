@@ -91,11 +91,13 @@ def judge(
     geometry: TableGeometry | None = None,
     weak_peaks: Sequence[DieCandidate] = (),
     unsure_set_aside: Sequence[SetAside] = (),
+    frame_findings: Sequence[Finding] = (),
 ) -> Judgement:
     """Judge a whole frame (candidates, readings and die states in the same order).
 
     `unsure_set_aside`: detections set aside as a marker or a table mark before the judge where the frame
     is not surely the empty box (vision/markers.py); a short count beside one is left to a person.
+    `frame_findings`: what the reader found of the frame itself (a camera that moved since calibration).
 
     `weak_peaks`: the detector's peaks under its score threshold (`DieDetector.detect_with_weak`); a short
     count with one of them on no found die is `no_decision`, not a die off the table (vision/judge/count).
@@ -132,6 +134,7 @@ def judge(
         config=config.judge,
         weak_peaks=weak_peaks,
         unsure_set_aside=unsure_set_aside,
+        frame_findings=frame_findings,
     )
     return Judgement(
         dice=dice,

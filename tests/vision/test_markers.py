@@ -11,10 +11,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from datasets.calib_scenes import Finish, displaced, rotated
 from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.annotate import annotate
+from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
-from vision.markers import MarkerInView, markers_in_view, on_marker, set_markers_aside
+from vision.markers import MarkerInView, marker_shift_px, markers_in_view, on_marker, set_markers_aside
 from vision.reader import Reader
 from vision.types import DieCandidate, Frame, SetAside, Sifted
 
@@ -124,3 +126,61 @@ def test_the_reader_does_not_count_the_markers_as_dice(table: Table, committed_r
     assert annotate(frame, with_markers).shape == frame.shape
     doc = with_markers.as_dict()["set_aside"]
     assert {"reason": "calibration_marker"}.items() <= doc[0].items() and doc[0]["marker_id"] in (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("moved", "expect_moved"),
+    [
+        (None, False),  # where it was calibrated, new light: read as the table
+        ("x10", True),  # displaced 10 mm: the markers' corners lie 12 px off
+        ("roll1", True),  # turned 1 degree about its axis: 7.7 px
+        ("x60", True),  # displaced 60 mm: no marker lies near its place, found by the whole-frame look
+    ],
+)
+def test_a_camera_moved_since_calibration_is_seen_by_its_markers(
+    table: Table, committed_reader: Reader, moved: str | None, expect_moved: bool
+) -> None:
+    """The calibration's felt positions, layout boxes and die sizes no longer fit a moved camera: the roll
+    is read from the image alone and left to a person (camera_moved), naming the shift."""
+    pose = {
+        None: table.scene.pose,
+        "x10": displaced(table.scene.pose, shift_mm=(10.0, 0.0, 0.0)),
+        "roll1": rotated(table.scene.pose, axis_cam=(0.0, 0.0, 1.0), angle_deg=1.0),
+        "x60": displaced(table.scene.pose, shift_mm=(60.0, 0.0, 0.0)),
+    }[moved]
+    fx = Finish(gain=0.75, offset=6.0, gradient=0.25) if moved is None else Finish()
+    frame = table.scene.frame(pose=pose, fx=fx, dice=DICE, noise_seed=7)
+    roll = committed_reader.read(Frame(image=frame, frame_id="f"), expected_dice=3, geometry=table.geometry())
+    reasons = [f.reason for f in roll.findings]
+    assert ("camera_moved" in reasons) is expect_moved
+    if expect_moved:
+        assert reasons[0] == "camera_moved" and roll.verdict.value == "no_decision"
+        assert "calibrate the table again" in roll.findings[0].detail
+        assert all(d.layout_box is None for d in roll.dice)  # read from the image alone: no felt positions
+    else:
+        assert roll.verdict.value == "valid", roll.reasons
+
+
+@pytest.mark.parametrize(
+    ("shifts", "expected"),
+    [
+        ([0.2, 0.4], 0.4),  # two markers: the largest corner shift
+        ([3.0], None),  # one marker alone does not judge the camera (a marker may be knocked)
+        ([], None),
+    ],
+)
+def test_marker_shift_is_the_largest_corner_shift_of_two_or_more(
+    shifts: list[float], expected: float | None
+) -> None:
+    ref = {i: ((0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0)) for i in range(4)}
+    seen = [
+        MarkerInView(marker_id=i, corners_px=tuple((x + d, y) for x, y in ref[i]))
+        for i, d in enumerate(shifts)
+    ]
+    got = marker_shift_px(seen, ref)
+    assert got == (None if expected is None else pytest.approx(expected))
+
+
+def test_max_marker_shift_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_marker_shift_px"):
+        JudgeConfig(max_marker_shift_px=0.0)

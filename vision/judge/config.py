@@ -170,6 +170,14 @@ class JudgeConfig:
     # again 16:53 UTC). A die showing only 0.2 (a blend, cruder than a real translucent die, whose pips and
     # edges show) gives up to 0.9944, median 0.9903: about half of those would pass as the empty box.
     sure_mark_likeness: float = 0.993
+    # With a marker calibration, the corner markers found in a frame (at least two) show whether the camera
+    # is still where it was calibrated: a corner more than this many pixels from its calibrated place means
+    # it moved, and the calibration's felt positions, layout boxes, die sizes and table marks no longer fit.
+    # The roll is then read from the image alone (as a photo) and is `no_decision` (camera_moved) unless the
+    # image alone shows a rethrow. 1.5, the bar of `throwbox calibrate check` (calibration/moved.py): on the
+    # selftest's scenes an unmoved camera shifts them 0.26 px at most under new light and noise, one moved
+    # by 10 mm or turned by 1 degree 5.5 px or more. None: not checked.
+    max_marker_shift_px: float | None = 1.5
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).
@@ -275,6 +283,10 @@ class JudgeConfig:
         if not 0.0 <= self.min_ace_size_ratio < 1.0:
             raise ValueError(
                 f"JudgeConfig.min_ace_size_ratio must be in [0, 1), got {self.min_ace_size_ratio}"
+            )
+        if self.max_marker_shift_px is not None and not self.max_marker_shift_px > 0.0:
+            raise ValueError(
+                f"JudgeConfig.max_marker_shift_px must be None or positive, got {self.max_marker_shift_px}"
             )
         if self.sure_mark_likeness < self.min_mark_likeness:
             raise ValueError(

@@ -39,11 +39,13 @@ def judge_roll(
     config: JudgeConfig,
     weak_peaks: Sequence[DieCandidate] = (),
     unsure_set_aside: Sequence[SetAside] = (),
+    frame_findings: Sequence[Finding] = (),
 ) -> tuple[tuple[DieReading, ...], Verdict, tuple[Finding, ...]]:
     """Judge a roll whose dice have their faces read: updated dice, the verdict and its findings.
 
     `weak_peaks`: the detector's peaks under its threshold (`DieDetector.detect_with_weak`), if known.
     `unsure_set_aside`: markers and table marks set aside where a die may lie (`count_findings`).
+    `frame_findings`: what was found of the frame before the dice (a camera that moved), kept first.
     """
     if states is not None and len(states) != len(dice):
         raise ValueError(f"{len(dice)} dice but {len(states)} die states")
@@ -108,7 +110,8 @@ def judge_roll(
         geometry=geometry,
     )
     findings = (
-        count_findings(
+        list(frame_findings)
+        + count_findings(
             len(dice),
             expected_dice=expected_dice,
             states_known=states is not None,
