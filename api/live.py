@@ -9,7 +9,9 @@ One `LiveLoop` per table runs in its own thread:
 and, around it:
 
 - camera loss or a frozen feed (`SourceLost`) raises a `camera_lost` alert; fresh frames again
-  (`SourceRecovered`) a `camera_recovered` alert. The settle detector is reset on a loss, so no roll is
+  (`SourceRecovered`) a `camera_recovered` alert. A read that finds the camera moved since calibration (its
+  corner markers off their places, vision/reader.py) raises a `camera_moved` alert once, and a later read that
+  finds them in place again a `camera_in_place` alert. The settle detector is reset on a loss, so no roll is
   read from a stale frame (vision.settle); this loop adds nothing that could.
 - after a valid first roll that leaves the round waiting for the Extra Roll, the next frame the box settles
   in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
@@ -50,7 +52,7 @@ from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost,
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
-from vision.types import Frame, Roll, Verdict
+from vision.types import Finding, Frame, Roll, Verdict
 
 log = logging.getLogger("throwbox.live")
 
@@ -287,6 +289,7 @@ class LiveLoop:
         self.reads: list[LiveRead] = []
         self.layout_checks: list[dict[str, Any]] = []
         self.camera_ok = True
+        self.camera_moved = False  # the last read through the calibration saw the camera moved since
         self.frames = 0
         self._pending: _Pending | None = None
         self._stop = threading.Event()
@@ -358,6 +361,27 @@ class LiveLoop:
                 self.handle_dealer_move(item)
 
     # ------------------------------------------------------------------------------------------ steps
+    def _note_camera_position(self, roll: Roll, frame_id: str) -> Finding | None:
+        """The read's `camera_moved` finding, if any; a `camera_moved` alert when it first appears, and a
+        `camera_in_place` alert when a read through the calibration no longer finds it."""
+        moved = next((f for f in roll.findings if f.reason == "camera_moved"), None)
+        if moved is not None and not self.camera_moved:
+            self._alert(
+                "camera_moved",
+                f"the camera moved since the table was calibrated ({moved.detail}); every roll is left to a "
+                "person until the table is calibrated again and the service restarted (a live loop loads "
+                "its calibration when it starts)",
+                {"frame_id": frame_id},
+            )
+        elif moved is None and self.camera_moved and self.geometry is not None:
+            self._alert(
+                "camera_in_place",
+                "the corner markers are where the table was calibrated again",
+                {"frame_id": frame_id},
+            )
+        self.camera_moved = moved is not None
+        return moved
+
     def _alert(self, kind: str, message: str, data: dict[str, Any]) -> None:
         try:
             self.recorder.alert(table_id=self.config.table_id, kind=kind, message=message, data=data)
@@ -441,6 +465,7 @@ class LiveLoop:
                 timing_ms={},
             )
         read_ms = (time.perf_counter() - started) * 1000.0
+        moved = self._note_camera_position(roll, frame.frame_id)
         verdict = roll.verdict.value
         reasons = list(roll.reasons)
         faces: tuple[int, ...] = roll.faces
@@ -451,6 +476,9 @@ class LiveLoop:
             if self.geometry is None:
                 verdict, faces = Verdict.NO_DECISION.value, ()
                 reasons = ["no table calibration: the kept dice cannot be told from the rethrown dice"]
+            elif moved is not None:  # the layout boxes are not where the calibration says: no split
+                verdict, faces = Verdict.NO_DECISION.value, ()
+                reasons = [moved.detail, "the kept dice cannot be told from the rethrown dice"]
             else:
                 decision = decide_extra_roll(
                     roll,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -716,3 +717,49 @@ def test_a_calibrated_table_watches_only_its_throw_box() -> None:
         x0, y0, x1, y1 = d["box_xyxy"]
         assert cv2.pointPolygonTest(contour, ((x0 + x1) / 2, (y0 + y1) / 2), False) >= 0
     SettleDetector(roi_xy=outline)  # a valid region for the detector
+
+
+class AlertsOnly:
+    """A recorder that keeps the alerts (the camera-position alerts need nothing else)."""
+
+    def __init__(self) -> None:
+        self.alerts: list[tuple[str, str]] = []
+
+    def store_read(self, **kwargs: Any) -> Any:
+        raise AssertionError("not used here")
+
+    def alert(self, *, table_id: str, kind: str, message: str, data: dict[str, Any]) -> None:
+        self.alerts.append((kind, message))
+
+
+def test_a_camera_moved_since_calibration_raises_one_alert_and_one_when_back_in_place() -> None:
+    """Reads that find the camera moved (the reader's `camera_moved` finding) raise `camera_moved` once, not
+    at every roll; a read through the calibration that no longer finds it raises `camera_in_place`."""
+    from calibration.camera import Camera, CameraIntrinsics, CameraPose
+    from calibration.layout import ThrowBoxLayout
+    from vision.types import Finding
+
+    recorder = AlertsOnly()
+    camera = Camera(
+        CameraIntrinsics.from_fov(width_px=640, height_px=480, hfov_deg=60.0),
+        CameraPose.look_at(eye_mm=(300.0, 225.0, 900.0), target_mm=(300.0, 225.0, 0.0)),
+    )
+    loop = LiveLoop(
+        config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="cal"),
+        items=[],
+        detector=SettleDetector(),
+        reader=TruthReader(),
+        rules=RulesClient(base_url="http://127.0.0.1:9", key="unused"),
+        recorder=recorder,
+        geometry=TableGeometry(camera=camera, layout=ThrowBoxLayout()),
+    )
+    moved = Finding(Verdict.NO_DECISION, "camera_moved", (), "the corner markers lie up to 12.1 px from ...")
+    frame = Frame(image=np.zeros((4, 4, 3), np.uint8), frame_id="f")
+    still = roll_of([die(3)], frame)
+    off = replace(roll_of([die(3)], frame, verdict=Verdict.NO_DECISION), findings=(moved,))
+    seen = [
+        loop._note_camera_position(r, f"f{i}") for i, r in enumerate([still, off, off, off, still, still])
+    ]
+    assert seen == [None, moved, moved, moved, None, None]
+    assert [kind for kind, _ in recorder.alerts] == ["camera_moved", "camera_in_place"]
+    assert "12.1 px" in recorder.alerts[0][1] and "calibrated again" in recorder.alerts[0][1]
