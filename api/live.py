@@ -412,6 +412,17 @@ class LiveLoop:
                 {"frame_id": event.frame.frame_id},
             )
             return
+        moved = self._note_camera_position(roll, event.frame.frame_id)
+        if moved is not None:  # no layout box is where the calibration says: nothing to check against
+            self.recorder.store_read(
+                table_id=self.config.table_id, frame=event.frame, roll=roll, extra=self._extra()
+            )
+            self._alert(
+                "layout_unverified",
+                f"the dealer's move could not be checked (a person must look): {moved.detail}",
+                {"frame_id": event.frame.frame_id},
+            )
+            return
         check = check_layout_move(
             dice=roll.dice,
             winner=pending.winner,

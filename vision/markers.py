@@ -51,18 +51,14 @@ class MarkerInView:
         return cv2.pointPolygonTest(quad, (float(x_px), float(y_px)), measureDist=False) >= 0
 
 
-def markers_in_view(
+def markers_near(
     image: ImageArray,
     *,
     markers: CornerMarkers,
     reference_corners_px: Mapping[int, tuple[tuple[float, float], ...]],
 ) -> tuple[MarkerInView, ...]:
-    """The calibration's corner markers found whole in the frame, each looked for near where it was.
-
-    A marker is searched in a window around its calibrated quad (`WINDOW_MARGIN_SIDES`), so the look costs
-    a few small crops rather than the whole frame; with fewer than `MIN_MARKERS` found so, the whole frame
-    is searched. Missing markers are left out (empty when none is seen).
-    """
+    """The calibration's corner markers found whole, each looked for in a window round its calibrated quad
+    (`WINDOW_MARGIN_SIDES`): a few small crops rather than the whole frame. Missing ones are left out."""
     h, w = image.shape[:2]
     found: list[MarkerInView] = []
     for marker_id, ref in sorted(reference_corners_px.items()):
@@ -80,29 +76,51 @@ def markers_in_view(
             continue
         corners = tuple((float(x + x0), float(y + y0)) for x, y in seen)
         found.append(MarkerInView(marker_id=marker_id, corners_px=corners))
-    if len(found) < MIN_MARKERS:
-        # Too few near their places: the camera may have moved far (or the markers are covered). The
-        # whole frame once (a few ms), so a moved camera is seen as moved, not as markers missing.
-        anywhere = find_markers(image, markers)
-        found = [
-            MarkerInView(marker_id=i, corners_px=tuple((float(x), float(y)) for x, y in anywhere[i]))
-            for i in sorted(reference_corners_px)
-            if i in anywhere
-        ]
     return tuple(found)
+
+
+def markers_in_view(
+    image: ImageArray,
+    *,
+    markers: CornerMarkers,
+    reference_corners_px: Mapping[int, tuple[tuple[float, float], ...]],
+) -> tuple[MarkerInView, ...]:
+    """The calibration's corner markers found whole in the frame: near their places (`markers_near`), or,
+    with fewer than `MIN_MARKERS` found so, anywhere (the camera may have moved far, or the markers are
+    covered; the whole frame once, a few ms, so a moved camera is seen as moved, not as markers missing)."""
+    near = markers_near(image, markers=markers, reference_corners_px=reference_corners_px)
+    if len(near) >= MIN_MARKERS:
+        return near
+    anywhere = find_markers(image, markers)
+    return tuple(
+        MarkerInView(marker_id=i, corners_px=tuple((float(x), float(y)) for x, y in anywhere[i]))
+        for i in sorted(reference_corners_px)
+        if i in anywhere
+    )
 
 
 def marker_shift_px(
     seen: Sequence[MarkerInView], reference_corners_px: Mapping[int, tuple[tuple[float, float], ...]]
 ) -> float | None:
-    """How far (px) the markers' corners lie from where calibration saw them, at most; None when fewer
-    than `calibration.moved.MIN_MARKERS` are seen (no judgement of the camera then)."""
-    pairs = [(m, reference_corners_px[m.marker_id]) for m in seen if m.marker_id in reference_corners_px]
-    if len(pairs) < MIN_MARKERS:
-        return None
-    return max(
-        float(np.linalg.norm(np.asarray(m.corners_px) - np.asarray(ref), axis=1).max()) for m, ref in pairs
+    """How far (px) the markers lie from where calibration saw them, as the camera moving would move them:
+    each marker's shift is the median of its four corners' (a die lying on a marker's sticker pulls one
+    corner's sub-pixel fit by up to about 2 px and leaves the others), and the frame's is the second
+    largest of those (one marker knocked is not the camera). None when fewer than
+    `calibration.moved.MIN_MARKERS` are seen: no judgement of the camera then."""
+    shifts = sorted(
+        float(
+            np.median(
+                np.linalg.norm(
+                    np.asarray(m.corners_px) - np.asarray(reference_corners_px[m.marker_id]), axis=1
+                )
+            )
+        )
+        for m in seen
+        if m.marker_id in reference_corners_px
     )
+    if len(shifts) < MIN_MARKERS:
+        return None
+    return shifts[-2]
 
 
 def on_marker(box_xyxy: Sequence[float], seen: Sequence[MarkerInView]) -> MarkerInView | None:

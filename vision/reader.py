@@ -196,7 +196,7 @@ class Reader:
                     verdict=Verdict.NO_DECISION,
                     reason="camera_moved",
                     die_ids=(),
-                    detail=f"the corner markers lie up to {shift:.1f} px from where the table was calibrated "
+                    detail=f"the corner markers lie {shift:.1f} px from where the table was calibrated "
                     f"(limit {bar:g} px): the camera moved, so the roll is read from the image alone; "
                     "calibrate the table again (throwbox calibrate check / table)",
                 )

@@ -206,6 +206,19 @@ def test_675a_4_b_a_die_off_the_table_does_not_lean_on_a_count_a_set_aside_may_f
     assert got is verdict and reason in [r for r, _ in findings], findings
 
 
+def test_675a_4_b_a_short_count_is_not_a_die_that_left_when_the_camera_moved() -> None:
+    """Read from the image alone after the camera moved, the throw box may be partly out of view."""
+    moved = Finding(Verdict.NO_DECISION, "camera_moved", (), "the corner markers lie 12.1 px from ...")
+    cands = [_cand(0.0), _cand(40.0)]
+    reads = tuple(FaceReading(face_probs=tuple(one_hot(3)), pip_count=None) for _ in cands)
+    out = judge(
+        tuple(cands), reads, expected_dice=3, config=CFG, states=[FLAT, FLAT], frame_findings=(moved,)
+    )
+    assert out.verdict is Verdict.NO_DECISION
+    assert [f.reason for f in out.findings] == ["camera_moved", "count_mismatch"]
+    assert "camera moved since calibration" in out.findings[1].detail
+
+
 def test_short_count_max_box_ratio_must_exceed_one() -> None:
     with pytest.raises(ValueError, match="short_count_max_box_ratio"):
         JudgeConfig(short_count_max_box_ratio=1.0)

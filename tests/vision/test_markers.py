@@ -16,7 +16,14 @@ from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.annotate import annotate
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
-from vision.markers import MarkerInView, marker_shift_px, markers_in_view, on_marker, set_markers_aside
+from vision.markers import (
+    MarkerInView,
+    marker_shift_px,
+    markers_in_view,
+    markers_near,
+    on_marker,
+    set_markers_aside,
+)
 from vision.reader import Reader
 from vision.types import DieCandidate, Frame, SetAside, Sifted
 
@@ -150,6 +157,15 @@ def test_a_camera_moved_since_calibration_is_seen_by_its_markers(
     }[moved]
     fx = Finish(gain=0.75, offset=6.0, gradient=0.25) if moved is None else Finish()
     frame = table.scene.frame(pose=pose, fx=fx, dice=DICE, noise_seed=7)
+    refs = table.cal.reference_corners_px
+    seen = markers_in_view(frame, markers=MARKERS, reference_corners_px=refs)
+    near = markers_near(frame, markers=MARKERS, reference_corners_px=refs)
+    if moved is None:  # all four seen where they were: the check had something to judge by
+        assert (
+            sorted(m.marker_id for m in seen) == [0, 1, 2, 3] and (marker_shift_px(seen, refs) or 9.0) < 0.5
+        )
+    if moved == "x60":  # none near its place: the whole-frame look found them
+        assert len(near) < 2 <= len(seen)
     roll = committed_reader.read(Frame(image=frame, frame_id="f"), expected_dice=3, geometry=table.geometry())
     reasons = [f.reason for f in roll.findings]
     assert ("camera_moved" in reasons) is expect_moved
@@ -162,23 +178,49 @@ def test_a_camera_moved_since_calibration_is_seen_by_its_markers(
 
 
 @pytest.mark.parametrize(
-    ("shifts", "expected"),
+    ("shifts", "corner_pull", "expected"),
     [
-        ([0.2, 0.4], 0.4),  # two markers: the largest corner shift
-        ([3.0], None),  # one marker alone does not judge the camera (a marker may be knocked)
-        ([], None),
+        ([0.2, 0.4], 0.0, 0.2),  # two markers, each moved whole: the second largest
+        ([4.0, 4.0, 4.0, 4.0], 0.0, 4.0),  # the camera moved: every marker alike
+        ([0.1, 0.1, 0.1, 5.0], 0.0, 0.1),  # one marker knocked (or a wrong fit) is not the camera
+        ([0.0, 0.0, 0.0, 0.0], 4.8, 0.0),  # a die on a sticker pulls one corner of each: medians stay
+        ([3.0], 0.0, None),  # one marker alone does not judge the camera
+        ([], 0.0, None),
     ],
 )
-def test_marker_shift_is_the_largest_corner_shift_of_two_or_more(
-    shifts: list[float], expected: float | None
+def test_marker_shift_is_the_camera_not_one_marker_or_one_corner(
+    shifts: list[float], corner_pull: float, expected: float | None
 ) -> None:
     ref = {i: ((0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0)) for i in range(4)}
     seen = [
-        MarkerInView(marker_id=i, corners_px=tuple((x + d, y) for x, y in ref[i]))
+        MarkerInView(
+            marker_id=i,
+            corners_px=tuple(
+                (x + d + (corner_pull if k == 0 else 0.0), y) for k, (x, y) in enumerate(ref[i])
+            ),
+        )
         for i, d in enumerate(shifts)
     ]
     got = marker_shift_px(seen, ref)
     assert got == (None if expected is None else pytest.approx(expected))
+
+
+def test_a_die_on_a_markers_sticker_is_not_a_camera_moved(table: Table, committed_reader: Reader) -> None:
+    """A die 2 mm from a far marker's inner corner pulls that corner's fit by px (the reason the shift is
+    taken per marker by its median): the roll is read as the table, not as a moved camera."""
+    quad = MARKERS.corners_mm(LAYOUT)[2]  # far right
+    cx, cy = LAYOUT.width_mm / 2, LAYOUT.depth_mm / 2
+    corner = quad[np.argmin(np.hypot(quad[:, 0] - cx, quad[:, 1] - cy))]
+    x, y = corner + np.sign([cx - corner[0], cy - corner[1]]) * (LAYOUT.die_edge_mm / 2 + 2.0)
+    frame = table.scene.frame(dice=(*DICE[:2], (float(x), float(y), 3)), noise_seed=5)
+    refs = table.cal.reference_corners_px
+    pulled = max(
+        float(np.linalg.norm(np.asarray(m.corners_px) - np.asarray(refs[m.marker_id]), axis=1).max())
+        for m in markers_in_view(frame, markers=MARKERS, reference_corners_px=refs)
+    )
+    assert pulled > JudgeConfig().max_marker_shift_px  # by its worst corner alone, it would look moved
+    roll = committed_reader.read(Frame(image=frame, frame_id="f"), expected_dice=3, geometry=table.geometry())
+    assert "camera_moved" not in [f.reason for f in roll.findings], roll.reasons
 
 
 def test_max_marker_shift_must_be_positive() -> None:

@@ -171,13 +171,17 @@ class JudgeConfig:
     # edges show) gives up to 0.9944, median 0.9903: about half of those would pass as the empty box.
     sure_mark_likeness: float = 0.993
     # With a marker calibration, the corner markers found in a frame (at least two) show whether the camera
-    # is still where it was calibrated: a corner more than this many pixels from its calibrated place means
-    # it moved, and the calibration's felt positions, layout boxes, die sizes and table marks no longer fit.
-    # The roll is then read from the image alone (as a photo) and is `no_decision` (camera_moved) unless the
-    # image alone shows a rethrow. 1.5, the bar of `throwbox calibrate check` (calibration/moved.py): on the
-    # selftest's scenes an unmoved camera shifts them 0.26 px at most under new light and noise, one moved
-    # by 10 mm or turned by 1 degree 5.5 px or more. None: not checked.
-    max_marker_shift_px: float | None = 1.5
+    # is still where it was calibrated (`vision.markers.marker_shift_px`: each marker's median corner shift,
+    # the second largest of them): past this many pixels it moved, and the calibration's felt positions,
+    # layout boxes, die sizes and table marks no longer fit. The roll is then read from the image alone (as
+    # a photo), `no_decision` (camera_moved) unless the image alone shows a rethrow, and a short count is
+    # left to a person (part of the box may be out of view). 3.0, twice the bar of `throwbox calibrate
+    # check` (1.5, for a deliberate check of the empty box): at every read a die may lie on a marker's sticker
+    # (on the selftest's scene, a die 1-3 mm from a marker's inner corner pulled one corner up to 4.8 px, its
+    # marker's median 0.04 px at most, the frame's 0.024; a throwaway script, 17:22 UTC) and a real camera
+    # shakes and compresses; an unmoved camera gives 0.26 px at most under new light and noise (by any
+    # corner), and one moved by 10 mm or turned by 1 degree 5.5 px or more. None: not checked.
+    max_marker_shift_px: float | None = 3.0
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).

@@ -132,13 +132,15 @@ def count_findings(
     unsure: Sequence[DieCandidate] = (),
     oversized: Sequence[tuple[int, float]] = (),
     unsure_set_aside: Sequence[SetAside] = (),
+    camera_moved: bool = False,
 ) -> list[Finding]:
     """Findings of the dice count against the game's (none when no count is expected or it matches).
 
     `unsure`: the detector's weak peaks on no found die (`unexplained_peaks`). `oversized`: (die id,
     size ratio) of each box that may hold more than one die (`oversized_boxes`). `unsure_set_aside`:
     detections set aside as a marker or a table mark where the frame is not surely the empty box
-    (`JudgeConfig.sure_mark_likeness`): a see-through die may lie there.
+    (`JudgeConfig.sure_mark_likeness`): a see-through die may lie there. `camera_moved`: the table's camera
+    moved since calibration, so whether the throw box is wholly in view is not known.
     """
     if n_found == 0:
         return [Finding(verdict=Verdict.NO_DECISION, reason="no_dice", die_ids=(), detail="no dice found")]
@@ -171,6 +173,16 @@ def count_findings(
                     if geometry.walls_hide_a_die()
                     else ""
                 ),
+            )
+        ]
+    if camera_moved:
+        return [
+            Finding(
+                verdict=Verdict.NO_DECISION,
+                reason="count_mismatch",
+                die_ids=(),
+                detail=f"{text} and the camera moved since calibration: the throw box may not be wholly in "
+                "view, a person must look",
             )
         ]
     if unsure:

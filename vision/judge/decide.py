@@ -91,7 +91,9 @@ def judge_roll(
     # A short count beside something set aside as part of the table where a see-through die may lie is
     # neither short nor full for sure: no rule may lean on it either way (vision/markers.py).
     short = expected_dice is not None and len(dice) < expected_dice
-    count_unsure = short and bool(unsure_set_aside)
+    # The same where the camera moved since calibration: part of the box may now be out of view.
+    moved = any(f.reason == "camera_moved" for f in frame_findings)
+    count_unsure = short and (bool(unsure_set_aside) or moved)
     off_findings, off = outside_dice(
         dice,
         states,
@@ -120,6 +122,7 @@ def judge_roll(
             unsure=unexplained_peaks(weak_peaks, dice, geometry=geometry, config=config),
             oversized=oversized_boxes(size_ratios(dice), config=config),
             unsure_set_aside=unsure_set_aside,
+            camera_moved=moved,
         )
         + off_findings
         + stack_findings
