@@ -23,7 +23,15 @@ import numpy as np
 import pytest
 
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, RollRejectedError, RulesClient, RulesUnreachableError
+from api.live import (
+    LiveConfig,
+    LiveLoop,
+    RollRejectedError,
+    RulesClient,
+    RulesUnreachableError,
+    StoredRead,
+    _Pending,
+)
 from api.live_service import (
     DEMO_CLIPS,
     DEMO_WAGERS,
@@ -720,13 +728,15 @@ def test_a_calibrated_table_watches_only_its_throw_box() -> None:
 
 
 class AlertsOnly:
-    """A recorder that keeps the alerts (the camera-position alerts need nothing else)."""
+    """A recorder that keeps the alerts, and counts the reads it is asked to store."""
 
     def __init__(self) -> None:
         self.alerts: list[tuple[str, str]] = []
+        self.stored = 0
 
-    def store_read(self, **kwargs: Any) -> Any:
-        raise AssertionError("not used here")
+    def store_read(self, **kwargs: Any) -> StoredRead:
+        self.stored += 1
+        return StoredRead(read_id=f"r{self.stored}", evidence_sha256=None)
 
     def alert(self, *, table_id: str, kind: str, message: str, data: dict[str, Any]) -> None:
         self.alerts.append((kind, message))
@@ -763,3 +773,17 @@ def test_a_camera_moved_since_calibration_raises_one_alert_and_one_when_back_in_
     assert seen == [None, moved, moved, moved, None, None]
     assert [kind for kind, _ in recorder.alerts] == ["camera_moved", "camera_in_place"]
     assert "12.1 px" in recorder.alerts[0][1] and "calibrated again" in recorder.alerts[0][1]
+
+    # The dealer's move to the layout box, read after the camera moved: no die has a layout box, so the move
+    # cannot be checked (layout_unverified), and nothing accuses the dealer.
+    class MovedReader(TruthReader):
+        def read(self, frame: Frame, **kwargs: Any) -> Roll:
+            return replace(roll_of([die(3, x=30.0 * i) for i in range(10)], frame), findings=(moved,))
+
+    loop.reader = MovedReader()
+    loop._pending = _Pending(winner=3, match_count=4)
+    captured = CapturedFrame(image=frame.image, frame_id="m1", seq=1, source_id="cam", monotonic_s=0.0)
+    loop.handle_dealer_move(SettledWithoutThrow(captured, still_since_s=0.0, intruder_seen=True, empty=False))
+    kinds = [kind for kind, _ in recorder.alerts]
+    assert kinds[-1] == "layout_unverified" and "dealer_error" not in kinds
+    assert "camera_moved" in kinds[2:] and recorder.stored == 1  # raised again (it was back in place)
