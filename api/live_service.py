@@ -600,11 +600,18 @@ class LiveService:
         geometry = None
         if calibration_id:
             from calibration.store import load_table
+            from calibration.table import stale_marks_message
             from vision.judge.geometry import TableGeometry
 
-            geometry = TableGeometry.from_calibration(
-                load_table(self.settings.calibration_dir, calibration_id)
-            )
+            calibration = load_table(self.settings.calibration_dir, calibration_id)
+            geometry = TableGeometry.from_calibration(calibration)
+            if stale := stale_marks_message(calibration, getattr(reader, "models", {}).get("detector")):
+                recorder.alert(
+                    table_id=table_id,
+                    kind="calibration_stale",
+                    message=stale,
+                    data={"calibration_id": calibration_id},
+                )
         loop = LiveLoop(
             config=LiveConfig(table_id=table_id, expected_dice=expected, calibration_id=calibration_id),
             # A recording (a file, `demo`) plays at its recorded pace, as a camera would deliver it.

@@ -55,6 +55,9 @@ class TableCalibration:
     # What the die detector takes for a die on the empty box (print, logos, markers; calibration.marks),
     # found and added by `throwbox calibrate table` (the detector lives in vision/). Empty: none known.
     marks: tuple[TableMark, ...] = ()
+    # The die detector (its model tag, e.g. "detect_centernet_2026nov") that found the marks: marks from
+    # another detector may miss what the reader's boxes now (`stale_marks_message`).
+    marks_detector: str | None = None
 
     def __post_init__(self) -> None:
         if self.plane.intrinsics != self.intrinsics:
@@ -103,6 +106,7 @@ class TableCalibration:
             "reference_picture": None if self.reference_picture is None else asdict(self.reference_picture),
             # Left out when empty, so a calibration stored before marks existed keeps its checksum and id.
             **({"marks": [m.to_dict() for m in self.marks]} if self.marks else {}),
+            **({"marks_detector": self.marks_detector} if self.marks_detector is not None else {}),
         }
 
     @classmethod
@@ -168,6 +172,7 @@ class TableCalibration:
             felt=felt,
             reference_picture=picture,
             marks=_marks_from(data),
+            marks_detector=None if data.get("marks_detector") is None else str(data["marks_detector"]),
         )
 
     def require_resolution(self, image: object) -> None:
@@ -421,6 +426,22 @@ def calibrate_table(
             )
     felt = fit_felt_model(frames, mask=cal.felt_mask())
     return _replace_felt(cal, felt)
+
+
+def stale_marks_message(cal: TableCalibration, detector_tag: str | None) -> str | None:
+    """Why the table's marks may not fit the reader's detector (another detector found them), or None."""
+    if (
+        not cal.marks
+        or cal.marks_detector is None
+        or detector_tag is None
+        or cal.marks_detector == detector_tag
+    ):
+        return None
+    return (
+        f"table {cal.table_id!r}: its table marks were found by the detector {cal.marks_detector}, but the "
+        f"reader's is {detector_tag}: print it now boxes may be counted as dice (an over count, left to a "
+        "person); calibrate the table again"
+    )
 
 
 def _marks_from(data: dict[str, Any]) -> tuple[TableMark, ...]:

@@ -268,10 +268,11 @@ def register(app: typer.Typer) -> None:
 
                 from vision.reader import Reader
 
-                marks_found = Reader(threads=1).table_marks(
+                reader = Reader(threads=1)
+                marks_found = reader.table_marks(
                     [image, *empties], marker_corners_px=cal.reference_corners_px
                 )
-                cal = replace(cal, marks=marks_found)
+                cal = replace(cal, marks=marks_found, marks_detector=reader.models.get("detector"))
             path = save_table(cal, data_dir)
             if overlay is not None:
                 overlay.parent.mkdir(parents=True, exist_ok=True)

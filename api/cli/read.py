@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
 
         from calibration.errors import CalibrationError, CalibrationNotFoundError
         from calibration.store import load_table
-        from calibration.table import TableCalibration
+        from calibration.table import TableCalibration, stale_marks_message
         from vision.annotate import annotate
         from vision.image import UnreadableImageError, load_image
         from vision.judge.geometry import TableGeometry
@@ -75,6 +75,10 @@ def register(app: typer.Typer) -> None:
         except ModelError as exc:
             typer.echo(f"throwbox read: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc
+        if calibration is not None and (
+            stale := stale_marks_message(calibration, reader.models.get("detector"))
+        ):
+            typer.echo(f"throwbox read: {stale}", err=True)
         if annotate_dir is not None:
             annotate_dir.mkdir(parents=True, exist_ok=True)
         failed = 0

@@ -76,6 +76,7 @@ def test_full_flow(files: Path, scenes: Scenes) -> None:
     assert doc["table_marks"] == len(stored.marks) >= 4
     assert sorted(m.marker_id for m in stored.marks if m.marker_id is not None) == [0, 1, 2, 3]
     assert all(m.patch().size > 0 for m in stored.marks)
+    assert (stored.marks_detector or "").startswith("detect_")  # which detector found them, to tell staleness
     # The camera's lean, measured from the markers, as the scene was rendered (within a degree).
     assert doc["camera_tilt_deg"] == pytest.approx(scenes.scene.pose.tilt_deg, abs=1.0)
     limit = JudgeConfig().max_cocked_camera_tilt_deg

@@ -13,7 +13,7 @@ import pytest
 from calibration.errors import CorruptCalibrationError
 from calibration.marks import TableMark, likeness, make_mark
 from calibration.store import load_table, save_table
-from calibration.table import TableCalibration, canonical_json
+from calibration.table import TableCalibration, canonical_json, stale_marks_message
 from tests.calibration.conftest import Scenes
 
 # A box over the printed layout strip of the small scene (the "Ace" box's corner), where there is print.
@@ -128,3 +128,30 @@ def test_a_stored_calibration_with_bad_marks_is_refused(
     with pytest.raises(CorruptCalibrationError) as err:
         load_table(tmp_path, scenes.cal.table_id, resolution_wh=scenes.cal.resolution_wh)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("has_marks", "found_by", "reader_uses", "stale"),
+    [
+        (True, "detect_a", "detect_a", False),  # the same detector: the marks fit
+        (True, "detect_a", "detect_b", True),  # a new detector boxes other print: calibrate again
+        (False, "detect_a", "detect_b", False),  # no marks: nothing to go stale
+        (True, None, "detect_b", False),  # not recorded (a hand-made file): nothing to compare
+        (True, "detect_a", None, False),  # a reader without a named detector
+    ],
+)
+def test_marks_from_another_detector_are_called_stale(
+    scenes: Scenes, has_marks: bool, found_by: str | None, reader_uses: str | None, stale: bool
+) -> None:
+    cal = replace(_with_marks(scenes.cal, scenes) if has_marks else scenes.cal, marks_detector=found_by)
+    message = stale_marks_message(cal, reader_uses)
+    assert (message is not None) is stale
+    if message is not None:
+        assert "detect_a" in message and "detect_b" in message and "calibrate the table again" in message
+
+
+def test_the_detector_that_found_the_marks_is_stored(scenes: Scenes, tmp_path: Path) -> None:
+    cal = replace(_with_marks(scenes.cal, scenes), marks_detector="detect_a")
+    save_table(cal, tmp_path)
+    loaded = load_table(tmp_path, cal.table_id, resolution_wh=cal.resolution_wh)
+    assert loaded.marks_detector == "detect_a" and loaded.calibration_id == cal.calibration_id

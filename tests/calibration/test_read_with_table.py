@@ -30,6 +30,20 @@ def test_read_records_the_calibration_it_used(scenes: Scenes, tmp_path: Path) ->
     assert doc["verdict"] in {"valid", "invalid", "void", "no_decision"}
 
 
+def test_read_warns_when_the_table_marks_came_from_another_detector(scenes: Scenes, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from calibration.marks import make_mark
+
+    mark = make_mark(scenes.empty, box_xyxy=(120.0, 250.0, 150.0, 280.0), score=0.6)
+    save_table(replace(scenes.cal, marks=(mark,), marks_detector="detect_old_2025jan"), tmp_path)
+    frame = tmp_path / "frame.png"
+    cv2.imwrite(str(frame), scenes.empty)
+    code, _, err = _read(str(frame), "--table", "t-small", "--calibration-dir", str(tmp_path))
+    assert code == 0, err
+    assert "found by the detector detect_old_2025jan" in err and "calibrate the table again" in err
+
+
 def test_read_without_a_stored_calibration_says_none(scenes: Scenes, tmp_path: Path) -> None:
     frame = tmp_path / "frame.png"
     cv2.imwrite(str(frame), scenes.empty)
