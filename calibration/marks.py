@@ -41,6 +41,9 @@ class TableMark:
     # A corner marker's id: the marker's look, kept so a detection set aside on it (vision/markers.py) can
     # be told from a see-through die lying over it. None: a mark the detector found.
     marker_id: int | None = None
+    # A labelled layout box's face (593.1(b)(4)): the printed box's look, kept only to see a change there
+    # (a die on the print the detector may miss); nothing is ever set aside on it.
+    layout_face: int | None = None
 
     def __post_init__(self) -> None:
         x0, y0, x1, y1 = self.box_xyxy
@@ -49,8 +52,8 @@ class TableMark:
         wx0, wy0, wx1, wy1 = self.window_xyxy
         if not (wx1 > wx0 >= 0 and wy1 > wy0 >= 0):
             raise ValueError(f"window_xyxy must be a non-empty window of the frame, got {self.window_xyxy}")
-        if (self.score is None) == (self.marker_id is None):
-            raise ValueError("a table mark has a detector score, or a marker id, not both")
+        if sum(v is not None for v in (self.score, self.marker_id, self.layout_face)) != 1:
+            raise ValueError("a table mark has a detector score, a marker id or a layout face: one of them")
 
     @cached_property
     def _patch(self) -> NDArray[np.uint8]:
@@ -75,6 +78,7 @@ class TableMark:
             "window_xyxy": list(self.window_xyxy),
             "patch_png_b64": self.patch_png_b64,
             "marker_id": self.marker_id,
+            "layout_face": self.layout_face,
         }
 
     @classmethod
@@ -84,13 +88,14 @@ class TableMark:
         win = tuple(int(v) for v in data["window_xyxy"])
         if len(box) != 4 or len(win) != 4:
             raise ValueError("a table mark needs a four-number box and window")
-        marker_id = data.get("marker_id")
+        marker_id, layout_face = data.get("marker_id"), data.get("layout_face")
         mark = cls(
             box_xyxy=(box[0], box[1], box[2], box[3]),
             score=None if data["score"] is None else float(data["score"]),
             window_xyxy=(win[0], win[1], win[2], win[3]),
             patch_png_b64=str(data["patch_png_b64"]),
             marker_id=None if marker_id is None else int(marker_id),
+            layout_face=None if layout_face is None else int(layout_face),
         )
         mark.patch()  # decodes, or raises CorruptCalibrationError (a ValueError)
         return mark
@@ -115,10 +120,15 @@ def _look(gray: NDArray[np.uint8], window_xyxy: tuple[int, int, int, int]) -> ND
 
 
 def make_mark(
-    empty_frame: object, *, box_xyxy: Sequence[float], score: float | None, marker_id: int | None = None
+    empty_frame: object,
+    *,
+    box_xyxy: Sequence[float],
+    score: float | None,
+    marker_id: int | None = None,
+    layout_face: int | None = None,
 ) -> TableMark:
-    """The mark at `box_xyxy` on an empty-box frame (found by the detector with `score`, or corner marker
-    `marker_id`), with the frame's look there."""
+    """The mark at `box_xyxy` on an empty-box frame (found by the detector with `score`, corner marker
+    `marker_id`, or the printed layout box of `layout_face`), with the frame's look there."""
     gray = to_gray(empty_frame, name="empty-box frame")
     window = _window(box_xyxy, (gray.shape[0], gray.shape[1]))
     x0, y0, x1, y1 = (float(v) for v in box_xyxy)
@@ -128,6 +138,7 @@ def make_mark(
         window_xyxy=window,
         patch_png_b64=encode_png_b64(_look(gray, window)),
         marker_id=marker_id,
+        layout_face=layout_face,
     )
 
 

@@ -192,6 +192,19 @@ class TableCalibration:
         """Felt mm -> raw pixels."""
         return self.plane.mm_to_pixel(points_mm)
 
+    def layout_boxes_px(self) -> dict[int, tuple[float, float, float, float]]:
+        """Each labelled layout box's printed outline in the frame: face -> xyxy (px) of its corners."""
+        out: dict[int, tuple[float, float, float, float]] = {}
+        for face, rect in self.layout.layout_boxes().items():
+            px = self.mm_to_pixel(np.asarray(rect.corners, np.float64))
+            out[face] = (
+                float(px[:, 0].min()),
+                float(px[:, 1].min()),
+                float(px[:, 0].max()),
+                float(px[:, 1].max()),
+            )
+        return out
+
     def layout_box_at_mm(self, x_mm: float, y_mm: float) -> int | None:
         """Face of the labelled layout box (593.1(b)(4)) containing a felt point, or None."""
         return self.layout.layout_box_at(x_mm, y_mm)

@@ -98,8 +98,13 @@ def measure(
     seed: int = 5,
     see_through: Sequence[float] = (),
     see_through_offsets_mm: Sequence[float] = (0.0,),
+    printed_boxes: bool = False,
 ) -> MarkTrials:
-    """Likeness of every mark on the empty box (light changes, moved cameras) and with a die near it."""
+    """Likeness of every mark on the empty box (light changes, moved cameras) and with a die near it.
+
+    The marks a detection may be set aside on (found by the detector, and the markers' looks), or with
+    `printed_boxes` the printed layout boxes' looks, which are only watched for a change (`changed_marks`).
+    """
     layout, markers = ThrowBoxLayout(), CornerMarkers()
     truth = table_camera_truth(width_px=1280, height_px=720)
     scene = TableScene(layout, markers, truth, table_camera_pose(layout), seed=seed)
@@ -107,7 +112,8 @@ def measure(
     cal = calibrate_table(
         empty, table_id="marks", intrinsics=truth, intrinsics_rms_px=0.0, layout=layout, markers=markers
     )
-    marks = Reader(threads=1).table_marks([empty], marker_corners_px=cal.reference_corners_px)
+    every_mark = Reader(threads=1).table_marks_of(cal, [empty])
+    marks = [m for m in every_mark if (m.layout_face is not None) == printed_boxes]
     if not marks:
         raise ValueError("the committed detector finds no table mark on the selftest's empty box")
     unmoved: list[float] = []
@@ -171,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--see-through", type=_floats, default=[0.2, 0.3, 0.5, 0.7])
     parser.add_argument("--see-through-offsets-mm", type=_floats, default=[0.0, 5.0, 10.0])
     parser.add_argument("--seed", type=int, default=5, help="The table's texture seed.")
+    parser.add_argument(
+        "--layout", action="store_true", help="Measure the printed layout boxes' looks instead of the marks."
+    )
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args(argv)
     trials = measure(
@@ -179,12 +188,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         seed=args.seed,
         see_through=args.see_through,
         see_through_offsets_mm=args.see_through_offsets_mm,
+        printed_boxes=args.layout,
     )
     if args.json:
         print(json.dumps(trials.as_dict()))
         return
     print(
-        f"{trials.marks} table marks (corner markers' looks included); min_mark_likeness = {trials.bar}, "
+        f"{trials.marks} {'printed layout boxes' if args.layout else 'table marks (markers included)'}; "
+        f"min_mark_likeness = {trials.bar}, "
         f"sure_mark_likeness = {trials.sure_bar}"
     )
     light, moved = trials.empty_light_changes, trials.camera_moved

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.marks import TableMark
+from calibration.table import TableCalibration
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
@@ -34,7 +35,7 @@ from vision.onnx_session import (
 from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
-from vision.table_marks import find_table_marks, set_marks_aside
+from vision.table_marks import MARK_MIN_SCORE, changed_marks, find_table_marks, set_marks_aside
 from vision.types import DieCandidate, Finding, Frame, ImageArray, Roll, SetAside, Sifted, Verdict
 from vision.validity import ValidityConfig, judge
 
@@ -161,11 +162,26 @@ class Reader:
         empty_frames: Sequence[ImageArray],
         *,
         marker_corners_px: Mapping[int, Sequence[Sequence[float]]] | None = None,
+        layout_boxes_px: Mapping[int, Sequence[float]] | None = None,
     ) -> tuple[TableMark, ...]:
         """What this reader's detector takes for dice on frames of the empty box, and the corner markers'
-        look (vision/table_marks.py)."""
+        and printed layout boxes' looks (vision/table_marks.py)."""
         return find_table_marks(
-            self.detector, empty_frames, weak_score=self.weak_score, marker_corners_px=marker_corners_px
+            self.detector,
+            empty_frames,
+            weak_score=min(MARK_MIN_SCORE, self.detector.config.score_threshold),
+            marker_corners_px=marker_corners_px,
+            layout_boxes_px=layout_boxes_px,
+        )
+
+    def table_marks_of(
+        self, calibration: TableCalibration, empty_frames: Sequence[ImageArray]
+    ) -> tuple[TableMark, ...]:
+        """`table_marks` for a table's calibration and its empty-box frames (as `calibrate table` stores)."""
+        return self.table_marks(
+            empty_frames,
+            marker_corners_px=calibration.reference_corners_px,
+            layout_boxes_px=calibration.layout_boxes_px(),
         )
 
     def _table_look(
@@ -216,7 +232,10 @@ class Reader:
                 sifted.set_aside + on_marks.set_aside,
                 sifted.peaks_set_aside + on_marks.peaks_set_aside,
             )
-        return TableLook(sifted, geometry, (), _unsure(sifted, judge_config.sure_mark_likeness))
+        sure = judge_config.sure_mark_likeness
+        # Print or a marker that changed with no die found over it: a missed die may lie there.
+        changed = changed_marks(image, geometry.marks, sifted.candidates, sure=sure)
+        return TableLook(sifted, geometry, (), _unsure(sifted, sure) + changed)
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None

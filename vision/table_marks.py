@@ -1,8 +1,8 @@
 """Table marks: find what the detector takes for a die on the empty box, and set it aside at read time.
 
 The stored form and the comparison are `calibration.marks` (see there for why). Here:
-- `find_table_marks`: at calibration, every detection on the empty-box frames, and every weak peak the
-  judge would heed (`JudgeConfig.weak_peak_score`), is a mark, kept with the empty box's look around it;
+- `find_table_marks`: at calibration, every detection on the empty-box frames, and every weak peak of at
+  least `MARK_MIN_SCORE`, is a mark, kept with the empty box's look around it;
 - `set_marks_aside`: at read time, a detection (or weak peak) whose box overlaps a mark's by
   `MARK_MIN_IOU` while the frame there looks like the empty box (`JudgeConfig.min_mark_likeness`) is the
   mark: left out of the count and listed under `set_aside` with reason "table_mark".
@@ -26,6 +26,12 @@ from vision.types import DieCandidate, ImageArray, SetAside, Sifted
 # A detection is on a mark when their boxes overlap this much (intersection over union): the detector
 # boxes the same print the same way give or take a pixel or two; a die beside the print is boxed apart.
 MARK_MIN_IOU = 0.5
+# The detector's peaks on the empty box kept as marks: from this score up, under the judge's weak-peak floor
+# (0.25), because print near the detector's threshold scores higher once dice lie on the table: the "e" of
+# the selftest's "Five" peaks at 0.23-0.24 on the empty box under the selftest's three lights and over 0.35
+# in frames with dice (`python -m models.marker_reads`, 2026-12-02 17:50 UTC). A mark costs nothing where
+# it is not: a detection is set aside on it only while the frame there looks like the empty box.
+MARK_MIN_SCORE = 0.15
 
 
 def find_table_marks(
@@ -34,6 +40,7 @@ def find_table_marks(
     *,
     weak_score: float,
     marker_corners_px: Mapping[int, Sequence[Sequence[float]]] | None = None,
+    layout_boxes_px: Mapping[int, Sequence[float]] | None = None,
 ) -> tuple[TableMark, ...]:
     """The marks on empty-box frames: their detections and weak peaks of at least `weak_score`, and the
     look of each corner marker (`marker_corners_px`, the calibration's reference quads) on the first frame.
@@ -41,6 +48,8 @@ def find_table_marks(
     Print near the detector's threshold is boxed in one frame and not the next, so every frame is looked
     at; a mark found again (`MARK_MIN_IOU`) is kept once, with the look of the frame that found it first.
     A marker's look lets the reader tell a marker from a see-through die lying over it (vision/markers.py).
+    `layout_boxes_px` (face -> xyxy of each printed layout box in the frame) adds each box's look: the
+    detector is weakest on print, and a change there with no die found is where a missed die may lie.
     """
     marks: list[TableMark] = []
     for frame in empty_frames:
@@ -60,6 +69,8 @@ def find_table_marks(
                 float(q[:, 1].max()),
             )
             marks.append(make_mark(empty_frames[0], box_xyxy=quad_box, score=None, marker_id=marker_id))
+        for face, printed in sorted((layout_boxes_px or {}).items()):
+            marks.append(make_mark(empty_frames[0], box_xyxy=printed, score=None, layout_face=face))
     return tuple(marks)
 
 
@@ -69,6 +80,8 @@ def mark_under(
     """The mark a detection is, with the frame's likeness to the empty box there, or None."""
     best: tuple[TableMark, float] | None = None
     for mark in marks:
+        if mark.layout_face is not None:
+            continue  # a whole printed box: watched for a change, never taken for a die
         if box_iou(np.asarray(box_xyxy, np.float32), np.asarray(mark.box_xyxy, np.float32)) < MARK_MIN_IOU:
             continue
         like = likeness(image, mark)
@@ -96,3 +109,33 @@ def set_marks_aside(
         )
 
     return Sifted.by(candidates, weak_peaks, aside_of)
+
+
+def changed_marks(
+    image: ImageArray, marks: Sequence[TableMark], dice: Sequence[DieCandidate], *, sure: float
+) -> tuple[SetAside, ...]:
+    """Marks the frame no longer surely shows as the empty box did, with no die found over them: where a
+    die the detector missed may lie (the detector is weakest on print: a die on a layout label's letters
+    may give no peak at all). In the form of a set-aside, for the judge's short count (`unsure_set_aside`);
+    `score` is the mark's own (0 for a marker's look)."""
+    out: list[SetAside] = []
+    for mark in marks:
+        wx0, wy0, wx1, wy1 = mark.window_xyxy
+        if any(
+            d.box_xyxy[0] < wx1 and d.box_xyxy[2] > wx0 and d.box_xyxy[1] < wy1 and d.box_xyxy[3] > wy0
+            for d in dice
+        ):
+            continue  # a die found over it explains the change
+        like = likeness(image, mark)
+        if like < sure:
+            out.append(
+                SetAside(
+                    box_xyxy=mark.box_xyxy,
+                    score=mark.score or 0.0,
+                    p_no_die=None,
+                    reason="calibration_marker" if mark.marker_id is not None else "table_mark",
+                    marker_id=mark.marker_id,
+                    likeness=like,
+                )
+            )
+    return tuple(out)

@@ -43,7 +43,7 @@ def _read_through_calibration(
     from vision.types import Frame
 
     reader = Reader(threads=1)
-    marked = replace(cal, marks=reader.table_marks(empty_frames, marker_corners_px=cal.reference_corners_px))
+    marked = replace(cal, marks=reader.table_marks_of(cal, empty_frames))
     roll = reader.read(
         Frame(image=dice_frame, frame_id="selftest"),
         expected_dice=n_dice,
@@ -269,9 +269,7 @@ def register(app: typer.Typer) -> None:
                 from vision.reader import Reader
 
                 reader = Reader(threads=1)
-                marks_found = reader.table_marks(
-                    [image, *empties], marker_corners_px=cal.reference_corners_px
-                )
+                marks_found = reader.table_marks_of(cal, [image, *empties])
                 cal = replace(cal, marks=marks_found, marks_detector=reader.models.get("detector"))
             path = save_table(cal, data_dir)
             if overlay is not None:

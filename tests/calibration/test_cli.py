@@ -73,8 +73,9 @@ def test_full_flow(files: Path, scenes: Scenes) -> None:
     assert doc["source"] == "markers" and doc["resolution_wh"] == [640, 360]
     stored = TableCalibration.from_dict(json.loads((data / "t1.json").read_text())["body"])
     # What the detector took for dice (none at this size), and each corner marker's look, kept and decoded.
-    assert doc["table_marks"] == len(stored.marks) >= 4
+    assert doc["table_marks"] == len(stored.marks) >= 10
     assert sorted(m.marker_id for m in stored.marks if m.marker_id is not None) == [0, 1, 2, 3]
+    assert sorted(m.layout_face for m in stored.marks if m.layout_face is not None) == [1, 2, 3, 4, 5, 6]
     assert all(m.patch().size > 0 for m in stored.marks)
     assert (stored.marks_detector or "").startswith("detect_")  # which detector found them, to tell staleness
     # The camera's lean, measured from the markers, as the scene was rendered (within a degree).

@@ -20,11 +20,15 @@ from tests.calibration.conftest import Scenes
 BOX = (120.0, 250.0, 150.0, 280.0)
 
 
-@pytest.mark.parametrize(("score", "marker_id"), [(0.6, None), (None, 3)])
-def test_a_mark_survives_its_dict(scenes: Scenes, score: float | None, marker_id: int | None) -> None:
-    mark = make_mark(scenes.empty, box_xyxy=BOX, score=score, marker_id=marker_id)
+@pytest.mark.parametrize(
+    ("score", "marker_id", "face"), [(0.6, None, None), (None, 3, None), (None, None, 6)]
+)
+def test_a_mark_survives_its_dict(
+    scenes: Scenes, score: float | None, marker_id: int | None, face: int | None
+) -> None:
+    mark = make_mark(scenes.empty, box_xyxy=BOX, score=score, marker_id=marker_id, layout_face=face)
     again = TableMark.from_dict(json.loads(json.dumps(mark.to_dict())))
-    assert again == mark and again.marker_id == marker_id
+    assert again == mark and again.marker_id == marker_id and again.layout_face == face
     x0, y0, x1, y1 = mark.window_xyxy
     assert x0 < 120 and y0 < 250 and x1 > 150 and y1 > 280  # the window holds the box and a margin
     assert again.patch().shape == (y1 - y0, x1 - x0)
@@ -50,8 +54,9 @@ def test_a_corrupt_mark_is_refused(scenes: Scenes, change: dict[str, object], me
         ({"box_xyxy": (10.0, 10.0, 5.0, 20.0)}, "x1 > x0"),
         ({"window_xyxy": (-1, 0, 10, 10)}, "non-empty window"),
         ({"window_xyxy": (5, 5, 5, 10)}, "non-empty window"),
-        ({"score": None}, "a detector score, or a marker id"),  # neither
-        ({"marker_id": 1}, "a detector score, or a marker id"),  # both
+        ({"score": None}, "a detector score, a marker id or a layout face"),  # none of them
+        ({"marker_id": 1}, "a detector score, a marker id or a layout face"),  # two of them
+        ({"score": None, "marker_id": 1, "layout_face": 2}, "a detector score, a marker id or a layout face"),
     ],
 )
 def test_a_mark_with_a_bad_box_is_refused(kwargs: dict[str, object], message: str) -> None:

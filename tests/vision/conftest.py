@@ -52,5 +52,5 @@ def table(committed_reader: Reader) -> Table:
     cal = calibrate_table(
         empty, table_id="t-marks", intrinsics=truth, intrinsics_rms_px=0.0, layout=LAYOUT, markers=MARKERS
     )
-    marks = committed_reader.table_marks([empty], marker_corners_px=cal.reference_corners_px)
+    marks = committed_reader.table_marks_of(cal, [empty])
     return Table(scene, empty, replace(cal, marks=marks))

@@ -15,7 +15,7 @@ from calibration.marks import TableMark
 from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.judge.config import JudgeConfig
 from vision.reader import Reader
-from vision.table_marks import find_table_marks, mark_under, set_marks_aside
+from vision.table_marks import changed_marks, find_table_marks, mark_under, set_marks_aside
 from vision.types import DieCandidate, Frame
 
 MIN_LIKENESS = JudgeConfig().min_mark_likeness
@@ -211,3 +211,43 @@ def test_a_die_truly_gone_is_still_a_die_that_left(table: Table, committed_reade
     assert roll.set_aside and all(a.likeness is not None and a.likeness >= sure for a in roll.set_aside)
     assert roll.verdict.value == "invalid"
     assert [f.reason for f in roll.findings if f.verdict.value == "invalid"] == ["die_off_table"]
+
+
+def _in_layout_box(table: Table, face: int) -> tuple[float, float]:
+    """The felt point (mm) of a layout box's label, where the detector is weakest."""
+    x, y = LAYOUT.layout_boxes()[face].centre
+    return float(x), float(y)
+
+
+def test_a_changed_layout_box_with_no_die_found_over_it_is_where_a_missed_die_may_lie(table: Table) -> None:
+    sure = JudgeConfig().sure_mark_likeness
+    printed = [m for m in table.cal.marks if m.layout_face is not None]
+    assert sorted(m.layout_face for m in printed) == [1, 2, 3, 4, 5, 6]
+    assert changed_marks(table.scene.frame(noise_seed=31), printed, [], sure=sure) == ()  # the empty box
+    x, y = _in_layout_box(table, 2)  # a die on the "Two" box's label
+    frame = table.scene.frame(dice=((x, y, 5),), noise_seed=31)
+    changed = changed_marks(frame, printed, [], sure=sure)
+    assert [a.reason for a in changed] == ["table_mark"] and changed[0].likeness is not None
+    assert changed[0].likeness < sure
+    found = _cand(printed[1].box_xyxy)  # a die found over that box explains the change
+    assert changed_marks(frame, printed, [found], sure=sure) == ()
+
+
+def test_a_short_count_with_a_die_on_the_print_is_never_a_die_that_left(
+    table: Table, committed_reader: Reader
+) -> None:
+    """The committed detector gives no box for a die lying on a layout label's letters (on this scene, none
+    of the six); the changed look of the printed box leaves the short count to a person. Without the
+    printed boxes watched, the same frames are called a die that left the table."""
+    geometry = table.geometry()
+    unwatched = replace(geometry, marks=tuple(m for m in geometry.marks if m.layout_face is None))
+    called_off = 0
+    for face in (1, 2, 3, 4):
+        x, y = _in_layout_box(table, face)
+        frame = Frame(image=table.scene.frame(dice=(*DICE[:2], (x, y, 4)), noise_seed=32), frame_id="f")
+        roll = committed_reader.read(frame, expected_dice=3, geometry=geometry)
+        assert roll.verdict.value != "invalid", (face, roll.reasons)
+        called_off += (
+            committed_reader.read(frame, expected_dice=3, geometry=unwatched).verdict.value == "invalid"
+        )
+    assert called_off >= 1  # the case happens: the die on the print is missed

@@ -153,22 +153,25 @@ class JudgeConfig:
     # With a calibration that stored table marks (what the detector took for dice on the empty box: print,
     # logos; calibration/marks.py), a detection on a mark is the mark while the frame's correlation with
     # the empty box there is at least this (vision/table_marks.py). 0.95 from `python -m models.table_marks`
-    # (2026-12-02 16:37 UTC; the selftest's scene, 1280x720, ten marks: six the detector found, four of them
-    # on the corner markers and two on the "Six" label, and the four markers' own looks): the empty box
-    # under new noise, light -25 % with a gradient and +15 % with double noise gives 0.9988 or more at every
-    # mark; an opaque die lying within 10 mm of a mark's centre 0.894 at most (median 0.75-0.77), 15 mm
-    # 0.857; at 20 mm, a die's edge, up to 0.987, but that die lies mostly outside the mark's window and is
-    # boxed apart from it. A camera nudged 10 mm or turned 1 degree gives 0.869 at most: its marks count as
-    # dice (an over count, `no_decision`) until the table is calibrated again, as the camera-moved check asks.
+    # (2026-12-02 17:59 UTC; the selftest's scene, 1280x720, twelve marks: those the detector finds from
+    # `MARK_MIN_SCORE` up, on the corner markers and the layout labels' letters, and the markers' looks):
+    # the empty box under new noise, light -25 % with a gradient and +15 % with double noise gives 0.9988 or
+    # more at every mark; an opaque die lying within 15 mm of a mark's centre 0.894 at most (median
+    # 0.73-0.76); at 20 mm, a die's edge, up to 0.9999, but that die lies outside the mark's window and is
+    # boxed apart from it. A camera nudged 10 mm or turned 1 degree gives up to 0.981 at one mark (0.87 at
+    # the others); the camera check (`max_marker_shift_px`) sees such a move first, and no mark is used then.
     min_mark_likeness: float = 0.95
     # A detection set aside as a marker or a table mark may hide a see-through die lying over it (the print
     # shows through, the detector boxes only the print): with a short count, one set aside where the frame
     # looks less than this like the empty box (or where its look was not kept) makes the roll `no_decision`
     # (count_mismatch), not a die that left the table (vision/judge/count.py). 0.993, midway between the
     # empty box under the light changes (0.9988 or more) and a die of which 0.3 shows over the empty box,
-    # within 10 mm of a mark's centre (0.9872 at most; 0.5: 0.964, 0.7: 0.930), by the same command (run
-    # again 16:53 UTC). A die showing only 0.2 (a blend, cruder than a real translucent die, whose pips and
-    # edges show) gives up to 0.9944, median 0.9903: about half of those would pass as the empty box.
+    # within 10 mm of a mark's centre (0.9872 at most; 0.5: 0.964, 0.7: 0.930), by the same command (17:59
+    # UTC). A die showing only 0.2 (a blend, cruder than a real translucent die, whose pips and edges show)
+    # gives up to 0.9944, median 0.9897: about half of those would pass as the empty box. The same bar
+    # watches every mark and each printed layout box with no die found over it (`changed_marks`): the
+    # printed boxes give 0.9985 or more empty, 0.975 at most with an opaque die anywhere in them
+    # (`python -m models.table_marks --layout`), where the detector may give a die on the print no box.
     sure_mark_likeness: float = 0.993
     # With a marker calibration, the corner markers found in a frame (at least two) show whether the camera
     # is still where it was calibrated (`vision.markers.marker_shift_px`: each marker's median corner shift,

@@ -216,8 +216,8 @@ def count_findings(
                 verdict=Verdict.NO_DECISION,
                 reason="count_mismatch",
                 die_ids=(),
-                detail=f"{text}, but a die may lie over what was set aside as part of the table: {where}; "
-                "a person must look",
+                detail=f"{text}, but a die may lie over the table's markers or print, which do not look as "
+                f"they did on the empty box: {where}; a person must look",
             )
         ]
     if oversized:
