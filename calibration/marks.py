@@ -142,18 +142,34 @@ def make_mark(
     )
 
 
-def likeness(frame: object, mark: TableMark) -> float:
+def likeness(frame: object, mark: TableMark, *, ignore_xyxy: Sequence[Sequence[float]] = ()) -> float:
     """How much the frame looks like the empty box around the mark: Pearson correlation, -1..1.
 
     Gain and offset drop out (a lamp dimmed, a camera's exposure), so only a change of what lies there
     (a die) lowers it. A window that falls off the frame, or a flat one, gives 0: not like.
+    `ignore_xyxy`: boxes (px) left out of both looks (dice already found there, whose change is known); with
+    them the correlation is computed by hand over the pixels left (OpenCV's masked template matching does
+    not give the plain coefficient), and 1.0 (alike: nothing left to doubt) when a quarter of the window or
+    less is left.
     """
     gray = to_gray(frame, name="frame")
-    _, _, x1, y1 = mark.window_xyxy
+    wx0, wy0, x1, y1 = mark.window_xyxy
     if x1 > gray.shape[1] or y1 > gray.shape[0]:
         return 0.0
     now = _look(gray, mark.window_xyxy).astype(np.float32)
     then = mark.patch().astype(np.float32)
+    if ignore_xyxy:
+        keep = np.ones(now.shape, bool)
+        for bx0, by0, bx1, by1 in ignore_xyxy:
+            keep[
+                max(0, int(by0) - wy0) : max(0, int(np.ceil(by1)) - wy0),
+                max(0, int(bx0) - wx0) : max(0, int(np.ceil(bx1)) - wx0),
+            ] = False
+        if keep.mean() <= 0.25:
+            return 1.0  # what changed there is the dice found: nothing left to doubt
+        a, b = now[keep] - now[keep].mean(), then[keep] - then[keep].mean()
+        denom = float(np.linalg.norm(a) * np.linalg.norm(b))
+        return 0.0 if denom < 1e-3 else float(a @ b / denom)
     if float(now.std()) < 1e-3 or float(then.std()) < 1e-3:
         return 0.0
     # Same-size images: OpenCV's normalised cross-correlation coefficient is their Pearson correlation.

@@ -234,8 +234,15 @@ class Reader:
             )
         sure = judge_config.sure_mark_likeness
         # Print or a marker that changed with no die found over it: a missed die may lie there.
-        changed = changed_marks(image, geometry.marks, sifted.candidates, sure=sure)
-        return TableLook(sifted, geometry, (), _unsure(sifted, sure) + changed)
+        unsure = _unsure(sifted, sure)
+        changed = changed_marks(
+            image,
+            geometry.marks,
+            sifted.candidates,
+            sure=sure,
+            known=sifted.set_aside + sifted.peaks_set_aside,
+        )
+        return TableLook(sifted, geometry, (), unsure + changed)
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None

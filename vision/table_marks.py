@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calibration.images import to_gray
 from calibration.marks import TableMark, likeness, make_mark
 from vision.detect.centernet import box_iou
 from vision.detect.detector import DieDetector
@@ -112,21 +113,26 @@ def set_marks_aside(
 
 
 def changed_marks(
-    image: ImageArray, marks: Sequence[TableMark], dice: Sequence[DieCandidate], *, sure: float
+    image: ImageArray,
+    marks: Sequence[TableMark],
+    dice: Sequence[DieCandidate],
+    *,
+    sure: float,
+    known: Sequence[SetAside] = (),
 ) -> tuple[SetAside, ...]:
-    """Marks the frame no longer surely shows as the empty box did, with no die found over them: where a
-    die the detector missed may lie (the detector is weakest on print: a die on a layout label's letters
-    may give no peak at all). In the form of a set-aside, for the judge's short count (`unsure_set_aside`);
-    `score` is the mark's own (0 for a marker's look)."""
+    """Marks the frame no longer surely shows as the empty box did, the dice found left out of both looks:
+    where a die the detector missed may lie (the detector is weakest on print: a die on a layout label's
+    letters may give no box at all). In the form of a set-aside, for the judge's short count
+    (`unsure_set_aside`); `score` is the mark's own (0 for a look). Marks whose place is already among
+    `known` (set aside there) are left out, so one place is named once."""
+    gray = to_gray(image, name="frame")  # once per frame, not once per mark
+    found = [d.box_xyxy for d in dice]
     out: list[SetAside] = []
     for mark in marks:
-        wx0, wy0, wx1, wy1 = mark.window_xyxy
-        if any(
-            d.box_xyxy[0] < wx1 and d.box_xyxy[2] > wx0 and d.box_xyxy[1] < wy1 and d.box_xyxy[3] > wy0
-            for d in dice
-        ):
-            continue  # a die found over it explains the change
-        like = likeness(image, mark)
+        box = np.asarray(mark.box_xyxy, np.float32)
+        if any(box_iou(box, np.asarray(k.box_xyxy, np.float32)) >= MARK_MIN_IOU for k in known):
+            continue
+        like = likeness(gray, mark, ignore_xyxy=found)
         if like < sure:
             out.append(
                 SetAside(
@@ -139,3 +145,15 @@ def changed_marks(
                 )
             )
     return tuple(out)
+
+
+def places(boxes: Sequence[Sequence[float]]) -> int:
+    """How many separate places the boxes make (boxes that overlap are one place)."""
+    groups: list[list[Sequence[float]]] = []
+    for b in boxes:
+        touching = [
+            g for g in groups if any(b[0] < o[2] and b[2] > o[0] and b[1] < o[3] and b[3] > o[1] for o in g)
+        ]
+        merged = [b] + [o for g in touching for o in g]
+        groups = [g for g in groups if g not in touching] + [merged]
+    return len(groups)

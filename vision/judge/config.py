@@ -170,8 +170,9 @@ class JudgeConfig:
     # UTC). A die showing only 0.2 (a blend, cruder than a real translucent die, whose pips and edges show)
     # gives up to 0.9944, median 0.9897: about half of those would pass as the empty box. The same bar
     # watches every mark and each printed layout box with no die found over it (`changed_marks`): the
-    # printed boxes give 0.9985 or more empty, 0.975 at most with an opaque die anywhere in them
-    # (`python -m models.table_marks --layout`), where the detector may give a die on the print no box.
+    # printed boxes give 0.9985 or more empty, 0.975 at most with an opaque die within 20 mm of a box's
+    # centre (`python -m models.table_marks --layout`), where the detector may give a die on the print no
+    # box; a see-through die showing 0.3 there gives a median 0.9938, so most such dice go unseen.
     sure_mark_likeness: float = 0.993
     # With a marker calibration, the corner markers found in a frame (at least two) show whether the camera
     # is still where it was calibrated (`vision.markers.marker_shift_px`: each marker's median corner shift,

@@ -17,6 +17,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
+from vision.table_marks import places
 from vision.types import DieCandidate, DieReading, Finding, SetAside, Verdict
 
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
@@ -100,7 +101,7 @@ def judge_roll(
         geometry=geometry,
         config=config,
         expected_dice=expected_dice,
-        maybe_more=len(unsure_set_aside),
+        maybe_more=places([a.box_xyxy for a in unsure_set_aside]),
     )
     stack_findings, on_top = stacked_dice(
         dice,
