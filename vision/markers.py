@@ -104,7 +104,7 @@ def marker_shift_px(
 ) -> float | None:
     """How far (px) the markers lie from where calibration saw them, as the camera moving would move them:
     each marker's shift is the median of its four corners' (a die lying on a marker's sticker pulls one
-    corner's sub-pixel fit by up to about 2 px and leaves the others), and the frame's is the second
+    corner's sub-pixel fit by up to about 5 px and leaves the others), and the frame's is the second
     largest of those (one marker knocked is not the camera). None when fewer than
     `calibration.moved.MIN_MARKERS` are seen: no judgement of the camera then."""
     shifts = sorted(

@@ -8,13 +8,14 @@ properties of the roll itself, and rules imports nothing of ours, so there is no
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from calibration.images import to_gray
 from calibration.marks import TableMark
 from calibration.table import TableCalibration
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
@@ -157,29 +158,15 @@ class Reader:
         """The lowest detector peak the judge heeds (`JudgeConfig.weak_peak_score`, at most the threshold)."""
         return min(self.config.validity.judge.weak_peak_score, self.detector.config.score_threshold)
 
-    def table_marks(
-        self,
-        empty_frames: Sequence[ImageArray],
-        *,
-        marker_corners_px: Mapping[int, Sequence[Sequence[float]]] | None = None,
-        layout_boxes_px: Mapping[int, Sequence[float]] | None = None,
+    def table_marks_of(
+        self, calibration: TableCalibration, empty_frames: Sequence[ImageArray]
     ) -> tuple[TableMark, ...]:
-        """What this reader's detector takes for dice on frames of the empty box, and the corner markers'
-        and printed layout boxes' looks (vision/table_marks.py)."""
+        """What this reader's detector takes for dice on a table's empty-box frames, and its corner markers'
+        and printed layout boxes' looks (vision/table_marks.py; what `calibrate table` stores)."""
         return find_table_marks(
             self.detector,
             empty_frames,
             weak_score=min(MARK_MIN_SCORE, self.detector.config.score_threshold),
-            marker_corners_px=marker_corners_px,
-            layout_boxes_px=layout_boxes_px,
-        )
-
-    def table_marks_of(
-        self, calibration: TableCalibration, empty_frames: Sequence[ImageArray]
-    ) -> tuple[TableMark, ...]:
-        """`table_marks` for a table's calibration and its empty-box frames (as `calibrate table` stores)."""
-        return self.table_marks(
-            empty_frames,
             marker_corners_px=calibration.reference_corners_px,
             layout_boxes_px=calibration.layout_boxes_px(),
         )
@@ -198,12 +185,13 @@ class Reader:
         sifted = Sifted(candidates, weak_peaks)
         if geometry is None:
             return TableLook(sifted, None)
+        gray = to_gray(image, name="frame")  # every look below compares grey: converted once per read
         if geometry.markers is not None and geometry.marker_corners_px:
             # The table's corner markers stay on the felt and the detector takes them for dice.
             seen = markers_in_view(
-                image, markers=geometry.markers, reference_corners_px=geometry.marker_corners_px
+                gray, markers=geometry.markers, reference_corners_px=geometry.marker_corners_px
             )
-            sifted = set_markers_aside(candidates, weak_peaks, seen=seen, image=image, marks=geometry.marks)
+            sifted = set_markers_aside(candidates, weak_peaks, seen=seen, image=gray, marks=geometry.marks)
             shift = marker_shift_px(seen, geometry.marker_corners_px)
             bar = judge_config.max_marker_shift_px
             if bar is not None and shift is not None and shift > bar:
@@ -222,7 +210,7 @@ class Reader:
             on_marks = set_marks_aside(
                 sifted.candidates,
                 sifted.weak_peaks,
-                image=image,
+                image=gray,
                 marks=geometry.marks,
                 min_likeness=judge_config.min_mark_likeness,
             )
@@ -236,7 +224,7 @@ class Reader:
         # Print or a marker that changed with no die found over it: a missed die may lie there.
         unsure = _unsure(sifted, sure)
         changed = changed_marks(
-            image,
+            gray,
             geometry.marks,
             sifted.candidates,
             sure=sure,

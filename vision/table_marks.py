@@ -145,15 +145,3 @@ def changed_marks(
                 )
             )
     return tuple(out)
-
-
-def places(boxes: Sequence[Sequence[float]]) -> int:
-    """How many separate places the boxes make (boxes that overlap are one place)."""
-    groups: list[list[Sequence[float]]] = []
-    for b in boxes:
-        touching = [
-            g for g in groups if any(b[0] < o[2] and b[2] > o[0] and b[1] < o[3] and b[3] > o[1] for o in g)
-        ]
-        merged = [b] + [o for g in touching for o in g]
-        groups = [g for g in groups if g not in touching] + [merged]
-    return len(groups)

@@ -14,8 +14,9 @@ import pytest
 from calibration.marks import TableMark
 from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.judge.config import JudgeConfig
+from vision.judge.count import places
 from vision.reader import Reader
-from vision.table_marks import changed_marks, find_table_marks, mark_under, places, set_marks_aside
+from vision.table_marks import changed_marks, find_table_marks, mark_under, set_marks_aside
 from vision.types import DieCandidate, Frame
 
 MIN_LIKENESS = JudgeConfig().min_mark_likeness

@@ -114,12 +114,34 @@ def unexplained_peaks(
     return out
 
 
+def places(boxes: Sequence[Sequence[float]]) -> int:
+    """How many separate places the boxes make (boxes that overlap are one place)."""
+    groups: list[list[Sequence[float]]] = []
+    for b in boxes:
+        touching = [
+            g for g in groups if any(b[0] < o[2] and b[2] > o[0] and b[1] < o[3] and b[3] > o[1] for o in g)
+        ]
+        merged = [b] + [o for g in touching for o in g]
+        groups = [g for g in groups if g not in touching] + [merged]
+    return len(groups)
+
+
 def oversized_boxes(ratios: Sequence[float], *, config: JudgeConfig) -> list[tuple[int, float]]:
     """(1-based die id, ratio) of each box over `JudgeConfig.short_count_max_box_ratio` (none when off)."""
     bar = config.short_count_max_box_ratio
     if bar is None:
         return []
     return [(i + 1, r) for i, r in enumerate(ratios) if r > bar]
+
+
+def _count_unclear(detail: str, die_ids: tuple[int, ...] = ()) -> Finding:
+    """A short count that cannot be judged: `no_decision`, count_mismatch, saying why."""
+    return Finding(verdict=Verdict.NO_DECISION, reason="count_mismatch", die_ids=die_ids, detail=detail)
+
+
+def _at(box_xyxy: Sequence[float]) -> str:
+    """A box's centre as the reasons write it: "(x, y)" in whole pixels."""
+    return f"({(box_xyxy[0] + box_xyxy[2]) / 2:.0f}, {(box_xyxy[1] + box_xyxy[3]) / 2:.0f})"
 
 
 def count_findings(
@@ -160,50 +182,33 @@ def count_findings(
         return []  # the die on a die is the finding; the hidden die under it is not missing from the table
     if not states_known:
         # Without die states a die hidden under another cannot be ruled out (module docstring).
-        return [Finding(verdict=Verdict.NO_DECISION, reason="count_mismatch", die_ids=(), detail=text)]
+        return [_count_unclear(text)]
     if geometry is not None and not geometry.box_in_view():
+        hidden = " (a die lying against a wall could be hidden behind it from this camera)"
         return [
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="count_mismatch",
-                die_ids=(),
-                detail=f"{text} and the throw box is not wholly in view"
-                + (
-                    " (a die lying against a wall could be hidden behind it from this camera)"
-                    if geometry.walls_hide_a_die()
-                    else ""
-                ),
+            _count_unclear(
+                f"{text} and the throw box is not wholly in view"
+                + (hidden if geometry.walls_hide_a_die() else "")
             )
         ]
     if camera_moved:
         return [
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="count_mismatch",
-                die_ids=(),
-                detail=f"{text} and the camera moved since calibration: the throw box may not be wholly in "
-                "view, a person must look",
+            _count_unclear(
+                f"{text} and the camera moved since calibration: the throw box may not be wholly in view, a "
+                "person must look"
             )
         ]
     if unsure:
-        where = ", ".join(
-            f"({(p.box_xyxy[0] + p.box_xyxy[2]) / 2:.0f}, {(p.box_xyxy[1] + p.box_xyxy[3]) / 2:.0f}) "
-            f"score {p.score:.2f}"
-            for p in unsure[:3]
-        )
+        where = ", ".join(f"{_at(p.box_xyxy)} score {p.score:.2f}" for p in unsure[:3])
         return [
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="count_mismatch",
-                die_ids=(),
-                detail=f"{text}, but the detector saw what may be a die it was unsure of at {where}: "
-                "a person must look",
+            _count_unclear(
+                f"{text}, but the detector saw what may be a die it was unsure of at {where}: "
+                "a person must look"
             )
         ]
     if unsure_set_aside:
         where = ", ".join(
-            f"{a.what} at "
-            f"({(a.box_xyxy[0] + a.box_xyxy[2]) / 2:.0f}, {(a.box_xyxy[1] + a.box_xyxy[3]) / 2:.0f}) "
+            f"{a.what} at {_at(a.box_xyxy)} "
             + (
                 "(its look was not kept at calibration)"
                 if a.likeness is None
@@ -212,23 +217,18 @@ def count_findings(
             for a in unsure_set_aside[:3]
         )
         return [
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="count_mismatch",
-                die_ids=(),
-                detail=f"{text}, but a die may lie over the table's markers or print, which do not look as "
-                f"they did on the empty box: {where}; a person must look",
+            _count_unclear(
+                f"{text}, but a die may lie over the table's markers or print, which do not look as they did "
+                f"on the empty box: {where}; a person must look"
             )
         ]
     if oversized:
         which = ", ".join(f"die {i} is {r:.1f}" for i, r in oversized)
         return [
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="count_mismatch",
+            _count_unclear(
+                f"{text}, but {which} times the frame's typical die: touching dice may be boxed as one, "
+                "a person must look",
                 die_ids=tuple(i for i, _ in oversized),
-                detail=f"{text}, but {which} times the frame's typical die: touching dice may be boxed as "
-                "one, a person must look",
             )
         ]
     missing = expected_dice - n_found

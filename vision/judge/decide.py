@@ -12,12 +12,11 @@ from dataclasses import replace
 
 from vision.judge.cocked import CockedCall, cocked_dice
 from vision.judge.config import JudgeConfig
-from vision.judge.count import count_findings, outside_dice, oversized_boxes, unexplained_peaks
+from vision.judge.count import count_findings, outside_dice, oversized_boxes, places, unexplained_peaks
 from vision.judge.geometry import TableGeometry
 from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
-from vision.table_marks import places
 from vision.types import DieCandidate, DieReading, Finding, SetAside, Verdict
 
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
