@@ -45,6 +45,14 @@ def register(app: typer.Typer) -> None:
             0.25, "--oblique", min=0.0, max=1.0, help="Fraction of oblique cameras."
         ),
         workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per core)."),
+        see_through: float = typer.Option(
+            0.0,
+            "--see-through",
+            min=0.0,
+            max=1.0,
+            help="How strongly translucent dice show the pips of their other faces (0: not at all); the "
+            "same seed gives the same throws, cameras and light with or without it.",
+        ),
     ) -> None:
         """Generate synthetic throw-box scenes with exact ground truth."""
         from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix, parse_resolutions
@@ -54,7 +62,12 @@ def register(app: typer.Typer) -> None:
         try:
             res = parse_resolutions(resolutions) if resolutions else parse_resolutions(f"{width}x{height}")
             cfg = GeneratorConfig(
-                seed=seed, n_dice=dice, mix=parse_mix(mix), resolutions=res, oblique_fraction=oblique
+                seed=seed,
+                n_dice=dice,
+                mix=parse_mix(mix),
+                resolutions=res,
+                oblique_fraction=oblique,
+                see_through=see_through,
             )
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc

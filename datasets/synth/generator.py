@@ -98,6 +98,10 @@ class GeneratorConfig:
     resolutions: tuple[tuple[int, int, float], ...] = DEFAULT_RESOLUTIONS
     oblique_fraction: float = 0.25
     layout: ThrowBoxLayout = field(default_factory=ThrowBoxLayout)
+    # How strongly translucent dice show the pips of their other faces through the body (0: not at all, as
+    # every set before 2026-12-02; `datasets.synth.textures.ghost_pips`). Only the dice's textures change:
+    # a set made with it shows the same throws, cameras and light as the same seed made without it.
+    see_through: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n_dice not in (6, 10):
@@ -107,6 +111,8 @@ class GeneratorConfig:
                 raise ConfigError(f"scenario {name!r} is not implemented")
         if not self.resolutions:
             raise ConfigError("no resolution given")
+        if not 0.0 <= self.see_through <= 1.0:
+            raise ConfigError(f"see_through must lie in 0..1, got {self.see_through}")
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,8 @@ def build_truth(
         "degradation": draw.degradation.as_dict(),
         "note": outcome.note,
     }
+    if cfg.see_through > 0:
+        render_info["see_through"] = cfg.see_through
     return SceneTruth(
         scene_id=scene_id,
         image=image,

@@ -164,17 +164,19 @@ class _World:
     pool: dict[tuple[object, ...], list[int]]
 
 
-# One world per (layout, die edge) on the process's shared EGL client: every renderer in a process draws
-# into the same world, so its bodies (and so its shadows, see `_prefill`) never depend on how many
-# renderers a process made, and textures are written and loaded once.
-_SHARED_WORLDS: dict[tuple[ThrowBoxLayout, float], _World] = {}
+# One world per (layout, die edge, see-through) on the process's shared EGL client: every renderer in a
+# process draws into the same world, so its bodies (and so its shadows, see `_prefill`) never depend on how
+# many renderers a process made, and textures are written and loaded once.
+_SHARED_WORLDS: dict[tuple[ThrowBoxLayout, float, float], _World] = {}
 
 
-def _new_world(layout: ThrowBoxLayout, die_edge_mm: float) -> _World:
+def _new_world(layout: ThrowBoxLayout, die_edge_mm: float, see_through: float = 0.0) -> _World:
     assets = Path(tempfile.mkdtemp(prefix="throwbox-synth-"))
     meshes: dict[str, Path] = {}
     for style in (*DIE_STYLES, FACE_ID_STYLE):
-        meshes[f"die:{style.name}"] = write_die_mesh(assets, style, edge_m=die_edge_mm / 1000.0)
+        meshes[f"die:{style.name}"] = write_die_mesh(
+            assets, style, edge_m=die_edge_mm / 1000.0, see_through=see_through
+        )
     for name, bgr in FELT_COLOURS:
         for i, ink in enumerate(INK_COLOURS):
             key = f"{name}-{i}"
@@ -195,10 +197,22 @@ class SceneRenderer:
         layout: the throw box.
         prefer_egl: try the EGL plugin first (falls back to TinyRenderer when it cannot load).
         die_edge_mm: die size of the meshes.
+        see_through: how strongly translucent dice show the pips of their other faces (0: not at all;
+            `datasets.synth.textures.ghost_pips`). Its textures make a world of their own, with the same
+            bodies; a process that renders both kinds holds both worlds' bodies, which can move shadow
+            edges (see `_prefill`): `throwbox synth` makes each data set in processes of its own.
     """
 
-    def __init__(self, layout: ThrowBoxLayout, *, prefer_egl: bool = True, die_edge_mm: float = 19.0) -> None:
+    def __init__(
+        self,
+        layout: ThrowBoxLayout,
+        *,
+        prefer_egl: bool = True,
+        die_edge_mm: float = 19.0,
+        see_through: float = 0.0,
+    ) -> None:
         self.layout = layout
+        self.see_through = see_through
         self.prefer_egl = prefer_egl and os.environ.get("THROWBOX_RENDERER", "").lower() != "tiny"
         self.die_edge_mm = die_edge_mm
         self._cid: int | None = None
@@ -259,13 +273,13 @@ class SceneRenderer:
         if self.prefer_egl:
             cid = _shared_egl_client()
             if cid is not None:
-                key = (self.layout, self.die_edge_mm)
+                key = (self.layout, self.die_edge_mm, self.see_through)
                 if key not in _SHARED_WORLDS:
-                    _SHARED_WORLDS[key] = _new_world(self.layout, self.die_edge_mm)
+                    _SHARED_WORLDS[key] = _new_world(self.layout, self.die_edge_mm, self.see_through)
                 self._cid, self._egl, self._world = cid, True, _SHARED_WORLDS[key]
                 return cid
         self._cid, self._egl = int(pb.connect(pb.DIRECT)), False
-        self._world = _new_world(self.layout, self.die_edge_mm)
+        self._world = _new_world(self.layout, self.die_edge_mm, self.see_through)
         return self._cid
 
     def _take(self, cid: int, key: tuple[object, ...], make: Callable[[], int]) -> int:

@@ -18,9 +18,11 @@ from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from datasets.synth.dice import FACES, face_corners_local
 
 ImageArray = NDArray[np.uint8]
+FloatArray = NDArray[np.float64]
 BGR = tuple[int, int, int]
 
 FACE_TEX_PX = 128  # one face of the die in the texture atlas
+SIDE_GHOST_SHIFT = 0.25  # a side face's pip seen through the top: inward by this share of its depth
 ATLAS_COLS, ATLAS_ROWS = 3, 2
 
 # Pip centres on a unit face, per face value (standard layout).
@@ -81,8 +83,12 @@ FELT_COLOURS: tuple[tuple[str, BGR], ...] = (
 INK_COLOURS: tuple[BGR, ...] = ((235, 235, 235), (60, 190, 230))  # white, gold
 
 
-def face_texture(style: DieStyle, face: int, rng_seed: int = 0) -> ImageArray:
-    """One face of a die as a square BGR image."""
+def face_texture(style: DieStyle, face: int, rng_seed: int = 0, *, see_through: float = 0.0) -> ImageArray:
+    """One face of a die as a square BGR image.
+
+    `see_through` (0 to 1; used only for translucent styles): how strongly the pips of the die's other faces
+    show through its body (`ghost_pips`); 0 draws the face alone, as every data set before 2026-12-02 did.
+    """
     n = FACE_TEX_PX
     if style.face_id:
         return np.full((n, n, 3), FACE_ID_COLOURS[face], dtype=np.uint8)
@@ -93,9 +99,12 @@ def face_texture(style: DieStyle, face: int, rng_seed: int = 0) -> ImageArray:
         yy, xx = np.mgrid[0:n, 0:n].astype(np.float32) / (n - 1)
         r = np.sqrt((xx - 0.5) ** 2 + (yy - 0.5) ** 2) / 0.707
         img *= (1.25 - 0.45 * r)[..., None]
+    rad = max(2, round(style.pip_radius * n))
+    if style.translucent and see_through > 0:
+        alpha = ghost_pips(face, n, rad, strength=see_through)
+        img += alpha[..., None] * (np.asarray(style.pip_bgr, np.float32) - img)
     # A thin darker border marks the die's edges.
     cv2.rectangle(img, (0, 0), (n - 1, n - 1), tuple(0.6 * c for c in style.body_bgr), 3)
-    rad = max(2, round(style.pip_radius * n))
     for cx, cy in _PIPS[face]:
         centre = (round(cx * (n - 1)), round(cy * (n - 1)))
         shade = tuple(0.5 * c for c in style.body_bgr)
@@ -104,13 +113,72 @@ def face_texture(style: DieStyle, face: int, rng_seed: int = 0) -> ImageArray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def die_atlas(style: DieStyle) -> ImageArray:
+def _texture_point(face: int, a: float, b: float) -> FloatArray:
+    """The point of the unit die (edge 2, centre 0) at texture fraction (a across, b down) of `face`.
+
+    The inverse of the mapping `write_die_mesh` gives the OBJ: corner (-1, -1) of `face_corners_local` at
+    the cell's bottom left, v running up the face while the texture's rows run down.
+    """
+    c = face_corners_local(face, 2.0)  # corners (-1,-1), (1,-1), (1,1), (-1,1) in (u, v)
+    centre = c.mean(axis=0)
+    u_axis, v_axis = (c[1] - c[0]) / 2.0, (c[3] - c[0]) / 2.0
+    return np.asarray(centre + (2 * a - 1) * u_axis + (1 - 2 * b) * v_axis, dtype=np.float64)
+
+
+def ghost_pips(face: int, n: int, pip_radius_px: int, *, strength: float) -> NDArray[np.float32]:
+    """Where, and how strongly (0..1), the other faces' pips show through a translucent die's `face`.
+
+    Seen through a clear body, the opposite face's pips appear mirrored where they project straight onto
+    this face. A side face's pips project onto the shared edge; a camera a little off the die's axis sees
+    them inside the face, the deeper the further in (by a quarter of their depth here: about what a camera
+    20 degrees off axis sees through a body of refractive index 1.5), as streaks along the edge (their
+    disks stand on edge). The deeper a pip lies, the fainter and more blurred it is (light scattered in the
+    body). A texture-level approximation, as the renderer has no refraction: a face the camera sees squarely
+    shows its ghosts about where a real clear die shows them; a side face seen at a slant shows them
+    flattened with its texture.
+    """
+    corners = face_corners_local(face, 2.0)
+    u_axis, v_axis = (corners[1] - corners[0]) / 2.0, (corners[3] - corners[0]) / 2.0
+    normal = np.cross(u_axis, v_axis)
+    out = np.zeros((n, n), np.float32)
+    for other in FACES:
+        if other == face:
+            continue
+        other_normal = np.asarray(face_corners_local(other, 2.0).mean(axis=0), dtype=np.float64)
+        side = abs(float(other_normal @ normal)) < 0.5
+        for pa, pb in _PIPS[other]:
+            p = _texture_point(other, pa, pb)
+            depth = (1.0 - float(p @ normal)) / 2.0  # 0 on this face, 1 on the opposite one
+            a, b = (float(p @ u_axis) + 1) / 2, (1 - float(p @ v_axis)) / 2
+            if side:  # seen inside the face, away from the shared edge (texture rows run down)
+                a -= SIDE_GHOST_SHIFT * depth * float(other_normal @ u_axis)
+                b += SIDE_GHOST_SHIFT * depth * float(other_normal @ v_axis)
+            layer = np.zeros((n, n), np.float32)
+            centre = (round(a * (n - 1)), round(b * (n - 1)))
+            if side:
+                # The streak lies along the shared edge: the direction in this face's plane that is
+                # perpendicular to the side face's normal.
+                edge_dir = np.cross(other_normal, normal)
+                angle = float(np.degrees(np.arctan2(-(edge_dir @ v_axis), edge_dir @ u_axis)))
+                axes = (pip_radius_px, max(1, round(0.35 * pip_radius_px)))
+                cv2.ellipse(layer, centre, axes, angle, 0, 360, 1.0, -1, lineType=cv2.LINE_AA)
+            else:
+                cv2.circle(layer, centre, pip_radius_px, 1.0, -1, lineType=cv2.LINE_AA)
+            sigma = 1.0 + 3.0 * depth * n / 128
+            blurred = np.asarray(cv2.GaussianBlur(layer, (0, 0), sigma), np.float32)
+            out = np.maximum(out, blurred * np.float32(strength * (1.0 - 0.4 * depth)))
+    return np.clip(out, 0.0, 1.0)
+
+
+def die_atlas(style: DieStyle, *, see_through: float = 0.0) -> ImageArray:
     """All six faces in a 3 x 2 atlas: face k at column (k-1) % 3, row (k-1) // 3."""
     n = FACE_TEX_PX
     atlas = np.zeros((ATLAS_ROWS * n, ATLAS_COLS * n, 3), dtype=np.uint8)
     for face in FACES:
         col, row = (face - 1) % ATLAS_COLS, (face - 1) // ATLAS_COLS
-        atlas[row * n : (row + 1) * n, col * n : (col + 1) * n] = face_texture(style, face)
+        atlas[row * n : (row + 1) * n, col * n : (col + 1) * n] = face_texture(
+            style, face, see_through=see_through
+        )
     return atlas
 
 
@@ -137,11 +205,11 @@ def _write_obj(
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
 
 
-def write_die_mesh(folder: Path, style: DieStyle, *, edge_m: float) -> Path:
+def write_die_mesh(folder: Path, style: DieStyle, *, edge_m: float, see_through: float = 0.0) -> Path:
     """Write the die's atlas texture and a cube OBJ (metres) mapping each face to its atlas cell."""
     folder.mkdir(parents=True, exist_ok=True)
     tex = folder / f"die-{style.name}.png"
-    cv2.imwrite(str(tex), die_atlas(style))
+    cv2.imwrite(str(tex), die_atlas(style, see_through=see_through))
     verts: list[tuple[float, float, float]] = []
     uvs: list[tuple[float, float]] = []
     quads: list[tuple[int, int, int, int]] = []

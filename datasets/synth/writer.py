@@ -61,7 +61,7 @@ class DatasetSummary:
 def _init_worker(cfg: GeneratorConfig, out: str) -> None:
     _STATE["cfg"] = cfg
     _STATE["out"] = Path(out)
-    _STATE["renderer"] = SceneRenderer(cfg.layout)
+    _STATE["renderer"] = SceneRenderer(cfg.layout, see_through=cfg.see_through)
 
 
 def _close_worker() -> None:
@@ -114,9 +114,10 @@ def _refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
         "n_dice": cfg.n_dice,
         "mix": cfg.mix,
         "resolutions": [list(r) for r in cfg.resolutions],
+        "see_through": cfg.see_through,
     }
     for key, value in mine.items():
-        if old.get(key) != value:
+        if old.get(key, 0.0 if key == "see_through" else None) != value:
             raise DatasetExistsError(
                 f"{out} already holds a data set with {key}={old.get(key)!r} (asked: {value!r}); "
                 "use another folder"
@@ -168,6 +169,7 @@ def generate_dataset(
         "by_verdict": summary.by_verdict,
         "renderers": summary.renderers,
         "scene_ids": [r.scene_id for r in records],
+        **({"see_through": cfg.see_through} if cfg.see_through > 0 else {}),
         **(extra_manifest or {}),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
