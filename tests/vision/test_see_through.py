@@ -1,9 +1,11 @@
 """Clear casino dice through the whole reader: four committed frames whose dice show their other faces' pips.
 
 tests/vision/fixtures/see_through (seed 9700, strength 0.4: see its LICENSE). Face stage 16b, trained on no
-such dice, left a quarter of their dice unsure and read 2 of the 4 rolls (36 of 40 faces given); stage 18b,
-trained on clear dice of other seeds, reads all four with every face right. The floors below sit between the
-two, with room for onnxruntime drift only, so a face model that cannot read through the ghosts fails here.
+such dice, leaves some of them unsure and reads 2 of the 4 rolls (36 of 40 faces given, none wrong). Stage
+18b, trained on clear dice of other seeds, read all four with every face right, but was withdrawn for cocked
+dice it read wrong elsewhere (docs/history/reader.md, "See-through casino dice"). The floors below sit between
+the two, with room for onnxruntime drift only: the reading test is a strict expected failure while the shipped
+face model cannot read through the ghosts, and fails (drop the mark) the day one that can is shipped.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ def test_the_fixture_frames_show_clear_dice() -> None:
         assert {d.style for d in scene.dice} <= {"casino-red", "casino-red-light", "casino-red-dark"}
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the shipped face model (stage 16b) leaves clear dice unsure; 18b read them and was withdrawn",
+)
 def test_clear_dice_are_read(reader: Reader) -> None:
     valid = given = 0
     for path in SCENES:
