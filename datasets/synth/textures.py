@@ -133,9 +133,9 @@ def ghost_pips(face: int, n: int, pip_radius_px: int, *, strength: float) -> NDA
     them inside the face, the deeper the further in (by a quarter of their depth here: about what a camera
     20 degrees off axis sees through a body of refractive index 1.5), as streaks along the edge (their
     disks stand on edge). The deeper a pip lies, the fainter and more blurred it is (light scattered in the
-    body). A texture-level approximation, as the renderer has no refraction: a face the camera sees squarely
-    shows its ghosts about where a real clear die shows them; a side face seen at a slant shows them
-    flattened with its texture.
+    body). A texture-level approximation, as the renderer has no refraction: every side face's ghosts are
+    shifted inward at once, which no single camera sees (from straight above a real die shows them on the
+    edges), and a side face seen at a slant shows its ghosts flattened with its texture.
     """
     corners = face_corners_local(face, 2.0)
     u_axis, v_axis = (corners[1] - corners[0]) / 2.0, (corners[3] - corners[0]) / 2.0

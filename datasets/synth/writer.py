@@ -117,10 +117,10 @@ def _refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
         "see_through": cfg.see_through,
     }
     for key, value in mine.items():
-        if old.get(key, 0.0 if key == "see_through" else None) != value:
+        had = old.get(key, 0.0 if key == "see_through" else None)
+        if had != value:
             raise DatasetExistsError(
-                f"{out} already holds a data set with {key}={old.get(key)!r} (asked: {value!r}); "
-                "use another folder"
+                f"{out} already holds a data set with {key}={had!r} (asked: {value!r}); use another folder"
             )
 
 

@@ -42,12 +42,10 @@ def test_the_fixture_frames_show_clear_dice() -> None:
         assert {d.style for d in scene.dice} <= {"casino-red", "casino-red-light", "casino-red-dark"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the shipped face model (stage 16b) leaves clear dice unsure; 18b read them and was withdrawn",
-)
-def test_clear_dice_are_read(reader: Reader) -> None:
+def _read_all(reader: Reader) -> tuple[int, int, list[tuple[str, int, int]]]:
+    """Rolls read valid, faces given, and every face given against the truth: (frame, read, true)."""
     valid = given = 0
+    faces: list[tuple[str, int, int]] = []
     for path in SCENES:
         scene = read_scene(path)
         image = cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR)
@@ -59,7 +57,25 @@ def test_clear_dice_are_read(reader: Reader) -> None:
                 continue
             truth = max(scene.dice, key=lambda t: box_iou(t.box_xyxy, die.candidate.box_xyxy))
             assert box_iou(truth.box_xyxy, die.candidate.box_xyxy) >= 0.5, (path.name, die.candidate)
-            assert die.face == truth.face, (path.name, die.candidate.box_xyxy, die.face, truth.face)
+            assert truth.face is not None
+            faces.append((path.name, die.face, truth.face))
             given += 1
-    assert valid >= MIN_VALID_ROLLS
-    assert given >= MIN_FACES_GIVEN
+    return valid, given, faces
+
+
+def test_no_face_given_wrong_on_clear_dice(reader: Reader) -> None:
+    # Must hold now: the shipped model may leave clear dice unsure, never read them wrong.
+    _, given, faces = _read_all(reader)
+    assert given > 0
+    assert [f for f in faces if f[1] != f[2]] == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the shipped face model (stage 16b) leaves clear dice unsure; 18b read them and was withdrawn",
+)
+def test_clear_dice_are_read(reader: Reader) -> None:
+    valid, given, _ = _read_all(reader)
+    assert valid >= MIN_VALID_ROLLS, valid
+    assert given >= MIN_FACES_GIVEN, given
