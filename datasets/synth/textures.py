@@ -113,15 +113,19 @@ def face_texture(style: DieStyle, face: int, rng_seed: int = 0, *, see_through: 
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def _texture_point(face: int, a: float, b: float) -> FloatArray:
-    """The point of the unit die (edge 2, centre 0) at texture fraction (a across, b down) of `face`.
+def _face_frame(face: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """`face`'s centre, and its u and v axes (unit length), on the unit die (edge 2, centre 0).
 
-    The inverse of the mapping `write_die_mesh` gives the OBJ: corner (-1, -1) of `face_corners_local` at
-    the cell's bottom left, v running up the face while the texture's rows run down.
+    As `write_die_mesh` maps the texture: corner (-1, -1) of `face_corners_local` at the cell's bottom
+    left, u running across and v up the face (the texture's rows run down).
     """
     c = face_corners_local(face, 2.0)  # corners (-1,-1), (1,-1), (1,1), (-1,1) in (u, v)
-    centre = c.mean(axis=0)
-    u_axis, v_axis = (c[1] - c[0]) / 2.0, (c[3] - c[0]) / 2.0
+    return c.mean(axis=0), (c[1] - c[0]) / 2.0, (c[3] - c[0]) / 2.0
+
+
+def _texture_point(face: int, a: float, b: float) -> FloatArray:
+    """The point of the unit die at texture fraction (a across, b down) of `face` (`_face_frame`)."""
+    centre, u_axis, v_axis = _face_frame(face)
     return np.asarray(centre + (2 * a - 1) * u_axis + (1 - 2 * b) * v_axis, dtype=np.float64)
 
 
@@ -137,14 +141,13 @@ def ghost_pips(face: int, n: int, pip_radius_px: int, *, strength: float) -> NDA
     shifted inward at once, which no single camera sees (from straight above a real die shows them on the
     edges), and a side face seen at a slant shows its ghosts flattened with its texture.
     """
-    corners = face_corners_local(face, 2.0)
-    u_axis, v_axis = (corners[1] - corners[0]) / 2.0, (corners[3] - corners[0]) / 2.0
+    _, u_axis, v_axis = _face_frame(face)
     normal = np.cross(u_axis, v_axis)
     out = np.zeros((n, n), np.float32)
     for other in FACES:
         if other == face:
             continue
-        other_normal = np.asarray(face_corners_local(other, 2.0).mean(axis=0), dtype=np.float64)
+        other_normal = np.asarray(_face_frame(other)[0], dtype=np.float64)  # its centre, on the unit die
         side = abs(float(other_normal @ normal)) < 0.5
         for pa, pb in _PIPS[other]:
             p = _texture_point(other, pa, pb)
