@@ -163,7 +163,10 @@ def run(
     typer.echo(
         f"  | cocked dice found and read by rule | {r['cocked_read_by_rule']}% | {s['cocked_dice']} dice |"
     )
-    typer.echo(f"  | cocked value right (of those found) | {summary['cocked_value_right_pct']}% | |")
+    typer.echo(
+        f"  | cocked value right (of those found) | {summary['cocked_value_right_pct']}% "
+        f"| {summary['cocked_read_by_rule_wrong']} read wrong |"
+    )
     typer.echo(
         f"  | valid rolls called invalid or void | {summary['valid_called_invalid_or_void_pct']}% "
         f"| {summary['valid_rolls']} rolls |"

@@ -214,3 +214,30 @@ def test_rolls_are_also_scored_by_camera_and_frame() -> None:
     assert sorted(by) == ["top_down/motion_blur", "top_down/still"]
     assert by["top_down/still"]["valid_rolls"] == 2
     assert by["top_down/motion_blur"]["valid_rolls"] == 1
+
+
+def test_the_sweep_shows_the_cocked_face_bar() -> None:
+    """675a.4(c): a cocked die read by rule settles on its face, so the sweep shows what each bar for that
+    face lets through. A cocked die read 5 at 0.975 (truly 2) is read by rule at the shipped 0.97 and left to
+    a person from 0.98; a right one at 0.99 is read by rule up to 0.99."""
+    right = replace(_record(0.99), true_faces=(2, 5))
+    wrong = replace(
+        _record(0.975),
+        scene_id="wrong",
+        true_faces=(2, 2),
+        true_dice=(right.true_dice[0], replace(right.true_dice[1], face=2)),
+    )
+    s = score([right, wrong], ValidityConfig())
+    assert s["cocked_read_by_rule_wrong"] == 1 and s["cocked_value_right_pct"] == 50.0
+    rows = {
+        r["min_cocked_face_confidence"]: r
+        for r in sweep([right, wrong], ValidityConfig())["min_cocked_face_confidence"]
+    }
+    assert rows[0.97]["cocked_read_by_rule_wrong"] == 1
+    assert rows[0.97]["cocked_value_wrong_pct"] == 50.0
+    assert rows[0.97]["rolls_read_valid_settled_wrong"] == 1
+    assert rows[0.98]["cocked_read_by_rule_wrong"] == 0
+    assert rows[0.98]["recall_cocked_read_by_rule_pct"] == 50.0
+    assert rows[0.98]["rolls_read_valid"] == 1 and rows[0.98]["rolls_read_valid_settled_wrong"] == 0
+    assert rows[0.995]["recall_cocked_read_by_rule_pct"] == 0.0
+    assert rows[0.995]["cocked_value_wrong_pct"] is None  # none read by rule: no rate to give

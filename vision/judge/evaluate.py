@@ -283,6 +283,8 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "support": {k: v[1] for k, v in kinds.items()}
         | {"die_off_table_box_in_view": off_in_view[1], "cocked_dice": cocked_total},
         "cocked_value_right_pct": _pct(cocked_value_right, cocked_found),
+        # Cocked dice read by rule with another value than the truth's (each would settle a wrong roll).
+        "cocked_read_by_rule_wrong": cocked_found - cocked_value_right,
         "valid_rolls": valid_total,
         "valid_called_invalid_or_void_pct": _pct(valid_rethrow, valid_total),
         "valid_no_decision_pct": _pct(valid_nd, valid_total),
@@ -406,6 +408,9 @@ SWEEPS: dict[str, tuple[float, ...]] = {
     "short_count_max_box_ratio": (1.2, 1.3, 1.4, 1.5, 1.7, 2.0, 99.0),
     # 1.0: nothing is set aside (a six-state model never says no_die).
     "min_no_die": (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
+    # The bar a cocked die's face must clear to be read by rule (675a.4(c)): below it a person reads it.
+    # 0.9 is the reader's bar for any die, in effect no extra bar.
+    "min_cocked_face_confidence": (0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995),
 }
 
 
@@ -429,6 +434,12 @@ def sweep(records: Sequence[SceneRecord], base: ValidityConfig) -> dict[str, lis
                     "read_valid_wrong_pct": _pct(
                         s["rolls_read_valid_with_a_wrong_die"], s["rolls_read_valid"]
                     ),
+                    "rolls_read_valid": s["rolls_read_valid"],
+                    "rolls_read_valid_settled_wrong": s["rolls_read_valid_settled_wrong"],
+                    "cocked_read_by_rule_wrong": s["cocked_read_by_rule_wrong"],
+                    "cocked_value_wrong_pct": None
+                    if s["cocked_value_right_pct"] is None
+                    else round(100.0 - s["cocked_value_right_pct"], 2),
                 }
             )
         out[name] = rows
@@ -482,6 +493,7 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
             ("recall_void_pct", "m--", "recall void"),
             ("recall_cocked_read_by_rule_pct", "c--", "recall cocked read by rule"),
             ("read_valid_wrong_pct", "k-s", "wrong settlements (of read valid)"),
+            ("cocked_value_wrong_pct", "k:^", "cocked value wrong (of read by rule)"),
         ):
             ys = [np.nan if row[key] is None else row[key] for row in rows]
             ax.plot(xs, ys, style, label=label, markersize=3)
