@@ -148,16 +148,8 @@ def plane_split(folder: Path) -> tuple[list[LabelledImage], list[PlaneFrame]]:
     return box_items, frames
 
 
-def main() -> None:
-    require_torch()
-    import torch
-    import torch.nn.functional as F  # noqa: N812
-
-    from models.data import held_back
-    from models.export import dated_name, register
-    from models.nets import FaceClassifier, WideFaceClassifier
-    from vision.pips.crops import crops_to_tensor
-
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; built before torch is imported, so `--help` works without it."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -201,8 +193,8 @@ def main() -> None:
     parser.add_argument(
         "--hold-back",
         action="store_true",
-        help=f"keep a fixed {NELLBYLER_HELD_BACK:.0%} of nellbyler train photos and "
-        f"{MATTEOP65_HELD_BACK:.0%} of matteop65 train photos out of training, to tune on",
+        help=f"keep a fixed {NELLBYLER_HELD_BACK * 100:.0f} %% of nellbyler train photos and "
+        f"{MATTEOP65_HELD_BACK * 100:.0f} %% of matteop65 train photos out of training, to tune on",
     )
     parser.add_argument("--out", type=Path, default=None, help="default: the model's folder under models/")
     parser.add_argument(
@@ -211,7 +203,19 @@ def main() -> None:
     parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    require_torch()
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    from models.data import held_back
+    from models.export import dated_name, register
+    from models.nets import FaceClassifier, WideFaceClassifier
+    from vision.pips.crops import crops_to_tensor
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
