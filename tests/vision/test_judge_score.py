@@ -237,6 +237,7 @@ def test_the_sweep_shows_the_cocked_face_bar() -> None:
     assert rows[0.97]["cocked_value_wrong_pct"] == 50.0
     assert rows[0.97]["rolls_read_valid_settled_wrong"] == 1
     assert rows[0.98]["cocked_read_by_rule_wrong"] == 0
+    assert rows[0.98]["cocked_value_wrong_pct"] == 0.0  # the right one, read alone
     assert rows[0.98]["recall_cocked_read_by_rule_pct"] == 50.0
     assert rows[0.98]["rolls_read_valid"] == 1 and rows[0.98]["rolls_read_valid_settled_wrong"] == 0
     assert rows[0.995]["recall_cocked_read_by_rule_pct"] == 0.0
