@@ -47,6 +47,7 @@ def test_the_fixture_frames_hold_one_die_cocked_on_chips() -> None:
         cocked = [d for d in scene.dice if d.cocked]
         assert len(cocked) == 1 and cocked[0].rests_on == "chips"
         assert 38.0 <= cocked[0].tilt_deg <= 41.0
+        assert cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR) is not None, scene.image
 
 
 @pytest.mark.xfail(
@@ -54,20 +55,22 @@ def test_the_fixture_frames_hold_one_die_cocked_on_chips() -> None:
     raises=AssertionError,
     reason="the shipped reader reads each of these rolls valid with a die cocked on chips read wrong",
 )
-def test_no_roll_with_a_die_cocked_on_chips_settles_wrong(reader: Reader) -> None:
+def test_no_roll_with_a_die_cocked_on_chips_is_settled_wrong_or_sent_back(reader: Reader) -> None:
     """A roll read valid is settled on its faces: they must be the truth's (675a.4(c) for the cocked die).
-    Left to a person (`no_decision`) is fine."""
+    Left to a person (`no_decision`) is fine; sent back (`invalid`, `void`) is not, as these rolls count."""
     wrong = []
     for path in SCENES:
         scene = read_scene(path)
         image = cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR)
-        assert image is not None
+        if image is None:  # not an AssertionError: a missing frame must not pass for the expected failure
+            pytest.fail(f"cannot read {scene.image}")
         geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
         roll = reader.read(
             Frame(image=np.asarray(image, np.uint8), frame_id=scene.scene_id),
             expected_dice=scene.expected_dice,
             geometry=geometry,
         )
-        if roll.verdict is Verdict.VALID and sorted(roll.faces) != sorted(f or 0 for f in scene.faces):
-            wrong.append((scene.scene_id, sorted(roll.faces), sorted(scene.faces)))
+        right = roll.verdict is Verdict.VALID and sorted(roll.faces) == sorted(f or 0 for f in scene.faces)
+        if not right and roll.verdict is not Verdict.NO_DECISION:
+            wrong.append((scene.scene_id, roll.verdict.value, sorted(roll.faces), sorted(scene.faces)))
     assert wrong == []
