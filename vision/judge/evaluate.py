@@ -285,6 +285,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "cocked_value_right_pct": _pct(cocked_value_right, cocked_found),
         # Cocked dice read by rule with another value than the truth's (each would settle a wrong roll).
         "cocked_read_by_rule_wrong": cocked_found - cocked_value_right,
+        "cocked_value_wrong_pct": _pct(cocked_found - cocked_value_right, cocked_found),
         "valid_rolls": valid_total,
         "valid_called_invalid_or_void_pct": _pct(valid_rethrow, valid_total),
         "valid_no_decision_pct": _pct(valid_nd, valid_total),
@@ -437,9 +438,7 @@ def sweep(records: Sequence[SceneRecord], base: ValidityConfig) -> dict[str, lis
                     "rolls_read_valid": s["rolls_read_valid"],
                     "rolls_read_valid_settled_wrong": s["rolls_read_valid_settled_wrong"],
                     "cocked_read_by_rule_wrong": s["cocked_read_by_rule_wrong"],
-                    "cocked_value_wrong_pct": None
-                    if s["cocked_value_right_pct"] is None
-                    else round(100.0 - s["cocked_value_right_pct"], 2),
+                    "cocked_value_wrong_pct": s["cocked_value_wrong_pct"],
                 }
             )
         out[name] = rows
