@@ -154,6 +154,10 @@ def run(
         f"  | die on die: called invalid (any reason) | {r['die_on_die_invalid_any_reason']}% "
         f"| {s['die_on_die']} rolls |"
     )
+    typer.echo(
+        f"  | die on die, the die beneath in view: recall (reason die_on_die) "
+        f"| {r['die_on_die_beneath_in_view']}% | {s['die_on_die_beneath_in_view']} rolls |"
+    )
     typer.echo(f"  | die off table: recall | {r['die_off_table']}% | {s['die_off_table']} rolls |")
     typer.echo(
         f"  | die off table, the throw box wholly in view (issue 5's condition): recall "

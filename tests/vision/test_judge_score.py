@@ -22,7 +22,7 @@ from vision.judge.evaluate import (
     sweep,
 )
 from vision.judge.geometry import TableGeometry
-from vision.judge.state import COCKED
+from vision.judge.state import COCKED, STACKED, UNDER
 from vision.judge.state import FLAT as FLAT_STATE
 from vision.types import DieCandidate, FaceReading
 from vision.validity import ValidityConfig
@@ -242,3 +242,40 @@ def test_the_sweep_shows_the_cocked_face_bar() -> None:
     assert rows[0.98]["rolls_read_valid"] == 1 and rows[0.98]["rolls_read_valid_settled_wrong"] == 0
     assert rows[0.995]["recall_cocked_read_by_rule_pct"] == 0.0
     assert rows[0.995]["cocked_value_wrong_pct"] is None  # none read by rule: no rate to give
+
+
+def test_die_on_die_recall_is_also_given_where_the_die_beneath_is_in_view() -> None:
+    """675a.4(b): a die resting on another die. Seen from above, a top die that wholly hides the die beneath
+    it leaves a short count (the judge says die_off_table, invalid either way); the recall is also given over
+    the rolls whose die beneath shows, where two dice can be seen one on the other."""
+    geo = _overhead_geometry()
+    low, high = _box_at(geo, 300.0, 200.0), _box_at(geo, 303.0, 201.0)
+    cands = tuple(
+        DieCandidate(box_xyxy=b, top_quad=((b[0], b[1]), (b[2], b[1]), (b[2], b[3]), (b[0], b[3])), score=0.9)
+        for b in (low, high)
+    )
+    both_seen = SceneRecord(
+        scene_id="both seen",
+        truth_verdict="invalid",
+        truth_reasons=("stacked",),
+        expected_dice=2,
+        candidates=cands,
+        readings=tuple(FaceReading(face_probs=tuple(one_hot(f, 0.99)), pip_count=None) for f in (3, 4)),
+        states=(_state("under"), _state("stacked")),
+        geometry=geo,
+        true_dice=(TrueDie(low, 3, UNDER), TrueDie(high, 4, STACKED)),
+    )
+    # The die beneath wholly hidden: one die in view, taken for flat, and the count short by one.
+    hidden = replace(
+        _short_count(geo),
+        scene_id="hidden",
+        truth_reasons=("stacked",),
+        true_dice=(TrueDie(low, 2, STACKED),),
+    )
+    s = score([both_seen, hidden], ValidityConfig())
+    assert s["confusion_truth_rows_read_cols"]["invalid"]["invalid"] == 2
+    assert s["recall_pct"]["die_on_die"] == 50.0
+    assert s["recall_pct"]["die_on_die_invalid_any_reason"] == 100.0
+    assert s["support"]["die_on_die"] == 2
+    assert s["recall_pct"]["die_on_die_beneath_in_view"] == 100.0
+    assert s["support"]["die_on_die_beneath_in_view"] == 1

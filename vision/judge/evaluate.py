@@ -5,8 +5,9 @@ the ground-truth boxes with the true faces, which measures the judgement stage a
 judge then runs on them for any `JudgeConfig`, so the threshold sweep costs no model time.
 
 Figures: a confusion matrix of verdicts (truth valid / invalid / void by read valid / invalid / void /
-no_decision); recall per invalidity kind (die on die, die off the table, void, and cocked dice found with
-their value by the rule); on valid rolls the rate called invalid or void and the rate of `no_decision`.
+no_decision); recall per invalidity kind (die on die, also where the die beneath is in view; die off the
+table, also where the throw box is wholly in view; void; and cocked dice found with their value by the
+rule); on valid rolls the rate called invalid or void and the rate of `no_decision`.
 The table's calibration is the scene's camera over the generator's throw box (`ThrowBoxLayout()`: the
 ground-truth format does not record the layout; the generator uses the default one).
 
@@ -30,7 +31,7 @@ from datasets.format import SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
-from vision.judge.state import COCKED, STATE_LABELS, DieState, DieStateClassifier
+from vision.judge.state import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
 from vision.types import DieCandidate, DieReading, FaceReading, Verdict
 from vision.validity import Judgement, ValidityConfig, judge
@@ -205,6 +206,11 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     # A die on a die hides the one beneath it more often than not (the count is then short, which the
     # judge reports as die_off_table): so also count such rolls called invalid for any reason.
     on_die_invalid = 0
+    # From above, a die on a die that wholly hides the one beneath looks like a die gone: the count is short,
+    # and the judge says a die left the table or lies hidden under another (die_off_table, invalid either
+    # way, 675a.4(b)). This counts the rolls where the die beneath shows (the truth's `under` die is among
+    # the dice in view), where the sight of two dice can tell.
+    on_die_beneath_seen = [0, 0]
     cocked_total = cocked_found = cocked_value_right = 0
     valid_total = valid_rethrow = valid_nd = 0
     read_valid = read_valid_wrong = wrong_dice = 0
@@ -220,8 +226,12 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         codes = {f.reason for f in j.findings if f.verdict is j.verdict}
         if "stacked" in rec.truth_reasons:
             kinds["die_on_die"][1] += 1
-            kinds["die_on_die"][0] += int(j.verdict is Verdict.INVALID and "die_on_die" in codes)
+            on_die = int(j.verdict is Verdict.INVALID and "die_on_die" in codes)
+            kinds["die_on_die"][0] += on_die
             on_die_invalid += int(j.verdict is Verdict.INVALID)
+            if any(td.state == UNDER for td in rec.true_dice):
+                on_die_beneath_seen[1] += 1
+                on_die_beneath_seen[0] += on_die
         if "off_table" in rec.truth_reasons or "missing" in rec.truth_reasons:
             called = int(j.verdict is Verdict.INVALID and "die_off_table" in codes)
             kinds["die_off_table"][1] += 1
@@ -277,11 +287,16 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "recall_pct": {k: _pct(v[0], v[1]) for k, v in kinds.items()}
         | {
             "die_on_die_invalid_any_reason": _pct(on_die_invalid, kinds["die_on_die"][1]),
+            "die_on_die_beneath_in_view": _pct(on_die_beneath_seen[0], on_die_beneath_seen[1]),
             "die_off_table_box_in_view": _pct(off_in_view[0], off_in_view[1]),
             "cocked_read_by_rule": _pct(cocked_found, cocked_total),
         },
         "support": {k: v[1] for k, v in kinds.items()}
-        | {"die_off_table_box_in_view": off_in_view[1], "cocked_dice": cocked_total},
+        | {
+            "die_on_die_beneath_in_view": on_die_beneath_seen[1],
+            "die_off_table_box_in_view": off_in_view[1],
+            "cocked_dice": cocked_total,
+        },
         "cocked_value_right_pct": _pct(cocked_value_right, cocked_found),
         # Cocked dice read by rule with another value than the truth's (each would settle a wrong roll).
         "cocked_read_by_rule_wrong": cocked_found - cocked_value_right,
