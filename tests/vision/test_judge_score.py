@@ -20,6 +20,7 @@ from vision.judge.evaluate import (
     score_by_camera,
     score_by_camera_and_frame,
     sweep,
+    sweep_default,
 )
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import COCKED, STACKED, UNDER
@@ -279,3 +280,23 @@ def test_die_on_die_recall_is_also_given_where_the_die_beneath_is_in_view() -> N
     assert s["support"]["die_on_die"] == 2
     assert s["recall_pct"]["die_on_die_beneath_in_view"] == 100.0
     assert s["support"]["die_on_die_beneath_in_view"] == 1
+
+
+def test_the_sweep_shows_the_reader_face_bar() -> None:
+    """The reader's certainty bar for any face (`ValidityConfig.min_confidence`, 0.90) is swept too: a die
+    read under it is uncertain and its roll `no_decision` (face_uncertain), above it the face settles the
+    roll. A right 5 read at 0.85 and a wrong 6 (truly 5) at 0.75: both left to a person at 0.9, the right
+    one settled from 0.8 down, the wrong one too from 0.7 down."""
+
+    def unsure(face_read: int, p: float, name: str) -> SceneRecord:
+        rec = _flat_pair(face_read, 5)
+        second = FaceReading(face_probs=tuple(one_hot(face_read, p)), pip_count=None)
+        return replace(rec, scene_id=name, readings=(rec.readings[0], second), true_faces=(2, 5))
+
+    records = [unsure(5, 0.85, "right"), unsure(6, 0.75, "wrong")]
+    rows = {r["min_confidence"]: r for r in sweep(records, ValidityConfig())["min_confidence"]}
+    assert sweep_default("min_confidence") == 0.9
+    assert rows[0.9]["rolls_read_valid"] == 0 and rows[0.9]["valid_no_decision_pct"] == 100.0
+    assert rows[0.8]["rolls_read_valid"] == 1 and rows[0.8]["rolls_read_valid_settled_wrong"] == 0
+    assert rows[0.7]["rolls_read_valid"] == 2 and rows[0.7]["rolls_read_valid_settled_wrong"] == 1
+    assert rows[0.7]["valid_no_decision_pct"] == 0.0

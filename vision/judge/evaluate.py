@@ -428,17 +428,36 @@ SWEEPS: dict[str, tuple[float, ...]] = {
     # 0.9 is the reader's bar for any die, in effect no extra bar.
     "min_cocked_face_confidence": (0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995),
 }
+# The reader's own certainty bar for any die's face (`ValidityConfig.min_confidence`, 0.90: under it the die
+# is uncertain and the roll `no_decision`, `face_uncertain`), swept the same way on the kept readings. The
+# face stage's second look (dice under 0.90 read again turned) ran when the records were made and is not
+# redone: the sweep moves the bar alone.
+VALIDITY_SWEEPS: dict[str, tuple[float, ...]] = {
+    "min_confidence": (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98),
+}
+
+
+def swept_config(base: ValidityConfig, name: str, value: float) -> ValidityConfig:
+    """`base` with one swept threshold set: a `VALIDITY_SWEEPS` one on the config itself, else its judge's."""
+    change: dict[str, Any] = {name: value}
+    if name in VALIDITY_SWEEPS:
+        return replace(base, **change)
+    return replace(base, judge=replace(base.judge, **change))
+
+
+def sweep_default(name: str) -> float | None:
+    """The shipped value of a swept threshold (None for one off by default)."""
+    value: float | None = getattr(ValidityConfig() if name in VALIDITY_SWEEPS else JudgeConfig(), name)
+    return value
 
 
 def sweep(records: Sequence[SceneRecord], base: ValidityConfig) -> dict[str, list[dict[str, Any]]]:
     """The figures for each value of each swept threshold (the others at `base`)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for name, values in SWEEPS.items():
+    for name, values in (SWEEPS | VALIDITY_SWEEPS).items():
         rows = []
         for v in values:
-            change: dict[str, Any] = {name: v}
-            cfg = replace(base, judge=replace(base.judge, **change))
-            s = score(records, cfg)
+            s = score(records, swept_config(base, name, v))
             rows.append(
                 {
                     name: v,
@@ -511,7 +530,7 @@ def plot_sweep(curves: dict[str, list[dict[str, Any]]], path: Path, title: str) 
         ):
             ys = [np.nan if row[key] is None else row[key] for row in rows]
             ax.plot(xs, ys, style, label=label, markersize=3)
-        default = getattr(JudgeConfig(), name)
+        default = sweep_default(name)
         if default is not None:  # an option that is off by default has no default value to mark
             ax.axvline(default, color="grey", lw=0.8)
         ax.set_yscale("symlog", linthresh=1.0)
