@@ -4,7 +4,9 @@ dice in rolls read valid, the split by camera)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -12,10 +14,13 @@ from calibration.camera import Camera, CameraPose
 from tests.vision.fakes import one_hot
 from tests.vision.test_judge_rules import FLAT, _box_at, _overhead_geometry, _state
 from vision.judge.evaluate import (
+    SWEEPS,
+    VALIDITY_SWEEPS,
     SceneRecord,
     TrueDie,
     camera_kind,
     frame_kind,
+    plot_sweep,
     score,
     score_by_camera,
     score_by_camera_and_frame,
@@ -246,9 +251,9 @@ def test_the_sweep_shows_the_cocked_face_bar() -> None:
 
 
 def test_die_on_die_recall_is_also_given_where_the_die_beneath_is_in_view() -> None:
-    """675a.4(b): a die resting on another die. Seen from above, a top die that wholly hides the die beneath
-    it leaves a short count (the judge says die_off_table, invalid either way); the recall is also given over
-    the rolls whose die beneath shows, where two dice can be seen one on the other."""
+    """675a.4(b): a die resting on another die. A die beneath that hardly shows is missed, which leaves a
+    short count (the judge says die_off_table, invalid either way); the recall of the reason die_on_die is
+    also given over the rolls whose die beneath is in view, where two dice can be seen one on the other."""
     geo = _overhead_geometry()
     low, high = _box_at(geo, 300.0, 200.0), _box_at(geo, 303.0, 201.0)
     cands = tuple(
@@ -273,6 +278,15 @@ def test_die_on_die_recall_is_also_given_where_the_die_beneath_is_in_view() -> N
         truth_reasons=("stacked",),
         true_dice=(TrueDie(low, 2, STACKED),),
     )
+    # Both dice in view, but seen as two flat dice apart in a game of three: a short count, invalid for a die
+    # gone (die_off_table), not die_on_die: it counts against this recall though the roll is called invalid.
+    missed = replace(
+        both_seen,
+        scene_id="missed",
+        expected_dice=3,
+        states=(FLAT, FLAT),
+        candidates=(cands[0], _far_cand(geo)),
+    )
     s = score([both_seen, hidden], ValidityConfig())
     assert s["confusion_truth_rows_read_cols"]["invalid"]["invalid"] == 2
     assert s["recall_pct"]["die_on_die"] == 50.0
@@ -280,13 +294,18 @@ def test_die_on_die_recall_is_also_given_where_the_die_beneath_is_in_view() -> N
     assert s["support"]["die_on_die"] == 2
     assert s["recall_pct"]["die_on_die_beneath_in_view"] == 100.0
     assert s["support"]["die_on_die_beneath_in_view"] == 1
+    s = score([both_seen, hidden, missed], ValidityConfig())
+    assert s["confusion_truth_rows_read_cols"]["invalid"]["invalid"] == 3
+    assert s["recall_pct"]["die_on_die_invalid_any_reason"] == 100.0
+    assert s["recall_pct"]["die_on_die_beneath_in_view"] == 50.0
+    assert s["support"]["die_on_die_beneath_in_view"] == 2
 
 
 def test_the_sweep_shows_the_reader_face_bar() -> None:
     """The reader's certainty bar for any face (`ValidityConfig.min_confidence`, 0.90) is swept too: a die
     read under it is uncertain and its roll `no_decision` (face_uncertain), above it the face settles the
     roll. A right 5 read at 0.85 and a wrong 6 (truly 5) at 0.75: both left to a person at 0.9, the right
-    one settled from 0.8 down, the wrong one too from 0.7 down."""
+    one settled once the bar is under 0.85, the wrong one too once it is under 0.75."""
 
     def unsure(face_read: int, p: float, name: str) -> SceneRecord:
         rec = _flat_pair(face_read, 5)
@@ -300,3 +319,22 @@ def test_the_sweep_shows_the_reader_face_bar() -> None:
     assert rows[0.8]["rolls_read_valid"] == 1 and rows[0.8]["rolls_read_valid_settled_wrong"] == 0
     assert rows[0.7]["rolls_read_valid"] == 2 and rows[0.7]["rolls_read_valid_settled_wrong"] == 1
     assert rows[0.7]["valid_no_decision_pct"] == 0.0
+
+
+def _far_cand(geo: TableGeometry) -> DieCandidate:
+    """A die's box well apart from the others of `test_die_on_die_recall...`."""
+    b = _box_at(geo, 400.0, 300.0)
+    return DieCandidate(
+        box_xyxy=b, top_quad=((b[0], b[1]), (b[2], b[1]), (b[2], b[3]), (b[0], b[3])), score=0.9
+    )
+
+
+def test_the_sweep_plot_has_a_panel_for_every_swept_bar(tmp_path: Path) -> None:
+    """`throwbox eval --verdicts` draws one panel per swept bar, the reader's face bar among them."""
+    curves = sweep([_flat_pair(5, 5)], ValidityConfig())
+    assert set(curves) == set(SWEEPS) | set(VALIDITY_SWEEPS)
+    path = tmp_path / "sweep.png"
+    plot_sweep(curves, path, "two dice")
+    image = cv2.imread(str(path))
+    assert image is not None
+    assert image.shape[0] == 400 * ((len(curves) + 1) // 2)  # 4 inches a row of two panels, at 100 dpi

@@ -206,10 +206,10 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     # A die on a die hides the one beneath it more often than not (the count is then short, which the
     # judge reports as die_off_table): so also count such rolls called invalid for any reason.
     on_die_invalid = 0
-    # From above, a die on a die that wholly hides the one beneath looks like a die gone: the count is short,
-    # and the judge says a die left the table or lies hidden under another (die_off_table, invalid either
-    # way, 675a.4(b)). This counts the rolls where the die beneath shows (the truth's `under` die is among
-    # the dice in view), where the sight of two dice can tell.
+    # A die beneath a die that hardly shows is missed (left out of the oracle's boxes under `MIN_VISIBLE`, as
+    # the detector misses it): the count is short, and the judge says a die left the table or lies hidden
+    # under another (die_off_table, invalid either way, 675a.4(b)). This counts the rolls where the die
+    # beneath shows (the truth's `under` die is among the dice in view), where the sight of two dice can tell.
     on_die_beneath_seen = [0, 0]
     cocked_total = cocked_found = cocked_value_right = 0
     valid_total = valid_rethrow = valid_nd = 0
