@@ -33,10 +33,12 @@ SCENES = sorted(FIXTURES.glob("s10700-*.json"))
 
 
 @pytest.fixture(scope="module")
-def reader() -> Reader:
+def reader(request: pytest.FixtureRequest) -> Reader:
+    """The committed reader (tests/vision/conftest.py), shared with the other tests of the session."""
     if not manifest_lists("detector", "pips", "die_state"):
         pytest.skip("models/manifest.json lists no detector, face or die-state model")
-    return Reader(threads=1)
+    committed: Reader = request.getfixturevalue("committed_reader")
+    return committed
 
 
 def test_the_fixture_frames_hold_one_die_cocked_on_chips() -> None:

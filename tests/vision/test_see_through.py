@@ -28,10 +28,12 @@ MIN_VALID_ROLLS, MIN_FACES_GIVEN = 3, 38
 
 
 @pytest.fixture(scope="module")
-def reader() -> Reader:
+def reader(request: pytest.FixtureRequest) -> Reader:
+    """The committed reader (tests/vision/conftest.py), shared with the other tests of the session."""
     if not (manifest_lists("detector") and manifest_lists("pips")):
         pytest.skip("models/manifest.json lists no detector or face model")
-    return Reader(threads=1)
+    committed: Reader = request.getfixturevalue("committed_reader")
+    return committed
 
 
 def test_the_fixture_frames_show_clear_dice() -> None:
