@@ -94,6 +94,9 @@ class Tally:
     classical_correct: int = 0
     rolls_exact: int = 0  # verdict valid and the read faces equal the labels as a multiset
     rolls_learned_exact: int = 0  # every die found and every learned face right (ignores the judge)
+    # Rolls the reader calls valid whose faces are not the labels' (as a multiset: what every High Roll Dice
+    # wager is settled on), by name: a valid roll that would pay wrong, against the labels of the set.
+    settled_wrong: list[str] = field(default_factory=list)
     verdicts: dict[str, int] = field(default_factory=dict)
     confusion: NDArray[np.int64] = field(default_factory=lambda: np.zeros((6, 7), np.int64))  # gt x (1..6, ?)
     latency_ms: list[float] = field(default_factory=list)
@@ -165,6 +168,8 @@ class Tally:
             int(f) for f in gt_faces
         )
         self.rolls_exact += int(exact)
+        if verdict == "valid" and not exact:
+            self.settled_wrong.append(name)
         if problems:
             self.failures.append({"image": name, "problems": problems})
 
@@ -226,6 +231,9 @@ class Tally:
                 "exact_valid_pct": pct(self.rolls_exact, self.images),
                 "learned_exact_pct": pct(self.rolls_learned_exact, self.images),
                 "verdicts": dict(self.verdicts),
+                "read_valid": self.verdicts.get("valid", 0),
+                "read_valid_settled_wrong": len(self.settled_wrong),
+                "settled_wrong_images": self.settled_wrong[:50],
             },
             "confusion_gt_rows_read_cols_1_to_6_and_uncertain": self.confusion.tolist(),
             "latency_ms": {
@@ -250,6 +258,8 @@ class Tally:
                 "uncertain_of_matched_pct": faces["uncertain_of_matched"],
                 "rolls_exact_valid_pct": rolls["exact_valid_pct"],
                 "rolls_learned_exact_pct": rolls["learned_exact_pct"],
+                "rolls_read_valid": rolls["read_valid"],
+                "rolls_read_valid_settled_wrong": rolls["read_valid_settled_wrong"],
             }
         return out
 

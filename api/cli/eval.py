@@ -370,6 +370,12 @@ def register(app: typer.Typer) -> None:
             f"  rolls: exact and valid {rolls['exact_valid_pct']}%; every die found and read "
             f"right {rolls['learned_exact_pct']}%; verdicts {rolls['verdicts']}"
         )
+        named = rolls["settled_wrong_images"]
+        typer.echo(
+            "  rolls read valid that settle wrong (faces not the labels'): "
+            f"{rolls['read_valid_settled_wrong']} of {rolls['read_valid']}"
+            + (f" ({', '.join(named[:5])})" if named else "")
+        )
         for group, g in summary.get("by_camera_and_frame", {}).items():
             typer.echo(
                 f"    {group}: {g['images']} images; faces learned {g['face_learned_of_matched_pct']}% of "

@@ -329,6 +329,26 @@ def test_the_readers_figures_on_a_synthetic_set_are_split_by_camera_and_camera_s
     assert "by_camera_and_frame" not in _eval(tmp_path)
 
 
+def test_the_readers_figures_count_the_rolls_read_valid_that_settle_wrong(tmp_path: Path) -> None:
+    """With every label's faces moved by one pip, each roll the reader calls valid pays wrong by the labels,
+    and the count names them; with the true labels none does (the committed frames)."""
+    root = _judge_set(tmp_path)
+    plot = str(tmp_path / "s.png")
+    honest = json.loads(runner.invoke(app, ["eval", str(root), "--json", "--plot", plot]).output)["rolls"]
+    assert honest["read_valid"] >= 1 and honest["read_valid_settled_wrong"] == 0
+    for label in (root / "labels").glob("*.json"):
+        doc = json.loads(label.read_text(encoding="utf-8"))
+        for die in doc["dice"]:
+            if die.get("face"):
+                die["face"] = die["face"] % 6 + 1
+        label.write_text(json.dumps(doc), encoding="utf-8")
+    moved = json.loads(runner.invoke(app, ["eval", str(root), "--json", "--plot", plot]).output)["rolls"]
+    assert moved["read_valid"] == honest["read_valid"]
+    assert moved["read_valid_settled_wrong"] == moved["read_valid"] == len(moved["settled_wrong_images"])
+    text = runner.invoke(app, ["eval", str(root), "--plot", plot]).output
+    assert f"rolls read valid that settle wrong (faces not the labels'): {moved['read_valid']} of" in text
+
+
 def test_calibrated_needs_a_synthetic_set_and_goes_without_the_other_modes(tmp_path: Path) -> None:
     plot = str(tmp_path / "e.png")
     photos = runner.invoke(app, ["eval", str(FIXTURES), "--calibrated", "--plot", plot])

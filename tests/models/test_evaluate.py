@@ -61,6 +61,28 @@ def test_tally_counts_misses_false_dice_and_exact_rolls() -> None:
     assert "by_camera_and_frame" not in s  # no image was given a group
 
 
+def test_tally_counts_the_rolls_read_valid_that_settle_wrong() -> None:
+    """A valid roll whose faces differ from the labels (as a multiset) would pay wrong; one read exactly, or
+    left to a person, or with the same faces in another order, does not."""
+    t = Tally()
+    gt = _b((0, 0, 10, 10), (20, 0, 30, 10))
+    common = {"gt_xyxy": gt, "gt_faces": np.array([3, 5]), "latency_ms": 5.0, "box_kind": "die",
+              "pred_score": np.ones(2, np.float32), "pip_count": [None, None]}  # fmt: skip
+    swapped = _b((20, 0, 30, 10), (0, 0, 10, 10))
+    t.add_image(name="exact", pred_xyxy=swapped, pred_face=[5, 3], learned_face=[5, 3], verdict="valid",
+                group="top_down/still", **common)  # fmt: skip
+    t.add_image(name="pays-wrong", pred_xyxy=gt, pred_face=[3, 6], learned_face=[3, 6], verdict="valid",
+                group="top_down/still", **common)  # fmt: skip
+    t.add_image(name="to-a-person", pred_xyxy=gt, pred_face=[3, None], learned_face=[3, 6],
+                verdict="no_decision", group="oblique/still", **common)  # fmt: skip
+    rolls = t.summary(box_kind="die")["rolls"]
+    assert (rolls["read_valid"], rolls["read_valid_settled_wrong"]) == (2, 1)
+    assert rolls["settled_wrong_images"] == ["pays-wrong"]
+    groups = t.summary(box_kind="die")["by_camera_and_frame"]
+    assert groups["top_down/still"]["rolls_read_valid_settled_wrong"] == 1
+    assert groups["oblique/still"]["rolls_read_valid"] == 0
+
+
 def test_tally_splits_its_figures_by_group_and_keeps_the_whole() -> None:
     t = Tally()
     gt = _b((0, 0, 10, 10), (20, 0, 30, 10))
