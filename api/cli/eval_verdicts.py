@@ -54,6 +54,7 @@ def run(
         score,
         score_by_camera,
         score_by_camera_and_frame,
+        score_by_scenario,
         sweep,
     )
     from vision.judge.state import DieStateClassifier
@@ -126,6 +127,7 @@ def run(
         **score(records, config),
         "by_camera": score_by_camera(records, config),
         "by_camera_and_frame": score_by_camera_and_frame(records, config),
+        "by_scenario": score_by_scenario(records, config),
         "model_seconds": round(time.perf_counter() - start, 1),
     }
     curves = sweep(records, config)
@@ -225,6 +227,19 @@ def run(
         typer.echo(
             f"  | {key} | {k['scenes']} | {k['valid_rolls']} | {k['valid_no_decision_pct']}% | "
             f"{k['valid_called_invalid_or_void_pct']}% | {k['rolls_read_valid_with_a_wrong_die']} of "
+            f"{k['rolls_read_valid']} |"
+        )
+    typer.echo("  by scenario (the generator's: what each scene was drawn to show)")
+    typer.echo(
+        "  | scenario | scenes | valid rolls | read valid | no_decision | sent back | "
+        "invalid/void read valid | read valid, settle wrong |"
+    )
+    for name, k in summary["by_scenario"].items():
+        conf = k["confusion_truth_rows_read_cols"]
+        typer.echo(
+            f"  | {name} | {k['scenes']} | {k['valid_rolls']} | {conf['valid']['valid']} | "
+            f"{k['valid_no_decision_pct']}% | {k['valid_called_invalid_or_void_pct']}% | "
+            f"{conf['invalid']['valid'] + conf['void']['valid']} | {k['rolls_read_valid_settled_wrong']} of "
             f"{k['rolls_read_valid']} |"
         )
     typer.echo(f"  plots: {plot}, {sweep_plot}")

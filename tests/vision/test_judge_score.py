@@ -24,6 +24,7 @@ from vision.judge.evaluate import (
     score,
     score_by_camera,
     score_by_camera_and_frame,
+    score_by_scenario,
     sweep,
     sweep_default,
 )
@@ -220,6 +221,25 @@ def test_rolls_are_also_scored_by_camera_and_frame() -> None:
     assert sorted(by) == ["top_down/motion_blur", "top_down/still"]
     assert by["top_down/still"]["valid_rolls"] == 2
     assert by["top_down/motion_blur"]["valid_rolls"] == 1
+
+
+def test_rolls_are_also_scored_by_scenario_in_the_generators_order() -> None:
+    """Where good rolls go to a person: each scenario scored apart, in `SCENARIOS` order, a record whose
+    label named none as "unknown"; a short count counts under its own scenario, not the others."""
+    geo = _overhead_geometry()
+    normal = replace(_flat_pair(5, 5), scenario="normal")
+    gone = replace(_short_count(geo), scenario="off_table")
+    cocked = replace(_flat_pair(6, 5), scene_id="cocked", scenario="cocked")
+    by = score_by_scenario(
+        [gone, cocked, normal, replace(normal, scene_id="old", scenario="")], ValidityConfig()
+    )
+    assert list(by) == ["normal", "cocked", "off_table", "unknown"]
+    assert by["normal"]["valid_rolls"] == 1 and by["unknown"]["valid_rolls"] == 1
+    assert by["off_table"]["valid_rolls"] == 0 and by["off_table"]["support"]["die_off_table"] == 1
+    assert (
+        by["cocked"]["wrong_dice_in_rolls_read_valid"] == 1
+        and by["normal"]["wrong_dice_in_rolls_read_valid"] == 0
+    )
 
 
 def test_the_sweep_shows_the_cocked_face_bar() -> None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
-from datasets.format import SceneTruth, read_scene
+from datasets.format import SCENARIOS, SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
@@ -81,6 +81,9 @@ class SceneRecord:
     # Every present die's face by the rules, in die order (`SceneTruth.faces`; None for a die with no face),
     # whether or not it can be seen: what a roll read valid must show to be settled right. () where unknown.
     true_faces: tuple[int | None, ...] = ()
+    # The generator's scenario (`datasets.format.SCENARIOS`: "normal", "cocked", "stacked", ...);
+    # "" where unknown.
+    scenario: str = ""
 
     def judged(self, config: ValidityConfig) -> Judgement:
         """The judge on this scene's kept model outputs, with `config`."""
@@ -188,6 +191,7 @@ def record_scene(
         weak_peaks=weak,
         motion_blur_px=scene.motion_blur_px,
         true_faces=scene.faces,
+        scenario=scene.scenario,
     )
 
 
@@ -407,6 +411,15 @@ def score_by_camera_and_frame(
 def score_by_camera(records: Sequence[SceneRecord], config: ValidityConfig) -> dict[str, dict[str, Any]]:
     """`score` for the scenes of each camera kind (top-down, as a table mounts it, and oblique)."""
     return _score_groups(records, config, camera_kind, ("top_down", "oblique"))
+
+
+def score_by_scenario(records: Sequence[SceneRecord], config: ValidityConfig) -> dict[str, dict[str, Any]]:
+    """`score` for the scenes of each scenario the generator drew (normal throws, a die cocked on chips, dice
+    in a cluster, ...), in `SCENARIOS` order, then any other name ("unknown" where a record has none): where
+    the good rolls left to a person or sent back come from."""
+    names = {r.scenario or "unknown" for r in records}
+    order = [*SCENARIOS, *sorted(names - set(SCENARIOS))]
+    return _score_groups(records, config, lambda r: r.scenario or "unknown", order)
 
 
 SWEEPS: dict[str, tuple[float, ...]] = {
