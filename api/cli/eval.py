@@ -370,18 +370,19 @@ def register(app: typer.Typer) -> None:
             f"  rolls: exact and valid {rolls['exact_valid_pct']}%; every die found and read "
             f"right {rolls['learned_exact_pct']}%; verdicts {rolls['verdicts']}"
         )
-        named = rolls["settled_wrong_images"]
+        wrong, named = rolls["read_valid_settled_wrong"], rolls["settled_wrong_images"][:5]
+        more = f", ... and {wrong - len(named)} more" if wrong > len(named) else ""
         typer.echo(
             "  rolls read valid that settle wrong (faces not the labels'): "
-            f"{rolls['read_valid_settled_wrong']} of {rolls['read_valid']}"
-            + (f" ({', '.join(named[:5])})" if named else "")
+            f"{wrong} of {rolls['read_valid']}" + (f" ({', '.join(named)}{more})" if named else "")
         )
         for group, g in summary.get("by_camera_and_frame", {}).items():
             typer.echo(
                 f"    {group}: {g['images']} images; faces learned {g['face_learned_of_matched_pct']}% of "
                 f"{g['matched_dice']} matched, uncertain {g['uncertain_of_matched_pct']}%; rolls exact "
                 f"{g['rolls_exact_valid_pct']}%, every die found and read right "
-                f"{g['rolls_learned_exact_pct']}%"
+                f"{g['rolls_learned_exact_pct']}%; read valid and settle wrong "
+                f"{g['rolls_read_valid_settled_wrong']} of {g['rolls_read_valid']}"
             )
         typer.echo(
             f"  latency per image: p50 {summary['latency_ms']['p50']} ms, "

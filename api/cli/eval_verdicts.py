@@ -212,8 +212,8 @@ def run(
         conf = k["confusion_truth_rows_read_cols"]
         bad_valid = conf["invalid"]["valid"] + conf["void"]["valid"]
         typer.echo(
-            f"  | {kind} | {k['scenes']} | {k['valid_no_decision_pct']}% | "
-            f"{k['valid_called_invalid_or_void_pct']}% | {bad_valid} | "
+            f"  | {kind} | {k['scenes']} | {_pct(k['valid_no_decision_pct'])} | "
+            f"{_pct(k['valid_called_invalid_or_void_pct'])} | {bad_valid} | "
             f"{k['rolls_read_valid_with_a_wrong_die']} of {k['rolls_read_valid']} |"
         )
     typer.echo(
@@ -225,22 +225,23 @@ def run(
     )
     for key, k in summary["by_camera_and_frame"].items():
         typer.echo(
-            f"  | {key} | {k['scenes']} | {k['valid_rolls']} | {k['valid_no_decision_pct']}% | "
-            f"{k['valid_called_invalid_or_void_pct']}% | {k['rolls_read_valid_with_a_wrong_die']} of "
+            f"  | {key} | {k['scenes']} | {k['valid_rolls']} | {_pct(k['valid_no_decision_pct'])} | "
+            f"{_pct(k['valid_called_invalid_or_void_pct'])} | {k['rolls_read_valid_with_a_wrong_die']} of "
             f"{k['rolls_read_valid']} |"
         )
-    typer.echo("  by scenario (the generator's: what each scene was drawn to show)")
+    typer.echo("  by scenario (the generator's: what each scene was drawn to show; -: no valid roll)")
     typer.echo(
-        "  | scenario | scenes | valid rolls | read valid | no_decision | sent back | "
+        "  | scenario | scenes | valid rolls | valid read valid | no_decision | sent back | "
         "invalid/void read valid | read valid, settle wrong |"
     )
     for name, k in summary["by_scenario"].items():
         conf = k["confusion_truth_rows_read_cols"]
+        settled = k["rolls_read_valid_settled_wrong"]
         typer.echo(
             f"  | {name} | {k['scenes']} | {k['valid_rolls']} | {conf['valid']['valid']} | "
-            f"{k['valid_no_decision_pct']}% | {k['valid_called_invalid_or_void_pct']}% | "
-            f"{conf['invalid']['valid'] + conf['void']['valid']} | {k['rolls_read_valid_settled_wrong']} of "
-            f"{k['rolls_read_valid']} |"
+            f"{_pct(k['valid_no_decision_pct'])} | {_pct(k['valid_called_invalid_or_void_pct'])} | "
+            f"{conf['invalid']['valid'] + conf['void']['valid']} | "
+            f"{'-' if settled is None else settled} of {k['rolls_read_valid']} |"
         )
     typer.echo(f"  plots: {plot}, {sweep_plot}")
     if misses_dir is not None:
@@ -250,6 +251,11 @@ def run(
         for cause, n in m["findings_by_cause"].items():
             typer.echo(f"    {n:>5}  {cause}")
         typer.echo(f"  misses: {m['jsonl']}, {m['sheet']}")
+
+
+def _pct(value: float | None) -> str:
+    """A percentage for the text tables; "-" where there is nothing to take it of (no valid roll)."""
+    return "-" if value is None else f"{value}%"
 
 
 def _write_misses(

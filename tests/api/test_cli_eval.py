@@ -161,11 +161,13 @@ def test_verdicts_report_wrong_settlements_and_split_by_camera(tmp_path: Path) -
     frames = summary["by_camera_and_frame"]
     assert {key.split("/")[1] for key in frames} == {"still"}
     assert sum(k["scenes"] for k in frames.values()) == 6
-    # ... and by the generator's scenario (the committed frames: one normal, one cocked, two off the table)
+    # ... and by the generator's scenario (the six committed frames: normal, cocked, wedged, stacked and two
+    # off the table); a scenario with no valid roll shows "-" for the rates of valid rolls, not "None%"
     scenarios = summary["by_scenario"]
     assert list(scenarios) == ["normal", "cocked", "wedged", "stacked", "off_table"]
     assert scenarios["off_table"]["scenes"] == 2 and scenarios["normal"]["valid_rolls"] == 1
-    assert "by scenario" in table.output and "| off_table | 2 | 0 |" in table.output
+    assert "by scenario" in table.output and "| off_table | 2 | 0 | 0 | - | - | 0 |" in table.output
+    assert "None" not in table.output
 
 
 def test_verdicts_split_frames_by_the_labels_camera_shake(tmp_path: Path) -> None:
