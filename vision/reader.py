@@ -124,6 +124,8 @@ class Reader:
         self.die_state = DieStateClassifier(load("die_state")) if "die_state" in listed else None
         # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
         second_model = load("pips_second") if "pips_second" in listed else None
+        # The face model for dice the die-state model calls cocked (vision/judge/probe.py), when listed.
+        cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
         self.faces = FaceReader(
             pip_model,
@@ -131,6 +133,16 @@ class Reader:
             second_look_below=self.config.second_look_below,
             second_model=second_model,
             second_look_mirror=self.config.second_look_mirror,
+        )
+        self.cocked_faces = (
+            None
+            if cocked_model is None
+            else FaceReader(
+                cocked_model,
+                self.config.pips,
+                second_look_below=self.config.second_look_below,
+                second_look_mirror=self.config.second_look_mirror,
+            )
         )
         check = None if self.config.big_die_face_margin is None else self._big_die_reads_better
         self.detector = DieDetector(det_model, self.config.detector, big_die_check=check)
@@ -141,6 +153,8 @@ class Reader:
             self.onnx_models["pips_second"] = second_model
         if self.die_state is not None:
             self.onnx_models["die_state"] = self.die_state.model
+        if cocked_model is not None:
+            self.onnx_models["pips_cocked"] = cocked_model
         self.models = {name: model.spec.tag for name, model in self.onnx_models.items()}
 
     def _big_die_reads_better(
@@ -152,6 +166,12 @@ class Reader:
         sure = self.faces.probabilities(crops).max(axis=1)
         margin = self.config.big_die_face_margin or 0.0
         return float(sure[0]) + margin >= float(sure[1:].mean())
+
+    @property
+    def cocked_reader(self) -> FaceReader:
+        """The face reader for dice the die-state model calls cocked: the `pips_cocked` model's where the
+        manifest lists one, else the reader's own."""
+        return self.faces if self.cocked_faces is None else self.cocked_faces
 
     @property
     def weak_score(self) -> float:
@@ -267,7 +287,12 @@ class Reader:
                 classifier=self.die_state,
                 config=self.config.validity.judge,
                 read_faces=lambda cs: self.faces(frame.image, cs, geometry),
-                read_turned=lambda cs: self.faces(frame.image, cs, geometry, turned=True),
+                read_turned=lambda cs: self.cocked_reader(frame.image, cs, geometry, turned=True),
+                read_cocked=(
+                    None
+                    if self.cocked_faces is None
+                    else lambda cs: self.cocked_reader(frame.image, cs, geometry)
+                ),
             )
         verdict = judge(
             candidates,

@@ -72,6 +72,7 @@ def run(
         typer.echo(f"throwbox eval --verdicts: no labelled scenes in {dataset}", err=True)
         raise typer.Exit(2)
     read_turned: Callable[..., Any] | None = None  # the closer look at cocked dice (reader only)
+    read_cocked: Callable[..., Any] | None = None  # the face model for dice called cocked (reader only)
     try:
         if oracle_boxes:
             state = DieStateClassifier(load_model("die_state", threads=threads, manifest_path=manifest_path))
@@ -92,7 +93,8 @@ def run(
 
             detect = detect_with_weak
             read_faces, models = reader.faces, dict(reader.models)
-            read_turned = partial(reader.faces, turned=True)
+            read_turned = partial(reader.cocked_reader, turned=True)
+            read_cocked = reader.cocked_faces
             look = reader.faces.second_look_below
             threshold = detector.config.score_threshold
     except ModelError as exc:
@@ -115,6 +117,7 @@ def run(
                 die_state=state,
                 judge_config=reader_config.validity.judge,
                 read_turned=read_turned,
+                read_cocked=read_cocked,
             )
         )
     config = reader_config.validity

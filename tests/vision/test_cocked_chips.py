@@ -15,7 +15,9 @@ model that mends it ships; then it fails (drop the mark).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -24,7 +26,7 @@ import pytest
 from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
 from vision.judge.geometry import TableGeometry
-from vision.onnx_session import manifest_lists
+from vision.onnx_session import MANIFEST_PATH, manifest_lists
 from vision.reader import Reader
 from vision.types import Frame, Verdict
 
@@ -76,3 +78,43 @@ def test_no_roll_with_a_die_cocked_on_chips_is_settled_wrong_or_sent_back(reader
         if not right and roll.verdict is not Verdict.NO_DECISION:
             wrong.append((scene.scene_id, roll.verdict.value, sorted(roll.faces), sorted(scene.faces)))
     assert wrong == []
+
+
+class _Spy:
+    """A face reader that records which dice it was asked to read, and reads them as `inner` does."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.asked = inner, []  # type: ignore[var-annotated]
+
+    def __call__(self, image: Any, candidates: Any, geometry: Any = None, **kw: Any) -> Any:
+        self.asked.append(tuple(candidates))
+        return self.inner(image, candidates, geometry, **kw)
+
+
+def test_a_face_model_for_cocked_dice_reads_exactly_the_dice_called_cocked(
+    reader: Reader, tmp_path: Path
+) -> None:
+    """The manifest's optional `pips_cocked` entry (vision/judge/probe.py::reread_called_cocked): each die the
+    die-state model calls cocked is read again by that model, and no other die. Listed here with the shipped
+    face model's own file, it must give the committed reader's roll exactly."""
+    raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    for entry in raw["models"].values():
+        entry["file"] = str((MANIFEST_PATH.parent / entry["file"]).resolve())
+    raw["models"]["pips_cocked"] = dict(raw["models"]["pips"])
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    both = Reader(threads=1, manifest_path=manifest)
+    assert both.cocked_faces is not None and reader.cocked_faces is None
+    spy = _Spy(both.cocked_faces)
+    both.cocked_faces = spy  # type: ignore[assignment]
+    scene = read_scene(FIXTURES / "s10700-000316.json")  # its die on the chips is called cocked
+    image = np.asarray(cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR), np.uint8)
+    geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
+    frame = Frame(image=image, frame_id=scene.scene_id)
+    roll = both.read(frame, expected_dice=scene.expected_dice, geometry=geometry)
+    shipped = reader.read(frame, expected_dice=scene.expected_dice, geometry=geometry)
+    assert "pips_cocked" in roll.models and "pips_cocked" not in shipped.models
+    states = reader.die_state(image, tuple(d.candidate for d in shipped.dice))  # type: ignore[misc]
+    called_cocked = [d.candidate for d, st in zip(shipped.dice, states, strict=True) if st.kind == "cocked"]
+    assert called_cocked and spy.asked == [tuple(called_cocked)]
+    assert (roll.verdict, roll.faces, roll.reasons) == (shipped.verdict, shipped.faces, shipped.reasons)

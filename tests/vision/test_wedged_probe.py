@@ -18,7 +18,14 @@ import pytest
 
 from tests.vision.fakes import one_hot
 from vision.judge.config import JudgeConfig
-from vision.judge.probe import grid_centres, look_again, probe_wedged, reread_cocked, reread_probed
+from vision.judge.probe import (
+    grid_centres,
+    look_again,
+    probe_wedged,
+    reread_called_cocked,
+    reread_cocked,
+    reread_probed,
+)
 from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
 from vision.types import DieCandidate, FaceReading, Verdict
 from vision.validity import ValidityConfig, judge
@@ -295,3 +302,27 @@ def test_reread_cocked_refuses_states_that_do_not_match_the_dice() -> None:
             read_turned=lambda cs: (),
             config=JudgeConfig(cocked_turned_looks=True),
         )
+
+
+def test_look_again_reads_the_dice_called_cocked_with_the_face_model_for_them() -> None:
+    """With `read_cocked` (the manifest's `pips_cocked`) each die called cocked, one side resting or more, is
+    read by it, before the closer look; the flat dice keep their reading. Without it nothing changes."""
+    cands = (_cand(10.0), _cand(50.0), _cand(90.0))
+    states = (_state("flat", 0.99), _state("cocked", 0.95), _state("wedged", 0.9))
+    old = tuple(FaceReading(face_probs=one_hot(f, 0.98), pip_count=None) for f in (1, 2, 3))
+    fake = FakeStates(wedged_at=(999.0, 999.0))
+    asked: list[tuple[DieCandidate, ...]] = []
+
+    def read_cocked(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        asked.append(cs)
+        return tuple(FaceReading(face_probs=one_hot(6, 0.99), pip_count=None) for _ in cs)
+
+    common = {"expected_dice": 3, "classifier": cast(DieStateClassifier, fake), "config": JudgeConfig()}
+    _, _, new = look_again(
+        IMAGE, cands, states, old, read_faces=lambda cs: (), read_cocked=read_cocked, **common
+    )
+    assert asked == [cands[1:]] and new[0] == old[0] and [r.learned_face for r in new[1:]] == [6, 6]
+    _, _, same = look_again(IMAGE, cands, states, old, read_faces=lambda cs: (), **common)
+    assert same == old and len(asked) == 1
+    with pytest.raises(ValueError, match="die states"):
+        reread_called_cocked(cands, states[:2], old, read_cocked=read_cocked)

@@ -139,6 +139,10 @@ def record_scene(
         [np.ndarray[Any, Any], tuple[DieCandidate, ...], TableGeometry], tuple[FaceReading, ...]
     ]
     | None = None,
+    read_cocked: Callable[
+        [np.ndarray[Any, Any], tuple[DieCandidate, ...], TableGeometry], tuple[FaceReading, ...]
+    ]
+    | None = None,
 ) -> SceneRecord:
     """Run the models on one scene (the detector and face reader, or the oracle when they are None).
 
@@ -146,7 +150,9 @@ def record_scene(
     `judge_config`: with the detector, its second look for a wedged die runs as the reader runs it
     (vision/judge/probe.py); the oracle's true boxes need none. `read_turned` (the face reader with every
     die turned, `FaceReader(..., turned=True)`): the closer look at each die called cocked, as the reader
-    takes it (`reread_cocked`); the oracle's true faces need none.
+    takes it (`reread_cocked`); the oracle's true faces need none. `read_cocked` (the face reader of the
+    manifest's `pips_cocked` model, `Reader.cocked_faces`): the dice called cocked read again by it, as the
+    reader does.
     """
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
@@ -166,7 +172,7 @@ def record_scene(
         readings = read_faces(image, candidates, geometry)
     states = die_state(image, candidates)
     if read_faces is not None and judge_config is not None:
-        faces_of, turned_of = read_faces, read_turned  # bound: mypy does not narrow parameters in lambdas
+        faces_of, turned_of, cocked_of = read_faces, read_turned, read_cocked  # bound: mypy does not narrow
         candidates, states, readings = look_again(
             image,
             candidates,
@@ -177,6 +183,7 @@ def record_scene(
             config=judge_config,
             read_faces=lambda cs: faces_of(image, cs, geometry),
             read_turned=None if turned_of is None else lambda cs: turned_of(image, cs, geometry),
+            read_cocked=None if cocked_of is None else lambda cs: cocked_of(image, cs, geometry),
         )
     return SceneRecord(
         scene_id=scene.scene_id,

@@ -18,6 +18,13 @@ the model itself calls wedged whose box is over `max_die_size_ratio` times the f
 box takes in the chip stack beside the die, and the judge's size guard (for chip stacks taken for dice) would
 leave the roll to a person; the look finds where on it the wedged die lies.
 
+A face model for the dice called cocked (`read_cocked`, the manifest's optional `pips_cocked`): each die the
+die-state model calls cocked (one side resting or more) has its face read again by that model, with its own
+second look and pip count, and the judge reads it by rule from that reading (675a.4(c)). Where the manifest
+lists none, nothing changes. (Why: a face model trained for clear casino dice reads a cocked die's face less
+well than the one whose cocked reads were judged; docs/history/reader.md, "Face stage 18c for every die but
+those called cocked".)
+
 Run by the reader (it needs the frame) between the die-state stage and the judge, and by
 `throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`); both then read the face of
 each die found so again from its own box (`reread_probed`), so the evidence shows what that box holds, not
@@ -139,6 +146,23 @@ def _read_again(
     return tuple(again.get(i, r) for i, r in enumerate(readings))
 
 
+def reread_called_cocked(
+    candidates: tuple[DieCandidate, ...],
+    states: Sequence[DieState],
+    readings: tuple[FaceReading, ...],
+    *,
+    read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+) -> tuple[FaceReading, ...]:
+    """The readings with the face of each die the die-state model calls cocked (one side resting or more) read
+    again by `read_cocked` (the face stage on this frame with the face model for cocked dice), in one call."""
+    if not len(candidates) == len(states) == len(readings):
+        raise ValueError(
+            f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
+        )
+    cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
+    return _read_again(cocked, candidates, readings, read_cocked)
+
+
 def reread_cocked(
     candidates: tuple[DieCandidate, ...],
     states: Sequence[DieState],
@@ -171,14 +195,18 @@ def look_again(
     config: JudgeConfig,
     read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
     read_turned: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
+    read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
 ) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...], tuple[FaceReading, ...]]:
     """The second looks as the reader and `throwbox eval --verdicts` take them, between the die-state stage
-    and the judge: `probe_wedged`, then `reread_probed` for the dice it found, then `reread_cocked` (where
-    `read_turned` is given)."""
+    and the judge: `probe_wedged`, then `reread_probed` for the dice it found, then `reread_called_cocked`
+    (where `read_cocked`, a face model for cocked dice, is given), then `reread_cocked` (where `read_turned`
+    is given)."""
     candidates, states = probe_wedged(
         image_bgr, candidates, states, expected_dice=expected_dice, classifier=classifier, config=config
     )
     readings = reread_probed(candidates, states, readings, read_faces=read_faces)
+    if read_cocked is not None:
+        readings = reread_called_cocked(candidates, states, readings, read_cocked=read_cocked)
     if read_turned is not None:
         readings = reread_cocked(candidates, states, readings, read_turned=read_turned, config=config)
     return candidates, states, readings
