@@ -37,8 +37,11 @@ def test_bench_reports_latency_per_setting_with_the_pinned_manifest() -> None:
         assert set(stages) == {"detect", "faces", "judge", "total"}
         assert stages["detect"] + stages["faces"] + stages["judge"] <= stages["total"] * 1.5
         # The models' share of a read and the rest: every model the reader loaded, each took some time.
-        assert set(r["model_p50_ms"]) == {"detector", "pips", "die_state"}
-        assert all(ms > 0 for ms in r["model_p50_ms"].values())
+        # (The face model for dice called cocked, where the manifest lists one, is loaded but runs only on a
+        # die the die-state model calls cocked: the bench frames hold none.)
+        every = {"detector", "pips", "die_state"}
+        assert every <= set(r["model_p50_ms"]) <= every | {"pips_cocked"}
+        assert all(r["model_p50_ms"][name] > 0 for name in every)
         # Read by read, the models' sum is at least each model's time and at most the read's, and the rest is
         # the read less the models: so their medians keep the same order.
         assert max(r["model_p50_ms"].values()) <= r["all_models_p50_ms"] <= r["p50_ms"]

@@ -97,7 +97,7 @@ def test_read_cli_reads_with_another_manifest(tmp_path: Path) -> None:
 
     out = read(ok)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["models"]["pips"] == "pips_facenet_2026nov"
+    assert json.loads(out.stdout)["models"]["pips"] == Path(manifest["models"]["pips"]["file"]).stem
     out = read(bad)
     assert out.returncode == 2
     assert "cannot load the models" in out.stderr and "pips" in out.stderr

@@ -3,9 +3,9 @@
 tests/vision/fixtures/see_through (seed 9700, strength 0.4: see its LICENSE). Face stage 16b, trained on no
 such dice, leaves some of them unsure and reads 2 of the 4 rolls (36 of 40 faces given, none wrong). Stage
 18b, trained on clear dice of other seeds, read all four with every face right, but was withdrawn for cocked
-dice it read wrong elsewhere (docs/history/reader.md, "See-through casino dice"). The floors below sit between
-the two, with room for onnxruntime drift only: the reading test is a strict expected failure while the shipped
-face model cannot read through the ghosts, and fails (drop the mark) the day one that can is shipped.
+dice it read wrong elsewhere (docs/history/reader.md, "See-through casino dice"). Since 2026-12-03 the shipped
+face model is stage 18c (trained on clear dice too; dice called cocked are read by 16b): the floors below sit
+between 16b and the models trained on clear dice, with room for onnxruntime drift only.
 """
 
 from __future__ import annotations
@@ -72,11 +72,6 @@ def test_no_face_given_wrong_on_clear_dice(reader: Reader) -> None:
     assert [f for f in faces if f[1] != f[2]] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the shipped face model (stage 16b) leaves clear dice unsure; 18b read them and was withdrawn",
-)
 def test_clear_dice_are_read(reader: Reader) -> None:
     valid, given, _ = _read_all(reader)
     assert valid >= MIN_VALID_ROLLS, valid
