@@ -124,7 +124,8 @@ class Reader:
         self.die_state = DieStateClassifier(load("die_state")) if "die_state" in listed else None
         # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
         second_model = load("pips_second") if "pips_second" in listed else None
-        # The face model for dice the die-state model calls cocked (vision/judge/probe.py), when listed.
+        # The face model for dice the die-state model calls cocked (vision/judge/probe.py), when listed; it
+        # needs the die-state model to know which dice those are, and is not loaded without it.
         cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
         self.faces = FaceReader(
@@ -141,6 +142,7 @@ class Reader:
                 cocked_model,
                 self.config.pips,
                 second_look_below=self.config.second_look_below,
+                second_model=second_model,
                 second_look_mirror=self.config.second_look_mirror,
             )
         )

@@ -363,3 +363,32 @@ def test_calibrated_needs_a_synthetic_set_and_goes_without_the_other_modes(tmp_p
     root = _judge_set(tmp_path)
     both = runner.invoke(app, ["eval", str(root), "--calibrated", "--verdicts", "--plot", plot])
     assert both.exit_code == 2 and "always read with the scene's calibration" in both.output
+
+
+def test_verdicts_read_the_dice_called_cocked_as_the_reader_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`throwbox eval --verdicts` hands the reader's face model for cocked dice (`pips_cocked`) to every
+    scene's second looks, as `Reader.read` uses it, and the same reader for the closer look: the figures are
+    the shipped reader's."""
+    import vision.judge.evaluate as evaluate
+
+    given: list[tuple[object, object]] = []
+    original = evaluate.record_scene
+
+    def recording(*args: object, **kwargs: object) -> object:
+        given.append((kwargs.get("read_cocked"), kwargs.get("read_turned")))
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluate, "record_scene", recording)
+    root = _as_synth_set(FIXTURES / "cocked_chips", tmp_path / "cocked-set")
+    result = runner.invoke(
+        app, ["eval", str(root), "--verdicts", "--json", "--plot", str(tmp_path / "c.png")]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["models"]["pips_cocked"] == "pips_facenet_2026nov"
+    assert len(given) == 3
+    for read_cocked, read_turned in given:
+        assert read_cocked is not None and read_cocked.model.spec.name == "pips_cocked"  # type: ignore[attr-defined]
+        assert read_turned.keywords == {"turned": True}  # type: ignore[attr-defined]
+        assert read_turned.func is read_cocked  # type: ignore[attr-defined]

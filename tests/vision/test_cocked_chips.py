@@ -8,9 +8,11 @@ The shipped models read each roll valid with one face wrong (measured 2026-12-02
 - s10700-000316: called cocked and read by rule as 1 (p 0.985), a 5 by the rule;
 - s10700-000502: called cocked, its tilt put at 12 degrees (truly 38.5), read by rule as 4, a 1 by the rule.
 
-On 1,000 such scenes (cockfresh-s10700) the shipped reader settles 9 of the 288 rolls it reads valid wrong
-(docs/history/reader.md, "Face stage 18c"). The test of what must hold is a strict expected failure until a
-model that mends it ships; then it fails (drop the mark).
+On 1,000 such scenes (cockfresh-s10700) that reader settles 9 of the 288 rolls it reads valid wrong
+(docs/history/reader.md, "Face stage 18c"). Since 2026-12-03 face stage 18c reads every die but those the
+die-state model calls cocked, which 16b reads as before (`pips_cocked`); the three rolls read the same with it
+(measured 03:20 UTC: the die of -000105, called flat, is read 4 by 18c as by 16b). The test of what must hold
+is a strict expected failure until a model that mends it ships; then it fails (drop the mark).
 """
 
 from __future__ import annotations
@@ -97,8 +99,9 @@ def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_p
     one (face stage 16b; every other die is read by `pips`, stage 18c): a die called cocked is read exactly
     as a reader with 16b as its only face model reads it."""
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
-    if "pips_cocked" not in raw["models"] or "die_state" not in raw["models"]:
-        pytest.skip("models/manifest.json lists no face model for cocked dice")
+    # The shipped pair (docs/history/reader.md, "Face stage 18c for every die but those called cocked").
+    assert raw["models"]["pips"]["sha256"].startswith("6bb89659")  # stage 18c
+    assert raw["models"]["pips_cocked"]["sha256"].startswith("7025be11")  # stage 16b
     for entry in raw["models"].values():
         entry["file"] = str((MANIFEST_PATH.parent / entry["file"]).resolve())
     raw["models"]["pips"] = raw["models"].pop("pips_cocked")
@@ -120,6 +123,6 @@ def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_p
     states = both.die_state(image, tuple(d.candidate for d in roll.dice))  # type: ignore[misc]
     cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
     assert cocked and spy.asked == [tuple(roll.dice[i].candidate for i in cocked)]
-    for i in cocked:
-        assert roll.dice[i].face_probs == alone.dice[i].face_probs
+    for i in cocked:  # read in a batch of one against a batch of ten: equal to float rounding
+        assert roll.dice[i].face_probs == pytest.approx(alone.dice[i].face_probs, abs=1e-6)
         assert roll.dice[i].pip_count == alone.dice[i].pip_count

@@ -326,3 +326,26 @@ def test_look_again_reads_the_dice_called_cocked_with_the_face_model_for_them() 
     assert same == old and len(asked) == 1
     with pytest.raises(ValueError, match="die states"):
         reread_called_cocked(cands, states[:2], old, read_cocked=read_cocked)
+    # With the closer look on too, the cocked dice are read by the cocked model first, then turned.
+    order: list[str] = []
+
+    def turned(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        order.append("turned")
+        return tuple(FaceReading(face_probs=one_hot(5, 0.99), pip_count=None) for _ in cs)
+
+    def cocked_first(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        order.append("cocked")
+        return read_cocked(cs)
+
+    both = {**common, "config": JudgeConfig(cocked_turned_looks=True)}
+    _, _, last = look_again(
+        IMAGE,
+        cands,
+        states,
+        old,
+        read_faces=lambda cs: (),
+        read_turned=turned,
+        read_cocked=cocked_first,
+        **both,
+    )
+    assert order == ["cocked", "turned"] and [r.learned_face for r in last] == [1, 5, 5]

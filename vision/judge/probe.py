@@ -154,7 +154,9 @@ def reread_called_cocked(
     read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
 ) -> tuple[FaceReading, ...]:
     """The readings with the face of each die the die-state model calls cocked (one side resting or more) read
-    again by `read_cocked` (the face stage on this frame with the face model for cocked dice), in one call."""
+    again by `read_cocked` (the face stage on this frame with the face model for cocked dice), in one call.
+    A wedged die found by `probe_wedged` is called so too, and is read again here after `reread_probed`: its
+    roll is void whatever its face."""
     if not len(candidates) == len(states) == len(readings):
         raise ValueError(
             f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
