@@ -128,24 +128,18 @@ class Reader:
         # needs the die-state model to know which dice those are, and is not loaded without it.
         cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
-        self.faces = FaceReader(
-            pip_model,
-            self.config.pips,
-            second_look_below=self.config.second_look_below,
-            second_model=second_model,
-            second_look_mirror=self.config.second_look_mirror,
-        )
-        self.cocked_faces = (
-            None
-            if cocked_model is None
-            else FaceReader(
-                cocked_model,
+
+        def face_reader(model: OnnxModel) -> FaceReader:
+            return FaceReader(
+                model,
                 self.config.pips,
                 second_look_below=self.config.second_look_below,
                 second_model=second_model,
                 second_look_mirror=self.config.second_look_mirror,
             )
-        )
+
+        self.faces = face_reader(pip_model)
+        self.cocked_faces = None if cocked_model is None else face_reader(cocked_model)
         check = None if self.config.big_die_face_margin is None else self._big_die_reads_better
         self.detector = DieDetector(det_model, self.config.detector, big_die_check=check)
         # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read),

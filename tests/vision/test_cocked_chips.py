@@ -10,9 +10,9 @@ The shipped models read each roll valid with one face wrong (measured 2026-12-02
 
 On 1,000 such scenes (cockfresh-s10700) that reader settles 9 of the 288 rolls it reads valid wrong
 (docs/history/reader.md, "Face stage 18c"). Since 2026-12-03 face stage 18c reads every die but those the
-die-state model calls cocked, which 16b reads as before (`pips_cocked`); the three rolls read the same with it
-(measured 03:20 UTC: the die of -000105, called flat, is read 4 by 18c as by 16b). The test of what must hold
-is a strict expected failure until a model that mends it ships; then it fails (drop the mark).
+die-state model calls cocked, which 16b reads as before (`pips_cocked`); the three rolls read the same with
+it (measured about 03:15 UTC: the die of -000105, called flat, is read 4 by 18c as by 16b). The test of what
+must hold is a strict expected failure until a model that mends it ships; then it fails (drop the mark).
 """
 
 from __future__ import annotations

@@ -146,6 +146,18 @@ def _read_again(
     return tuple(again.get(i, r) for i, r in enumerate(readings))
 
 
+def _called_cocked(
+    candidates: tuple[DieCandidate, ...], states: Sequence[DieState], readings: tuple[FaceReading, ...]
+) -> list[int]:
+    """The 0-based indices of the dice the die-state model calls cocked (one side resting or more); the dice,
+    their states and their readings must match one to one."""
+    if not len(candidates) == len(states) == len(readings):
+        raise ValueError(
+            f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
+        )
+    return [i for i, st in enumerate(states) if st.kind == "cocked"]
+
+
 def reread_called_cocked(
     candidates: tuple[DieCandidate, ...],
     states: Sequence[DieState],
@@ -157,12 +169,7 @@ def reread_called_cocked(
     again by `read_cocked` (the face stage on this frame with the face model for cocked dice), in one call.
     A wedged die found by `probe_wedged` is called so too, and is read again here after `reread_probed`: its
     roll is void whatever its face."""
-    if not len(candidates) == len(states) == len(readings):
-        raise ValueError(
-            f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
-        )
-    cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
-    return _read_again(cocked, candidates, readings, read_cocked)
+    return _read_again(_called_cocked(candidates, states, readings), candidates, readings, read_cocked)
 
 
 def reread_cocked(
@@ -176,13 +183,9 @@ def reread_cocked(
     """The readings with the face of each die the die-state model calls cocked read again from its turned
     crops (`read_turned`: the face stage on this frame with every die turned, `FaceReader(..., turned=True)`);
     as they were with `JudgeConfig.cocked_turned_looks` off."""
-    if not len(candidates) == len(states) == len(readings):
-        raise ValueError(
-            f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
-        )
+    cocked = _called_cocked(candidates, states, readings)
     if not config.cocked_turned_looks:
         return readings
-    cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
     return _read_again(cocked, candidates, readings, read_turned)
 
 
