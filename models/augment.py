@@ -60,6 +60,27 @@ def photometric(img: U8, rng: np.random.Generator, *, strong: bool = True) -> U8
     return np.asarray(out, np.uint8)
 
 
+# Camera shake as the generator draws it (datasets.synth.randomise.sample_degradation): a line of 3-9 px
+# over frames whose dice are about 20-45 px across, so 0.07-0.45 of a die's side; defocus of sigma 0.4-1.6
+# px (about 0.02-0.08 of a side) on a third of them. Set against the die's size in the crop, so a die cut
+# from a large photo is smeared as much as a small one in a 640x480 frame.
+SHAKE_OF_SIDE = (0.07, 0.45)
+DEFOCUS_OF_SIDE = (0.02, 0.08)
+
+
+def camera_shake(img: U8, die_px: float, rng: np.random.Generator) -> U8:
+    """Blur a die crop as a shaken (and sometimes defocused) camera does, scaled to the die's side in it
+    (`die_px`); the direction is random. Colour and geometry are left as they are."""
+    from datasets.synth.blur import motion_kernel
+
+    out: NDArray[Any] = img
+    if rng.random() < 0.35:
+        out = cv2.GaussianBlur(out, (0, 0), max(0.3, die_px * float(rng.uniform(*DEFOCUS_OF_SIDE))))
+    length = max(2, round(die_px * float(rng.uniform(*SHAKE_OF_SIDE))))
+    out = cv2.filter2D(out, -1, motion_kernel(length, float(rng.uniform(0, 180))))
+    return np.asarray(out, np.uint8)
+
+
 def random_background(h: int, w: int, rng: np.random.Generator) -> U8:
     """A random surface: felt, wood-ish stripes, gradients, blotches and fine noise."""
     palette = [

@@ -23,11 +23,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.camera import Camera
-from models.augment import photometric
+from models.augment import camera_shake, photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
 from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
 from vision.pips.classifier import RECTIFY_MIN_TILT_DEG, RECTIFY_SPAN
-from vision.pips.crops import CROP_PX, crop_die, crops_die_top
+from vision.pips.crops import CROP_PAD, CROP_PX, crop_die, crops_die_top
 
 # A frame whose dice are cut from the die-top plane: its image, camera, die edge (mm) and each die's felt
 # position (mm) and face.
@@ -46,8 +46,9 @@ TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face; the whole die seen obliqu
 class CropSampler:
     """Random augmented die crops with their face labels."""
 
-    def __init__(self, items: list[LabelledImage], seed: int) -> None:
+    def __init__(self, items: list[LabelledImage], seed: int, *, shake: float = 0.0) -> None:
         self.rng = np.random.default_rng(seed)
+        self.shake = shake  # share of crops blurred as a shaken camera blurs them (models.augment)
         self.images: list[NDArray[np.uint8]] = []
         self.dice: list[tuple[int, NDArray[np.float32], int]] = []  # (image index, box, face)
         self.frames: list[tuple[NDArray[np.uint8], Camera, float]] = []  # whole frames for plane crops
@@ -94,7 +95,7 @@ class CropSampler:
             centre = np.array([[x, y]]) + rng.normal(0, 0.05, size=(1, 2)) * edge
             span = RECTIFY_SPAN * edge * float(np.exp(rng.normal(0, 0.08))) * CONTEXT
             big = crops_die_top(image, camera, centre, z_mm=edge, side_mm=span, size_px=big_px)[0]
-            return self._finish(big, face)
+            return self._finish(big, face, die_px=big_px / (RECTIFY_SPAN * CONTEXT))
         img_idx, box, face = self.dice[i]
         w, h = box[2] - box[0], box[3] - box[1]
         side = max(w, h)
@@ -103,12 +104,15 @@ class CropSampler:
         s = np.array([w, h]) * np.exp(rng.normal(0, 0.08, size=2)) * CONTEXT / 2
         jittered = np.array([c[0] - s[0], c[1] - s[1], c[0] + s[0], c[1] + s[1]], np.float32)
         big = crop_die(self.images[img_idx], jittered, size_px=big_px)
-        return self._finish(big, face)
+        return self._finish(big, face, die_px=big_px / (CONTEXT * (1 + CROP_PAD)))
 
-    def _finish(self, big: NDArray[np.uint8], face: int) -> tuple[NDArray[np.uint8], int]:
-        """A random turn, the centre crop, sometimes low resolution, the colour augmentation."""
+    def _finish(self, big: NDArray[np.uint8], face: int, *, die_px: float) -> tuple[NDArray[np.uint8], int]:
+        """Sometimes camera shake (`die_px`: the die's side in `big`), a random turn, the centre crop,
+        sometimes low resolution, the colour augmentation."""
         rng = self.rng
         big_px = big.shape[0]
+        if self.shake > 0 and rng.random() < self.shake:
+            big = camera_shake(big, die_px, rng)
         rot = cv2.getRotationMatrix2D((big_px / 2 - 0.5, big_px / 2 - 0.5), float(rng.uniform(0, 360)), 1.0)
         big = np.asarray(
             cv2.warpAffine(big, rot, (big_px, big_px), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT),
@@ -201,6 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--real-repeat", type=int, default=1, help="draw each nellbyler train die this many times as often"
     )
     parser.add_argument(
+        "--shake",
+        type=float,
+        default=0.0,
+        help="share of crops blurred as the generator's shaken camera blurs a frame (a line of 0.07-0.45 of "
+        "the die's side, sometimes defocused too; models.augment.camera_shake); 0: none, as before stage 19",
+    )
+    parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
     return parser
@@ -238,7 +249,7 @@ def main() -> None:
         box_items, frames = plane_split(folder)
         items += box_items
         plane_frames += frames
-    sampler = CropSampler(items, args.seed)
+    sampler = CropSampler(items, args.seed, shake=args.shake)
     sampler.add_plane(plane_frames)
     print(
         f"training on {len(sampler)} dice from {len(items) + len(plane_frames)} images "

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from calibration.camera import Camera, CameraIntrinsics, CameraPose
 from calibration.layout import ThrowBoxLayout
+from datasets.synth.blur import motion_kernel
 from datasets.synth.render import Lighting
 from datasets.synth.textures import CASINO_STYLES, DIE_STYLES
 
@@ -157,13 +158,7 @@ def degrade(image: ImageArray, deg: Degradation, rng: np.random.Generator) -> Im
     if deg.defocus_sigma_px > 0:
         img = cv2.GaussianBlur(img, (0, 0), deg.defocus_sigma_px)
     if deg.motion_px > 1:
-        k = np.zeros((deg.motion_px, deg.motion_px), dtype=np.float32)
-        k[deg.motion_px // 2, :] = 1.0
-        rot = cv2.getRotationMatrix2D(
-            ((deg.motion_px - 1) / 2.0, (deg.motion_px - 1) / 2.0), deg.motion_angle_deg, 1.0
-        )
-        k = np.asarray(cv2.warpAffine(k, rot, (deg.motion_px, deg.motion_px)), dtype=np.float32)
-        img = cv2.filter2D(img, -1, k / max(float(k.sum()), 1e-6))
+        img = cv2.filter2D(img, -1, motion_kernel(deg.motion_px, deg.motion_angle_deg))
     if deg.noise_sigma > 0:
         bank = _noise_bank(h, w)
         oy, ox = (int(v) for v in rng.integers(0, _NOISE_PAD, size=2))
