@@ -86,7 +86,9 @@ def float_source(name: str, manifest_path: Path = MANIFEST_PATH) -> Path:
         raise ModelFileError(f"float model for {name!r} not found: {path}")
     actual = sha256_of(path)
     if actual != str(entry["sha256"]).lower():
-        raise ChecksumMismatchError(path=path, expected=str(entry["sha256"]), actual=actual)
+        raise ChecksumMismatchError(
+            path=path, expected=str(entry["sha256"]), actual=actual, manifest=manifest_path
+        )
     return path
 
 

@@ -10,6 +10,8 @@ a random angle, with strong colour augmentation (hue rotation, inversion, grey, 
 (`RECTIFY_MIN_TILT_DEG`) are cut as the reader cuts them with a calibration, from the die-top plane
 (`vision.pips.crops.crops_die_top`, the felt position from the die's true box, jittered); their other
 dice as boxes.
+`--shake P`: a share P of the crops blurred as the generator's shaken camera blurs a frame, scaled to the
+die's side in the crop (`models.augment.camera_shake`; face stage 19).
 """
 
 from __future__ import annotations

@@ -45,12 +45,14 @@ class ModelFileError(ModelError):
 class ChecksumMismatchError(ModelError):
     """The weight file's SHA-256 differs from the manifest: the model is refused."""
 
-    def __init__(self, *, path: Path, expected: str, actual: str) -> None:
+    def __init__(self, *, path: Path, expected: str, actual: str, manifest: Path | None = None) -> None:
         self.path = path
         self.expected = expected
         self.actual = actual
+        self.manifest = manifest
+        named = "models/manifest.json" if manifest is None or manifest == MANIFEST_PATH else str(manifest)
         super().__init__(
-            f"refusing model {path}: SHA-256 is {actual} but models/manifest.json expects {expected} "
+            f"refusing model {path}: SHA-256 is {actual} but {named} expects {expected} "
             "(the file changed since the manifest was written; retrain/export or fix the manifest)"
         )
 
@@ -168,7 +170,9 @@ class OnnxModel:
         threads: int = 1,
         providers: tuple[str, ...] = DEFAULT_PROVIDERS,
         session_factory: SessionFactory | None = None,
+        manifest_path: Path | None = None,
     ) -> None:
+        """`manifest_path`: the manifest `spec` came from, named if the file's SHA-256 does not match."""
         if threads < 0:
             raise ValueError(f"threads must be >= 0 (0 = onnxruntime's default), got {threads}")
         self.spec = spec
@@ -177,7 +181,9 @@ class OnnxModel:
             raise ModelFileError(f"model file for {spec.name!r} not found: {path}")
         actual = sha256_of(path)
         if actual != spec.sha256:
-            raise ChecksumMismatchError(path=path, expected=spec.sha256, actual=actual)
+            raise ChecksumMismatchError(
+                path=path, expected=spec.sha256, actual=actual, manifest=manifest_path
+            )
         factory = session_factory or onnxruntime_session
         try:
             self._session = factory(path, threads, providers)
@@ -229,4 +235,5 @@ def load_model(
         threads=threads,
         providers=providers,
         session_factory=session_factory,
+        manifest_path=manifest_path,
     )

@@ -69,6 +69,9 @@ def test_changed_weights_are_refused_with_both_hashes(tmp_path: Path) -> None:
     assert info.value.expected == expected
     assert info.value.actual == sha256_of(weights)
     assert "refusing model" in str(info.value) and expected in str(info.value)
+    # It names the manifest that was read (a candidate's, given with --manifest), not always the default.
+    assert f"but {manifest} expects" in str(info.value)
+    assert "models/manifest.json" not in str(info.value)
 
 
 def test_the_session_is_never_built_for_a_bad_checksum(tmp_path: Path) -> None:
