@@ -48,11 +48,14 @@ TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face; the whole die seen obliqu
 class CropSampler:
     """Random augmented die crops with their face labels."""
 
-    def __init__(self, items: list[LabelledImage], seed: int, *, shake: float = 0.0) -> None:
+    def __init__(
+        self, items: list[LabelledImage], seed: int, *, shake: float = 0.0, shake_synthetic_only: bool = False
+    ) -> None:
         self.rng = np.random.default_rng(seed)
         self.shake = shake  # share of crops blurred as a shaken camera blurs them (models.augment)
+        self.shake_synthetic_only = shake_synthetic_only  # photos' crops never shaken
         self.images: list[NDArray[np.uint8]] = []
-        self.dice: list[tuple[int, NDArray[np.float32], int]] = []  # (image index, box, face)
+        self.dice: list[tuple[int, NDArray[np.float32], int, bool]] = []  # (image, box, face, synthetic)
         self.frames: list[tuple[NDArray[np.uint8], Camera, float]] = []  # whole frames for plane crops
         self.plane: list[tuple[int, float, float, int]] = []  # (frame index, felt x, y mm, face)
         for it in items:
@@ -73,7 +76,8 @@ class CropSampler:
                     continue
                 self.images.append(np.ascontiguousarray(img[y0:y1, x0:x1], dtype=np.uint8))
                 shift = np.array([x0, y0, x0, y0], np.float32)
-                self.dice.append((len(self.images) - 1, (b - shift).astype(np.float32), int(face)))
+                synthetic = it.camera is not None  # a generator's scene (its label gives the camera)
+                self.dice.append((len(self.images) - 1, (b - shift).astype(np.float32), int(face), synthetic))
 
     def add_plane(self, frames: list[PlaneFrame]) -> None:
         """Dice to cut from the die-top plane: per frame its image, camera, die edge (mm) and each die's true
@@ -97,8 +101,8 @@ class CropSampler:
             centre = np.array([[x, y]]) + rng.normal(0, 0.05, size=(1, 2)) * edge
             span = RECTIFY_SPAN * edge * float(np.exp(rng.normal(0, 0.08))) * CONTEXT
             big = crops_die_top(image, camera, centre, z_mm=edge, side_mm=span, size_px=big_px)[0]
-            return self._finish(big, face, die_px=big_px / (RECTIFY_SPAN * CONTEXT))
-        img_idx, box, face = self.dice[i]
+            return self._finish(big, face, die_px=big_px / (RECTIFY_SPAN * CONTEXT), synthetic=True)
+        img_idx, box, face, synthetic = self.dice[i]
         w, h = box[2] - box[0], box[3] - box[1]
         side = max(w, h)
         # The detector's box error: shift and size jitter of a few percent of the die.
@@ -106,14 +110,18 @@ class CropSampler:
         s = np.array([w, h]) * np.exp(rng.normal(0, 0.08, size=2)) * CONTEXT / 2
         jittered = np.array([c[0] - s[0], c[1] - s[1], c[0] + s[0], c[1] + s[1]], np.float32)
         big = crop_die(self.images[img_idx], jittered, size_px=big_px)
-        return self._finish(big, face, die_px=big_px / (CONTEXT * (1 + CROP_PAD)))
+        return self._finish(big, face, die_px=big_px / (CONTEXT * (1 + CROP_PAD)), synthetic=synthetic)
 
-    def _finish(self, big: NDArray[np.uint8], face: int, *, die_px: float) -> tuple[NDArray[np.uint8], int]:
-        """Sometimes camera shake (`die_px`: the die's side in `big`), a random turn, the centre crop,
-        sometimes low resolution, the colour augmentation."""
+    def _finish(
+        self, big: NDArray[np.uint8], face: int, *, die_px: float, synthetic: bool
+    ) -> tuple[NDArray[np.uint8], int]:
+        """Sometimes camera shake (`die_px`: the die's side in `big`; not on a photo's die with
+        `shake_synthetic_only`), a random turn, the centre crop, sometimes low resolution, the colour
+        augmentation."""
         rng = self.rng
         big_px = big.shape[0]
-        if self.shake > 0 and rng.random() < self.shake:
+        shakeable = synthetic or not self.shake_synthetic_only
+        if self.shake > 0 and shakeable and rng.random() < self.shake:
             big = camera_shake(big, die_px, rng)
         rot = cv2.getRotationMatrix2D((big_px / 2 - 0.5, big_px / 2 - 0.5), float(rng.uniform(0, 360)), 1.0)
         big = np.asarray(
@@ -214,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the die's side, sometimes defocused too; models.augment.camera_shake); 0: none, as before stage 19",
     )
     parser.add_argument(
+        "--shake-synthetic-only",
+        action="store_true",
+        help="with --shake: blur only the dice of synthetic scenes, never a photo's (face stage 19b)",
+    )
+    parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
     return parser
@@ -251,7 +264,7 @@ def main() -> None:
         box_items, frames = plane_split(folder)
         items += box_items
         plane_frames += frames
-    sampler = CropSampler(items, args.seed, shake=args.shake)
+    sampler = CropSampler(items, args.seed, shake=args.shake, shake_synthetic_only=args.shake_synthetic_only)
     sampler.add_plane(plane_frames)
     print(
         f"training on {len(sampler)} dice from {len(items) + len(plane_frames)} images "

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import cv2
 import numpy as np
 import pytest
 
 from datasets.synth.blur import motion_kernel
 from models.augment import camera_shake
+from models.data import LabelledImage
 
 
 @pytest.mark.parametrize(("length", "angle"), [(2, 0.0), (5, 37.0), (9, 144.0)])
@@ -40,3 +44,24 @@ def test_a_bigger_die_is_smeared_further() -> None:
         for die_px in (12.0, 60.0)
     ]
     assert contrast[1] < contrast[0] < float(sharp.astype(float).std())
+
+
+def _photo(tmp_path: Path) -> LabelledImage:
+    path = tmp_path / "photo.png"
+    img = np.full((120, 120, 3), 60, np.uint8)
+    img[30:90, 30:90] = _pips()[18:78, 18:78]
+    cv2.imwrite(str(path), img)
+    boxes = np.array([[30, 30, 90, 90]], np.float32)
+    return LabelledImage(path=path, boxes_xyxy=boxes, faces=np.array([6], np.int64))
+
+
+def test_shake_synthetic_only_leaves_a_photos_dice_as_they_were(tmp_path: Path) -> None:
+    """Stage 19b's switch: a photo's die (no camera in its label) is cut exactly as without --shake."""
+    from models.train_pips import CropSampler
+
+    items = [_photo(tmp_path)]
+    plain = CropSampler(items, 7).sample(0)[0]
+    kept = CropSampler(items, 7, shake=1.0, shake_synthetic_only=True).sample(0)[0]
+    shaken = CropSampler(items, 7, shake=1.0).sample(0)[0]
+    assert np.array_equal(plain, kept)
+    assert not np.array_equal(plain, shaken)
