@@ -233,7 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main() -> None:
-    args = build_parser().parse_args()
+    parser = build_parser()
+    args = parser.parse_args()
+    if not 0.0 <= args.shake <= 1.0:
+        parser.error(f"--shake is a share of the crops, 0 to 1: got {args.shake}")
+    if args.shake_synthetic_only and args.shake == 0:
+        parser.error("--shake-synthetic-only needs --shake above 0")
     require_torch()
     import torch
     import torch.nn.functional as F  # noqa: N812

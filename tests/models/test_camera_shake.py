@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+from calibration.camera import Camera, CameraIntrinsics, CameraPose
 from datasets.synth.blur import motion_kernel
 from models.augment import camera_shake
 from models.data import LabelledImage
@@ -19,6 +23,13 @@ def test_the_kernel_is_a_line_that_keeps_brightness(length: int, angle: float) -
     assert k.shape == (length, length) and k.dtype == np.float32
     assert float(k.sum()) == pytest.approx(1.0, abs=1e-5)
     assert float(k.max()) < 1.0  # spread over more than one pixel
+
+
+def test_the_kernel_lies_along_its_angle() -> None:
+    """At 0 degrees the line is the middle row; at 90 the middle column."""
+    flat, upright = motion_kernel(7, 0.0), motion_kernel(7, 90.0)
+    assert float(flat[3].sum()) == pytest.approx(1.0, abs=1e-5)
+    assert float(upright[:, 3].sum()) == pytest.approx(1.0, abs=1e-5)
 
 
 def test_a_flat_patch_stays_flat() -> None:
@@ -65,3 +76,25 @@ def test_shake_synthetic_only_leaves_a_photos_dice_as_they_were(tmp_path: Path) 
     shaken = CropSampler(items, 7, shake=1.0).sample(0)[0]
     assert np.array_equal(plain, kept)
     assert not np.array_equal(plain, shaken)
+
+
+def test_shake_synthetic_only_still_shakes_a_rendered_die(tmp_path: Path) -> None:
+    """A generator's scene (its label gives the camera) is shaken with --shake-synthetic-only too."""
+    from models.train_pips import CropSampler
+
+    camera = Camera(
+        CameraIntrinsics.from_fov(width_px=120, height_px=120, hfov_deg=40.0),
+        CameraPose.look_at(eye_mm=(0.0, 0.0, 800.0), target_mm=(0.0, 0.0, 0.0)),
+    )
+    items = [dataclasses.replace(_photo(tmp_path), camera=camera)]
+    plain = CropSampler(items, 7).sample(0)[0]
+    shaken = CropSampler(items, 7, shake=1.0, shake_synthetic_only=True).sample(0)[0]
+    assert not np.array_equal(plain, shaken)
+
+
+def test_train_pips_refuses_a_shake_out_of_range() -> None:
+    for extra in (["--shake", "1.5"], ["--shake-synthetic-only"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "models.train_pips", *extra], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 2 and "--shake" in out.stderr, out.stderr
