@@ -14,6 +14,8 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from datasets.synth.blur import motion_kernel
+
 U8 = NDArray[np.uint8]
 Boxes = NDArray[np.float32]
 
@@ -71,8 +73,6 @@ DEFOCUS_OF_SIDE = (0.02, 0.08)
 def camera_shake(img: U8, die_px: float, rng: np.random.Generator) -> U8:
     """Blur a die crop as a shaken (and sometimes defocused) camera does, scaled to the die's side in it
     (`die_px`); the direction is random. Colour and geometry are left as they are."""
-    from datasets.synth.blur import motion_kernel
-
     out: NDArray[Any] = img
     if rng.random() < 0.35:
         out = cv2.GaussianBlur(out, (0, 0), max(0.3, die_px * float(rng.uniform(*DEFOCUS_OF_SIDE))))
