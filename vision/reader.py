@@ -37,7 +37,17 @@ from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
 from vision.table_marks import MARK_MIN_SCORE, changed_marks, find_table_marks, set_marks_aside
-from vision.types import DieCandidate, Finding, Frame, ImageArray, Roll, SetAside, Sifted, Verdict
+from vision.types import (
+    DieCandidate,
+    FaceReading,
+    Finding,
+    Frame,
+    ImageArray,
+    Roll,
+    SetAside,
+    Sifted,
+    Verdict,
+)
 from vision.validity import ValidityConfig, judge
 
 
@@ -268,21 +278,27 @@ class Reader:
         table = self._table_look(frame.image, candidates, weak_peaks, geometry)
         candidates, weak_peaks, geometry = table.sifted.candidates, table.sifted.weak_peaks, table.geometry
         t1 = time.perf_counter()
-        readings = self.faces(frame.image, candidates, geometry)
-        t2 = time.perf_counter()
+
+        def read_faces(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+            return self.faces(frame.image, cs, geometry)
+
         states = None
-        if self.die_state is not None:
+        if self.die_state is None:
+            t2 = time.perf_counter()
+            readings = read_faces(candidates)
+        else:
             states = self.die_state(frame.image, candidates)
-            # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py).
+            t2 = time.perf_counter()
+            # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py), then
+            # every face read once, a die called cocked by the face model for cocked dice where one is listed.
             candidates, states, readings = look_again(
                 frame.image,
                 candidates,
                 states,
-                readings,
                 expected_dice=expected_dice,
                 classifier=self.die_state,
                 config=self.config.validity.judge,
-                read_faces=lambda cs: self.faces(frame.image, cs, geometry),
+                read_faces=read_faces,
                 read_turned=lambda cs: self.cocked_reader(frame.image, cs, geometry, turned=True),
                 read_cocked=(
                     None
@@ -290,6 +306,7 @@ class Reader:
                     else lambda cs: self.cocked_reader(frame.image, cs, geometry)
                 ),
             )
+        t3 = time.perf_counter()
         verdict = judge(
             candidates,
             readings,
@@ -305,7 +322,7 @@ class Reader:
         winner, match_count = (None, None)
         if verdict.verdict is Verdict.VALID:
             winner, match_count = classify_faces(faces)
-        t3 = time.perf_counter()
+        t4 = time.perf_counter()
         return Roll(
             dice=verdict.dice,
             verdict=verdict.verdict,
@@ -319,9 +336,9 @@ class Reader:
             models=dict(self.models),
             timing_ms={
                 "detect": (t1 - t0) * 1000,
-                "faces": (t2 - t1) * 1000,
-                "judge": (t3 - t2) * 1000,
-                "total": (t3 - t0) * 1000,
+                "faces": (t3 - t2) * 1000,
+                "judge": ((t2 - t1) + (t4 - t3)) * 1000,
+                "total": (t4 - t0) * 1000,
             },
             findings=verdict.findings,
             set_aside=table.sifted.set_aside + verdict.set_aside,

@@ -94,8 +94,9 @@ class _Spy:
 
 
 def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_path: Path) -> None:
-    """The manifest's `pips_cocked` entry (vision/judge/probe.py::reread_called_cocked): each die the
-    die-state model calls cocked is read again by that model, and no other die. The committed manifest lists
+    """The manifest's `pips_cocked` entry (vision/judge/probe.py::read_by_state): each die the die-state
+    model calls cocked is read by that model, and no other die; the main face model reads every other die and
+    not those (each die is read once). The committed manifest lists
     one (face stage 16b; every other die is read by `pips`, stage 18c): a die called cocked is read exactly
     as a reader with 16b as its only face model reads it."""
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
@@ -109,8 +110,8 @@ def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_p
     manifest.write_text(json.dumps(raw), encoding="utf-8")
     only_16b, both = Reader(threads=1, manifest_path=manifest), Reader(threads=1)
     assert only_16b.cocked_faces is None and both.cocked_faces is not None
-    spy = _Spy(both.cocked_faces)
-    both.cocked_faces = spy  # type: ignore[assignment]
+    spy, main = _Spy(both.cocked_faces), _Spy(both.faces)
+    both.cocked_faces, both.faces = spy, main  # type: ignore[assignment]
     scene = read_scene(FIXTURES / "s10700-000316.json")  # its die on the chips is called cocked
     image = np.asarray(cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR), np.uint8)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
@@ -123,6 +124,10 @@ def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_p
     states = both.die_state(image, tuple(d.candidate for d in roll.dice))  # type: ignore[misc]
     cocked = [i for i, st in enumerate(states) if st.kind == "cocked"]
     assert cocked and spy.asked == [tuple(roll.dice[i].candidate for i in cocked)]
+    # one call of the main face model, on every other detection (the judge may set some aside after)
+    (by_main,) = main.asked
+    assert not set(by_main) & set(spy.asked[0])
+    assert {d.candidate for d in roll.dice} <= set(by_main) | set(spy.asked[0])
     for i in cocked:  # read in a batch of one against a batch of ten: equal to float rounding
         assert roll.dice[i].face_probs == pytest.approx(alone.dice[i].face_probs, abs=1e-6)
         assert roll.dice[i].pip_count == alone.dice[i].pip_count

@@ -9,7 +9,7 @@ frame is in tests/vision/test_judge_frames.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -22,9 +22,8 @@ from vision.judge.probe import (
     grid_centres,
     look_again,
     probe_wedged,
-    reread_called_cocked,
+    read_by_state,
     reread_cocked,
-    reread_probed,
 )
 from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
 from vision.types import DieCandidate, FaceReading, Verdict
@@ -172,20 +171,74 @@ def test_one_wedged_die_seen_from_two_boxes_is_found_once() -> None:
 
 
 def test_the_face_of_a_die_found_by_the_second_look_is_read_from_its_new_box() -> None:
+    """`look_again` reads the faces after the second look: the die it found is read from its new box, not
+    from the box that slid onto the chip stack, and every die is read once."""
     fake = FakeStates(wedged_at=(220.0, 110.0))
-    cands, states = _probe(fake)
-    old = tuple(FaceReading(face_probs=one_hot(f), pip_count=None) for f in (1, 2, 3, 4))
+    cands, states = _roll()
     asked: list[tuple[DieCandidate, ...]] = []
 
     def read_faces(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
         asked.append(cs)
+        return tuple(FaceReading(face_probs=one_hot(1 + len(asked)), pip_count=None) for _ in cs)
+
+    common = {"expected_dice": 4, "classifier": cast(DieStateClassifier, fake), "config": ON}
+    new_c, new_s, new = look_again(IMAGE, cands, states, read_faces=read_faces, **common)
+    assert new_s[3].probed and new_c[3] != cands[3]
+    assert asked == [new_c]  # one call: the three flat dice and the wedged die by its new box
+    assert [r.learned_face for r in new] == [2, 2, 2, 2]
+    # with a face model for cocked dice, the wedged die found is read by it, the flat dice by the other
+    asked.clear()
+    by_cocked: list[tuple[DieCandidate, ...]] = []
+
+    def read_cocked(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        by_cocked.append(cs)
         return tuple(FaceReading(face_probs=one_hot(6), pip_count=None) for _ in cs)
 
-    new = reread_probed(cands, states, old, read_faces=read_faces)
-    assert asked == [(cands[3],)]  # only the die found by the second look, by its new box
-    assert new[:3] == old[:3] and new[3].learned_face == 6
-    # nothing found by a second look: the face stage is not asked again
-    assert reread_probed(*_roll(), old, read_faces=read_faces) == old and len(asked) == 1
+    _, _, again = look_again(IMAGE, cands, states, read_faces=read_faces, read_cocked=read_cocked, **common)
+    assert asked == [new_c[:3]] and by_cocked == [(new_c[3],)]
+    assert [r.learned_face for r in again] == [2, 2, 2, 6]
+
+
+def test_read_by_state_reads_each_die_once_by_the_model_its_state_calls_for() -> None:
+    cands = tuple(_cand(10.0 + 40 * k) for k in range(5))
+    states = (
+        _state("flat", 0.99),
+        _state("cocked", 0.95),
+        _state("flat", 0.99),
+        _state("wedged", 0.9),
+        _state("stacked", 0.9),
+    )
+    calls: list[tuple[str, tuple[DieCandidate, ...]]] = []
+
+    def reader(name: str, face: int) -> Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]]:
+        def read(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+            calls.append((name, cs))
+            return tuple(FaceReading(face_probs=one_hot(face), pip_count=None) for _ in cs)
+
+        return read
+
+    got = read_by_state(cands, states, read_faces=reader("main", 1), read_cocked=reader("cocked", 6))
+    assert [r.learned_face for r in got] == [1, 6, 1, 6, 1]
+    assert calls == [("main", (cands[0], cands[2], cands[4])), ("cocked", (cands[1], cands[3]))]
+    # no face model for cocked dice, or no states: every die by the main one, in one call
+    calls.clear()
+    assert [r.learned_face for r in read_by_state(cands, states, read_faces=reader("main", 2))] == [2] * 5
+    assert [
+        r.learned_face
+        for r in read_by_state(cands, None, read_faces=reader("main", 3), read_cocked=reader("cocked", 6))
+    ] == [3] * 5
+    assert calls == [("main", cands), ("main", cands)]
+    # every die called cocked: the main reader is not asked; no dice: nobody is
+    calls.clear()
+    all_cocked = (_state("cocked", 0.95),) * 5
+    read_by_state(cands, all_cocked, read_faces=reader("main", 1), read_cocked=reader("cocked", 6))
+    assert calls == [("cocked", cands)]
+    assert read_by_state((), (), read_faces=reader("main", 1), read_cocked=reader("cocked", 6)) == ()
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="die states"):
+        read_by_state(cands, states[:2], read_faces=reader("main", 1), read_cocked=reader("cocked", 6))
+    with pytest.raises(ValueError, match="read 0 dice of 3"):
+        read_by_state(cands, states, read_faces=lambda cs: (), read_cocked=reader("cocked", 6))
 
 
 def test_a_wedged_box_too_big_for_one_die_is_looked_in_only_when_asked() -> None:
@@ -273,9 +326,11 @@ def test_look_again_takes_the_closer_look_only_when_given_the_turned_reader() ->
     cocked are read again turned; without it (the oracle) they are not."""
     cands = (_cand(10.0), _cand(50.0), _cand(90.0))
     states = (_state("flat", 0.99), _state("flat", 0.99), _state("cocked", 0.95))
-    old = tuple(FaceReading(face_probs=one_hot(f, 0.98), pip_count=None) for f in (1, 2, 3))
     fake = FakeStates(wedged_at=(999.0, 999.0))
     asked: list[tuple[DieCandidate, ...]] = []
+
+    def read_faces(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        return tuple(FaceReading(face_probs=one_hot(1, 0.98), pip_count=None) for _ in cs)
 
     def read_turned(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
         asked.append(cs)
@@ -283,12 +338,10 @@ def test_look_again_takes_the_closer_look_only_when_given_the_turned_reader() ->
 
     on = JudgeConfig(cocked_turned_looks=True)
     common = {"expected_dice": 3, "classifier": cast(DieStateClassifier, fake), "config": on}
-    _, _, new = look_again(
-        IMAGE, cands, states, old, read_faces=lambda cs: (), read_turned=read_turned, **common
-    )
-    assert asked == [(cands[2],)] and new[2].learned_face == 5 and new[:2] == old[:2]
-    _, _, same = look_again(IMAGE, cands, states, old, read_faces=lambda cs: (), **common)
-    assert same == old and len(asked) == 1
+    _, _, new = look_again(IMAGE, cands, states, read_faces=read_faces, read_turned=read_turned, **common)
+    assert asked == [(cands[2],)] and [r.learned_face for r in new] == [1, 1, 5]
+    _, _, same = look_again(IMAGE, cands, states, read_faces=read_faces, **common)
+    assert [r.learned_face for r in same] == [1, 1, 1] and len(asked) == 1
 
 
 def test_reread_cocked_refuses_states_that_do_not_match_the_dice() -> None:
@@ -306,26 +359,28 @@ def test_reread_cocked_refuses_states_that_do_not_match_the_dice() -> None:
 
 def test_look_again_reads_the_dice_called_cocked_with_the_face_model_for_them() -> None:
     """With `read_cocked` (the manifest's `pips_cocked`) each die called cocked, one side resting or more, is
-    read by it, before the closer look; the flat dice keep their reading. Without it nothing changes."""
+    read by it and not by the main face model, before the closer look; the flat dice by the main one.
+    Without it every die is read by the main one."""
     cands = (_cand(10.0), _cand(50.0), _cand(90.0))
     states = (_state("flat", 0.99), _state("cocked", 0.95), _state("wedged", 0.9))
-    old = tuple(FaceReading(face_probs=one_hot(f, 0.98), pip_count=None) for f in (1, 2, 3))
     fake = FakeStates(wedged_at=(999.0, 999.0))
     asked: list[tuple[DieCandidate, ...]] = []
+    by_main: list[tuple[DieCandidate, ...]] = []
+
+    def read_faces(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
+        by_main.append(cs)
+        return tuple(FaceReading(face_probs=one_hot(1, 0.98), pip_count=None) for _ in cs)
 
     def read_cocked(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
         asked.append(cs)
         return tuple(FaceReading(face_probs=one_hot(6, 0.99), pip_count=None) for _ in cs)
 
     common = {"expected_dice": 3, "classifier": cast(DieStateClassifier, fake), "config": JudgeConfig()}
-    _, _, new = look_again(
-        IMAGE, cands, states, old, read_faces=lambda cs: (), read_cocked=read_cocked, **common
-    )
-    assert asked == [cands[1:]] and new[0] == old[0] and [r.learned_face for r in new[1:]] == [6, 6]
-    _, _, same = look_again(IMAGE, cands, states, old, read_faces=lambda cs: (), **common)
-    assert same == old and len(asked) == 1
-    with pytest.raises(ValueError, match="die states"):
-        reread_called_cocked(cands, states[:2], old, read_cocked=read_cocked)
+    _, _, new = look_again(IMAGE, cands, states, read_faces=read_faces, read_cocked=read_cocked, **common)
+    assert asked == [cands[1:]] and by_main == [cands[:1]]
+    assert [r.learned_face for r in new] == [1, 6, 6]
+    _, _, same = look_again(IMAGE, cands, states, read_faces=read_faces, **common)
+    assert [r.learned_face for r in same] == [1, 1, 1] and by_main[-1] == cands and len(asked) == 1
     # With the closer look on too, the cocked dice are read by the cocked model first, then turned.
     order: list[str] = []
 
@@ -339,13 +394,6 @@ def test_look_again_reads_the_dice_called_cocked_with_the_face_model_for_them() 
 
     both = {**common, "config": JudgeConfig(cocked_turned_looks=True)}
     _, _, last = look_again(
-        IMAGE,
-        cands,
-        states,
-        old,
-        read_faces=lambda cs: (),
-        read_turned=turned,
-        read_cocked=cocked_first,
-        **both,
+        IMAGE, cands, states, read_faces=read_faces, read_turned=turned, read_cocked=cocked_first, **both
     )
     assert order == ["cocked", "turned"] and [r.learned_face for r in last] == [1, 5, 5]

@@ -151,8 +151,8 @@ def record_scene(
     (vision/judge/probe.py); the oracle's true boxes need none. `read_turned` (the face reader with every
     die turned, `FaceReader(..., turned=True)`): the closer look at each die called cocked, as the reader
     takes it (`reread_cocked`); the oracle's true faces need none. `read_cocked` (the face reader of the
-    manifest's `pips_cocked` model, `Reader.cocked_faces`): the dice called cocked read again by it, as the
-    reader does.
+    manifest's `pips_cocked` model, `Reader.cocked_faces`): the dice called cocked read by it (the others by
+    `read_faces`), as the reader does.
     """
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
@@ -169,15 +169,18 @@ def record_scene(
         )
     else:
         candidates, weak = detect(image)
-        readings = read_faces(image, candidates, geometry)
     states = die_state(image, candidates)
-    if read_faces is not None and judge_config is not None:
+    if detect is None or read_faces is None:
+        pass  # the oracle's boxes and faces: nothing more to read
+    elif judge_config is None:
+        readings = read_faces(image, candidates, geometry)
+    else:
+        # As the reader does (vision/reader.py): the second look for a wedged die, then every face read once.
         faces_of, turned_of, cocked_of = read_faces, read_turned, read_cocked  # bound: mypy does not narrow
         candidates, states, readings = look_again(
             image,
             candidates,
             states,
-            readings,
             expected_dice=scene.expected_dice,
             classifier=die_state,
             config=judge_config,

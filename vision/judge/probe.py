@@ -19,16 +19,18 @@ box takes in the chip stack beside the die, and the judge's size guard (for chip
 leave the roll to a person; the look finds where on it the wedged die lies.
 
 A face model for the dice called cocked (`read_cocked`, the manifest's optional `pips_cocked`): each die the
-die-state model calls cocked (one side resting or more) has its face read again by that model, with its own
+die-state model calls cocked (one side resting or more) has its face read by that model, with its own
 second look and pip count, and the judge reads it by rule from that reading (675a.4(c)). Where the manifest
 lists none, nothing changes. (Why: a face model trained for clear casino dice reads a cocked die's face less
 well than the one whose cocked reads were judged; docs/history/reader.md, "Face stage 18c for every die but
 those called cocked".)
 
-Run by the reader (it needs the frame) between the die-state stage and the judge, and by
-`throwbox eval --verdicts` the same way (`vision.judge.evaluate.record_scene`); both then read the face of
-each die found so again from its own box (`reread_probed`), so the evidence shows what that box holds, not
-the chip stack's reading (the roll is void whatever the face: no verdict depends on it).
+Run by the reader (it needs the frame) after the die-state stage, and by `throwbox eval --verdicts` the same
+way (`vision.judge.evaluate.record_scene`); the faces are read after it (`read_by_state`, each die once, by
+the face model its state calls for), so a die found so is read from its own box and the evidence shows what
+that box holds, not the chip stack's reading (the roll is void whatever the face: no verdict depends on it).
+Until 2026-12-03 every die was read by the main face model before the die-state stage, and the dice called
+cocked, and those found by this look, read again: the same readings, a face model call more.
 
 A closer look at a cocked die (`reread_cocked`, with `JudgeConfig.cocked_turned_looks`; docs/history/judge.md,
 "A closer look at a cocked die" and "A cocked die far off the camera's axis"): each die the
@@ -120,19 +122,6 @@ def probe_wedged(
     return tuple(out_c), tuple(out_s)
 
 
-def reread_probed(
-    candidates: tuple[DieCandidate, ...],
-    states: Sequence[DieState],
-    readings: tuple[FaceReading, ...],
-    *,
-    read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
-) -> tuple[FaceReading, ...]:
-    """The readings with the face of each die the second look found read again from its new box
-    (`read_faces`: the face stage on this frame, as the reader calls it)."""
-    probed = [i for i, st in enumerate(states) if st.probed]
-    return _read_again(probed, candidates, readings, read_faces)
-
-
 def _read_again(
     which: Sequence[int],
     candidates: tuple[DieCandidate, ...],
@@ -146,30 +135,35 @@ def _read_again(
     return tuple(again.get(i, r) for i, r in enumerate(readings))
 
 
-def _called_cocked(
-    candidates: tuple[DieCandidate, ...], states: Sequence[DieState], readings: tuple[FaceReading, ...]
-) -> list[int]:
-    """The 0-based indices of the dice the die-state model calls cocked (one side resting or more); the dice,
-    their states and their readings must match one to one."""
-    if not len(candidates) == len(states) == len(readings):
-        raise ValueError(
-            f"{len(candidates)} dice, {len(states)} die states and {len(readings)} readings: they must match"
-        )
+def _called_cocked(candidates: tuple[DieCandidate, ...], states: Sequence[DieState]) -> list[int]:
+    """The 0-based indices of the dice the die-state model calls cocked (one side resting or more); the dice
+    and their states must match one to one."""
+    if len(candidates) != len(states):
+        raise ValueError(f"{len(candidates)} dice but {len(states)} die states: they must match")
     return [i for i, st in enumerate(states) if st.kind == "cocked"]
 
 
-def reread_called_cocked(
+def read_by_state(
     candidates: tuple[DieCandidate, ...],
-    states: Sequence[DieState],
-    readings: tuple[FaceReading, ...],
+    states: Sequence[DieState] | None,
     *,
-    read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+    read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+    read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
 ) -> tuple[FaceReading, ...]:
-    """The readings with the face of each die the die-state model calls cocked (one side resting or more) read
-    again by `read_cocked` (the face stage on this frame with the face model for cocked dice), in one call.
-    A wedged die found by `probe_wedged` is called so too, and is read again here after `reread_probed`: its
-    roll is void whatever its face."""
-    return _read_again(_called_cocked(candidates, states, readings), candidates, readings, read_cocked)
+    """Every die's face, read once, in die order: each die the die-state model calls cocked (one side resting
+    or more) by `read_cocked` (the face stage with the face model for cocked dice), where one is given and
+    `states` are known; every other die by `read_faces` (the face stage as the reader calls it). One call
+    per reader, none for a reader with no dice to read."""
+    cocked = [] if read_cocked is None or states is None else _called_cocked(candidates, states)
+    rest = [i for i in range(len(candidates)) if i not in set(cocked)]
+    readings: dict[int, FaceReading] = {}
+    for which, read in ((rest, read_faces), (cocked, read_cocked)):
+        if which and read is not None:
+            got = read(tuple(candidates[i] for i in which))
+            if len(got) != len(which):
+                raise ValueError(f"the face stage read {len(got)} dice of {len(which)}")
+            readings.update(zip(which, got, strict=True))
+    return tuple(readings[i] for i in range(len(candidates)))
 
 
 def reread_cocked(
@@ -183,7 +177,9 @@ def reread_cocked(
     """The readings with the face of each die the die-state model calls cocked read again from its turned
     crops (`read_turned`: the face stage on this frame with every die turned, `FaceReader(..., turned=True)`);
     as they were with `JudgeConfig.cocked_turned_looks` off."""
-    cocked = _called_cocked(candidates, states, readings)
+    if len(readings) != len(candidates):
+        raise ValueError(f"{len(candidates)} dice but {len(readings)} readings: they must match")
+    cocked = _called_cocked(candidates, states)
     if not config.cocked_turned_looks:
         return readings
     return _read_again(cocked, candidates, readings, read_turned)
@@ -193,7 +189,6 @@ def look_again(
     image_bgr: ImageArray,
     candidates: tuple[DieCandidate, ...],
     states: tuple[DieState, ...],
-    readings: tuple[FaceReading, ...],
     *,
     expected_dice: int | None,
     classifier: DieStateClassifier,
@@ -202,16 +197,13 @@ def look_again(
     read_turned: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
     read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
 ) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...], tuple[FaceReading, ...]]:
-    """The second looks as the reader and `throwbox eval --verdicts` take them, between the die-state stage
-    and the judge: `probe_wedged`, then `reread_probed` for the dice it found, then `reread_called_cocked`
-    (where `read_cocked`, a face model for cocked dice, is given), then `reread_cocked` (where `read_turned`
-    is given)."""
+    """The dice, their states and their faces as the reader and `throwbox eval --verdicts` take them, between
+    the die-state stage and the judge: `probe_wedged`, then every face read once by `read_by_state` (the dice
+    called cocked by `read_cocked` where it is given), then `reread_cocked` (where `read_turned` is given)."""
     candidates, states = probe_wedged(
         image_bgr, candidates, states, expected_dice=expected_dice, classifier=classifier, config=config
     )
-    readings = reread_probed(candidates, states, readings, read_faces=read_faces)
-    if read_cocked is not None:
-        readings = reread_called_cocked(candidates, states, readings, read_cocked=read_cocked)
+    readings = read_by_state(candidates, states, read_faces=read_faces, read_cocked=read_cocked)
     if read_turned is not None:
         readings = reread_cocked(candidates, states, readings, read_turned=read_turned, config=config)
     return candidates, states, readings
