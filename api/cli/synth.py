@@ -8,8 +8,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from datasets.sets import DEFAULT_ROOT, NAMED_SETS, named_set
+
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+    from datasets.synth.generator import GeneratorConfig
 
 
 def _progress(label: str) -> Progress:
@@ -21,8 +25,35 @@ def _progress(label: str) -> Progress:
     )
 
 
+def _generate(out: Path, cfg: GeneratorConfig, *, scenes: int, workers: int) -> int:
+    """Write `scenes` scenes of `cfg` to `out` with a progress bar and a summary line; the workers used.
+    Exit 1 on a render or file error; a folder that already holds a data set is a bad OUT."""
+    from datasets.synth.render import RenderError
+    from datasets.synth.writer import DatasetExistsError, generate_dataset
+
+    n_workers = workers or (os.cpu_count() or 1)
+    with _progress("synth") as bar:
+        task = bar.add_task("scenes", total=scenes)
+        try:
+            summary = generate_dataset(
+                out, cfg, scenes=scenes, workers=n_workers, progress=lambda _rec: bar.advance(task)
+            )
+        except DatasetExistsError as exc:
+            raise typer.BadParameter(str(exc), param_hint="OUT") from exc
+        except (RenderError, OSError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from exc
+    typer.echo(
+        f"wrote {summary.scenes} scenes to {out} in {summary.seconds:.1f} s "
+        f"({summary.scenes_per_minute:.0f} scenes/min, {summary.workers} workers, "
+        f"renderer {summary.renderers})"
+    )
+    typer.echo(f"scenarios {summary.by_scenario}; verdicts {summary.by_verdict}")
+    return n_workers
+
+
 def register(app: typer.Typer) -> None:
-    """Attach `synth`, `synth-bench`, `synth-sheet`, `synth-relabel` and `synth-check` to the CLI."""
+    """Attach `synth`, `synth-set`, `synth-bench`, `synth-sheet`, `synth-relabel` and `synth-check`."""
 
     @app.command()
     def synth(
@@ -56,8 +87,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate synthetic throw-box scenes with exact ground truth."""
         from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix, parse_resolutions
-        from datasets.synth.render import RenderError
-        from datasets.synth.writer import DatasetExistsError, generate_dataset
 
         try:
             res = parse_resolutions(resolutions) if resolutions else parse_resolutions(f"{width}x{height}")
@@ -71,29 +100,41 @@ def register(app: typer.Typer) -> None:
             )
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc
-        n_workers = workers or (os.cpu_count() or 1)
-        with _progress("synth") as bar:
-            task = bar.add_task("scenes", total=scenes)
-            try:
-                summary = generate_dataset(
-                    out, cfg, scenes=scenes, workers=n_workers, progress=lambda _rec: bar.advance(task)
-                )
-            except DatasetExistsError as exc:
-                raise typer.BadParameter(str(exc), param_hint="OUT") from exc
-            except (RenderError, OSError) as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(1) from exc
-        typer.echo(
-            f"wrote {summary.scenes} scenes to {out} in {summary.seconds:.1f} s "
-            f"({summary.scenes_per_minute:.0f} scenes/min, {summary.workers} workers, "
-            f"renderer {summary.renderers})"
-        )
-        typer.echo(f"scenarios {summary.by_scenario}; verdicts {summary.by_verdict}")
+        n_workers = _generate(out, cfg, scenes=scenes, workers=workers)
         if videos:
             from datasets.synth.video import generate_videos
 
             written = generate_videos(out / "videos", cfg, count=videos, workers=n_workers)
             typer.echo(f"wrote {written} throw videos ({cfg.n_dice} dice, 30 fps) to {out / 'videos'}")
+
+    @app.command("synth-set")
+    def synth_set(
+        names: list[str] = typer.Argument(None, help="Named data sets to make (see --list)."),
+        root: Path = typer.Option(
+            DEFAULT_ROOT, "--root", help="Data root: each set goes to ROOT/synth/NAME or ROOT/judge/NAME."
+        ),
+        scenes: int = typer.Option(
+            0, "--scenes", min=0, help="Only the first N scenes (the whole set's first N; 0: all of them)."
+        ),
+        workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per core)."),
+        list_sets: bool = typer.Option(False, "--list", help="List the named sets and their commands."),
+    ) -> None:
+        """Make again, by name, a data set a shipped model was trained on or a held-out figure reads."""
+        if list_sets:
+            for s in NAMED_SETS.values():
+                state = "made" if (s.folder(root) / "manifest.json").is_file() else "not made"
+                typer.echo(f"{s.name} ({state}; {s.used_for}):\n    {s.command(root)}")
+            return
+        if not names:
+            raise typer.BadParameter(f"name one or more sets, or --list; known: {', '.join(NAMED_SETS)}")
+        try:
+            chosen = [named_set(n) for n in names]
+        except KeyError as exc:
+            raise typer.BadParameter(str(exc.args[0]), param_hint="NAMES") from exc
+        for s in chosen:
+            n = min(scenes, s.scenes) if scenes else s.scenes
+            typer.echo(f"{s.name}: {s.command(root)}" + (f" (its first {n} scenes)" if n < s.scenes else ""))
+            _generate(s.folder(root), s.config(), scenes=n, workers=workers)
 
     @app.command("synth-bench")
     def synth_bench(

@@ -1,0 +1,166 @@
+"""The named synthetic data sets the shipped models were trained on and the held-out sets the README reads.
+
+Every figure in the README and every model card names its data by a folder under `/work/data` (not in the
+repository: it is made by the generator, and a new machine starts without it). Each folder was made by one
+`throwbox synth` command, recorded where it was first used (the cards, docs/synthetic-data.md); they are
+gathered here so that `throwbox synth-set NAME...` makes any of them again in one step, and `throwbox
+synth-set --list` prints each one's `throwbox synth` command. A set made again from its recipe has the same
+throws and labels as the original (a seed and an index fix every scene, whatever the number of workers); its
+images may differ a little at shadow edges from sets made before the renderer became history-independent, and
+on some processors (docs/synthetic-data.md).
+
+Only the sets a shipped model or a held-out figure depends on are listed. The tuning and fresh sets of the
+rules in docs/history/ are one-off (each is read once or tuned on, and its command is written beside it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets.synth.generator import GeneratorConfig, parse_mix, parse_resolutions
+
+# Where every recorded command writes (the docs' paths); `throwbox synth-set --root` writes elsewhere.
+DEFAULT_ROOT = Path("/work/data")
+
+# The resolution mixes the recorded commands use.
+R50 = "1280x960:0.5,960x720:0.25,640x480:0.25"
+R60 = "1280x960:0.6,960x720:0.2,640x480:0.2"
+R40 = "1280x960:0.4,960x720:0.3,640x480:0.3"
+MIX_V2 = (
+    "normal=0.34,cocked=0.13,wedged=0.08,stacked=0.13,off_table=0.13,cluster=0.07,layout=0.06,extra_roll=0.06"
+)
+
+
+@dataclass(frozen=True)
+class NamedSet:
+    """One data set's recorded `throwbox synth` command, and what it is for."""
+
+    name: str
+    group: str  # the folder under the root: "synth" (the reader's) or "judge" (the judgement stage's)
+    scenes: int
+    seed: int
+    mix: str = "normal=1"
+    resolutions: str = ""  # "": 1280x960 only, the command's default
+    oblique: float = 0.25  # the command's default
+    see_through: float = 0.0
+    used_for: str = ""
+
+    def folder(self, root: Path = DEFAULT_ROOT) -> Path:
+        return root / self.group / self.name
+
+    def config(self) -> GeneratorConfig:
+        """The generator's configuration, as `throwbox synth` builds it from the command."""
+        return GeneratorConfig(
+            seed=self.seed,
+            mix=parse_mix(self.mix),
+            resolutions=parse_resolutions(self.resolutions or "1280x960"),
+            oblique_fraction=self.oblique,
+            see_through=self.see_through,
+        )
+
+    def command(self, root: Path = DEFAULT_ROOT) -> str:
+        """The equivalent `throwbox synth` command line."""
+        parts = [f"throwbox synth {self.folder(root)} --scenes {self.scenes} --seed {self.seed}"]
+        if self.mix != "normal=1":
+            parts.append(f"--mix {self.mix}")
+        if self.resolutions:
+            parts.append(f"--resolutions {self.resolutions}")
+        if self.oblique != 0.25:
+            parts.append(f"--oblique {self.oblique:g}")
+        if self.see_through:
+            parts.append(f"--see-through {self.see_through:g}")
+        return " ".join(parts)
+
+
+def _clear(seed: int, strength: float) -> NamedSet:
+    return NamedSet(
+        f"cleartrain-s{seed}",
+        "synth",
+        500,
+        seed,
+        "normal=0.8,cluster=0.2",
+        R40,
+        oblique=0.4,
+        see_through=strength,
+        used_for="face stages 18-18c (clear casino dice; models/pips_facenet/README.md)",
+    )
+
+
+NAMED_SETS: dict[str, NamedSet] = {
+    s.name: s
+    for s in (
+        # Held out: read by the README's figures, trained on by nothing.
+        NamedSet("val-v1", "synth", 500, 2, resolutions=R50, used_for="held out: the reader's figures"),
+        NamedSet("mix-v2", "synth", 2000, 3, MIX_V2, R60, used_for="held out: the judge's figures"),
+        # Training sets of the shipped models and the stages they were trained from.
+        NamedSet("train-v1", "synth", 2000, 1, resolutions=R50, used_for="detector and face models"),
+        NamedSet(
+            "layout-s800",
+            "synth",
+            300,
+            800,
+            "normal=0.2,cluster=0.1,layout=0.35,extra_roll=0.35",
+            used_for="detector and die-state models (layout and Extra Roll scenes)",
+        ),
+        NamedSet(
+            "facetrain-s3300",
+            "synth",
+            1200,
+            3300,
+            "normal=0.8,cluster=0.2",
+            R40,
+            oblique=0.6,
+            used_for="face stages 16b-18c (oblique cameras)",
+        ),
+        _clear(9400, 0.2),
+        _clear(9401, 0.35),
+        _clear(9402, 0.5),
+        _clear(9403, 0.65),
+        NamedSet(
+            "cocktrain-s10400",
+            "synth",
+            1000,
+            10400,
+            "normal=0.15,cocked=0.85",
+            R60,
+            used_for="face stage 18c (dice cocked on chips)",
+        ),
+        NamedSet(
+            "cocktrain-s10401",
+            "synth",
+            1000,
+            10401,
+            "normal=0.15,cocked=0.85",
+            R60,
+            see_through=0.4,
+            used_for="face stage 18c (clear dice cocked on chips)",
+        ),
+        NamedSet(
+            "train-s600",
+            "judge",
+            2000,
+            600,
+            "normal=0.25,cluster=0.05,cocked=0.2,wedged=0.15,stacked=0.2,off_table=0.15",
+            R50,
+            used_for="die-state model; face stages 16b-18c (its first 1,000 scenes: --scenes 1000)",
+        ),
+        NamedSet(
+            "propped-s1600",
+            "judge",
+            600,
+            1600,
+            "propped=0.7,normal=0.3",
+            R50,
+            used_for="face stages 16b-18c (dice propped on chips)",
+        ),
+    )
+}
+
+
+def named_set(name: str) -> NamedSet:
+    """The set of that name; a `KeyError` naming the known ones otherwise."""
+    try:
+        return NAMED_SETS[name]
+    except KeyError:
+        raise KeyError(f"no data set named {name!r}; known: {', '.join(NAMED_SETS)}") from None
