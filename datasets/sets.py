@@ -1,24 +1,29 @@
-"""The named synthetic data sets the shipped models were trained on and the held-out sets the README reads.
+"""The named synthetic data sets the shipped models were trained on, and the held-out sets the README reads.
 
 Every figure in the README and every model card names its data by a folder under `/work/data` (not in the
 repository: it is made by the generator, and a new machine starts without it). Each folder was made by one
 `throwbox synth` command, recorded where it was first used (the cards, docs/synthetic-data.md); they are
 gathered here so that `throwbox synth-set NAME...` makes any of them again in one step, and `throwbox
-synth-set --list` prints each one's `throwbox synth` command. A set made again from its recipe has the same
-throws and labels as the original (a seed and an index fix every scene, whatever the number of workers); its
-images may differ a little at shadow edges from sets made before the renderer became history-independent, and
-on some processors (docs/synthetic-data.md).
+synth-set --list` prints each one's `throwbox synth` command. A set made again from its recipe has the throws
+and labels its command makes today (a seed and an index fix every scene, whatever the number of workers);
+its images may differ a little at shadow edges on some processors. Two recorded exceptions
+(docs/synthetic-data.md, the relabel): 10 of train-v1's 2,000 scenes were made by an older generator and
+come out otherwise, and the shipped models were trained on train-v1's and train-s600's labels from before
+the relabel (5 dice differ).
 
-Only the sets a shipped model or a held-out figure depends on are listed. The tuning and fresh sets of the
-rules in docs/history/ are one-off (each is read once or tuned on, and its command is written beside it).
+Only the sets a shipped model was trained on and the held-out val-v1 and mix-v2 are listed. The tuning and
+fresh sets of the rules in docs/history/ (and the README figures quoted from them) are one-off: each is read
+once or tuned on, and its command is written beside it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datasets.synth.generator import GeneratorConfig, parse_mix, parse_resolutions
+if TYPE_CHECKING:
+    from datasets.synth.generator import GeneratorConfig
 
 # Where every recorded command writes (the docs' paths); `throwbox synth-set --root` writes elsewhere.
 DEFAULT_ROOT = Path("/work/data")
@@ -46,11 +51,21 @@ class NamedSet:
     see_through: float = 0.0
     used_for: str = ""
 
-    def folder(self, root: Path = DEFAULT_ROOT) -> Path:
-        return root / self.group / self.name
+    def folder(self, root: Path = DEFAULT_ROOT, scenes: int | None = None) -> Path:
+        """Where the set goes under `root`; only its first `scenes` (fewer than all) go to NAME-firstN."""
+        partial = scenes is not None and scenes < self.scenes
+        return root / self.group / (f"{self.name}-first{scenes}" if partial else self.name)
+
+    def made_scenes(self, root: Path = DEFAULT_ROOT) -> int:
+        """How many scenes of it lie in its folder (labels written), 0 where there is none."""
+        labels = self.folder(root) / "labels"
+        return len(list(labels.glob("*.json"))) if labels.is_dir() else 0
 
     def config(self) -> GeneratorConfig:
         """The generator's configuration, as `throwbox synth` builds it from the command."""
+        # Imported here: the generator loads OpenCV and the renderer, which `throwbox --help` does not need.
+        from datasets.synth.generator import GeneratorConfig, parse_mix, parse_resolutions
+
         return GeneratorConfig(
             seed=self.seed,
             mix=parse_mix(self.mix),
@@ -59,9 +74,10 @@ class NamedSet:
             see_through=self.see_through,
         )
 
-    def command(self, root: Path = DEFAULT_ROOT) -> str:
-        """The equivalent `throwbox synth` command line."""
-        parts = [f"throwbox synth {self.folder(root)} --scenes {self.scenes} --seed {self.seed}"]
+    def command(self, root: Path = DEFAULT_ROOT, scenes: int | None = None) -> str:
+        """The equivalent `throwbox synth` command line (of its first `scenes` only, where given)."""
+        n = self.scenes if scenes is None else scenes
+        parts = [f"throwbox synth {self.folder(root, scenes)} --scenes {n} --seed {self.seed}"]
         if self.mix != "normal=1":
             parts.append(f"--mix {self.mix}")
         if self.resolutions:
@@ -111,7 +127,7 @@ NAMED_SETS: dict[str, NamedSet] = {
             "normal=0.8,cluster=0.2",
             R40,
             oblique=0.6,
-            used_for="face stages 16b-18c (oblique cameras)",
+            used_for="face stages 16-18c (oblique cameras)",
         ),
         _clear(9400, 0.2),
         _clear(9401, 0.35),
@@ -143,7 +159,7 @@ NAMED_SETS: dict[str, NamedSet] = {
             600,
             "normal=0.25,cluster=0.05,cocked=0.2,wedged=0.15,stacked=0.2,off_table=0.15",
             R50,
-            used_for="die-state model; face stages 16b-18c (its first 1,000 scenes: --scenes 1000)",
+            used_for="die-state model; face stages 14a-18c",
         ),
         NamedSet(
             "propped-s1600",
@@ -152,7 +168,7 @@ NAMED_SETS: dict[str, NamedSet] = {
             1600,
             "propped=0.7,normal=0.3",
             R50,
-            used_for="face stages 16b-18c (dice propped on chips)",
+            used_for="face stages 14a-18c (dice propped against a die)",
         ),
     )
 }

@@ -1,4 +1,6 @@
-"""Frame in, `Roll` out: detect -> read faces -> judge -> classify the roll (the reader's one entry point).
+"""Frame in, `Roll` out: detect -> die states -> read faces -> judge -> classify the roll (the reader's one
+entry point). The die-state model runs before the faces so that each die is read once, by the face model its
+state calls for (vision/judge/probe.py::read_by_state).
 
 The winner and match count come from the rules engine's pure classification function
 (`rules.hrd.dice`): vision knows nothing of wagers, but the Pip Street winner and Like Kind count are
@@ -22,7 +24,7 @@ from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.geometry import TableGeometry
-from vision.judge.probe import look_again
+from vision.judge.probe import probe_wedged, read_looked
 from vision.judge.state import DieStateClassifier
 from vision.markers import marker_shift_px, markers_in_view, set_markers_aside
 from vision.onnx_session import (
@@ -288,16 +290,23 @@ class Reader:
             readings = read_faces(candidates)
         else:
             states = self.die_state(frame.image, candidates)
-            t2 = time.perf_counter()
-            # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py), then
-            # every face read once, a die called cocked by the face model for cocked dice where one is listed.
-            candidates, states, readings = look_again(
+            # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py).
+            judge_config = self.config.validity.judge
+            candidates, states = probe_wedged(
                 frame.image,
                 candidates,
                 states,
                 expected_dice=expected_dice,
                 classifier=self.die_state,
-                config=self.config.validity.judge,
+                config=judge_config,
+            )
+            t2 = time.perf_counter()
+            # Every face read once, a die called cocked by the face model for cocked dice where one is listed
+            # (the same two steps as `look_again`, which `throwbox eval --verdicts` calls).
+            readings = read_looked(
+                candidates,
+                states,
+                config=judge_config,
                 read_faces=read_faces,
                 read_turned=lambda cs: self.cocked_reader(frame.image, cs, geometry, turned=True),
                 read_cocked=(

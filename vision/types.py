@@ -290,6 +290,9 @@ class Roll:
     frame_id: str
     table_id: str | None
     models: dict[str, str]
+    # Per stage, ms: "detect" (the detector and the table's look at the frame), "faces" (the face models and
+    # pip counts; since 2026-12-03 after the die-state model), "judge" (the die-state model with its second
+    # look for a wedged die, and the judge's rules), "total".
     timing_ms: dict[str, float]
     findings: tuple[Finding, ...] = ()  # the judgement's reasons with the dice they concern
     set_aside: tuple[SetAside, ...] = ()  # detections left out of the count, with why (`SetAside`)

@@ -25,9 +25,20 @@ def _progress(label: str) -> Progress:
     )
 
 
-def _generate(out: Path, cfg: GeneratorConfig, *, scenes: int, workers: int) -> int:
+def _holds_another_set(out: Path, cfg: GeneratorConfig) -> str | None:
+    """Why `out` cannot take `cfg`'s scenes (it holds another data set), or None."""
+    from datasets.synth.writer import DatasetExistsError, refuse_other_dataset
+
+    try:
+        refuse_other_dataset(out, cfg)
+    except DatasetExistsError as exc:
+        return str(exc)
+    return None
+
+
+def _generate(out: Path, cfg: GeneratorConfig, *, scenes: int, workers: int, param_hint: str = "OUT") -> int:
     """Write `scenes` scenes of `cfg` to `out` with a progress bar and a summary line; the workers used.
-    Exit 1 on a render or file error; a folder that already holds a data set is a bad OUT."""
+    Exit 1 on a render or file error; a folder that already holds another data set is a bad `param_hint`."""
     from datasets.synth.render import RenderError
     from datasets.synth.writer import DatasetExistsError, generate_dataset
 
@@ -39,7 +50,7 @@ def _generate(out: Path, cfg: GeneratorConfig, *, scenes: int, workers: int) -> 
                 out, cfg, scenes=scenes, workers=n_workers, progress=lambda _rec: bar.advance(task)
             )
         except DatasetExistsError as exc:
-            raise typer.BadParameter(str(exc), param_hint="OUT") from exc
+            raise typer.BadParameter(str(exc), param_hint=param_hint) from exc
         except (RenderError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
@@ -114,27 +125,40 @@ def register(app: typer.Typer) -> None:
             DEFAULT_ROOT, "--root", help="Data root: each set goes to ROOT/synth/NAME or ROOT/judge/NAME."
         ),
         scenes: int = typer.Option(
-            0, "--scenes", min=0, help="Only the first N scenes (the whole set's first N; 0: all of them)."
+            0, "--scenes", min=0, help="Only the first N scenes, into NAME-firstN (0: the whole set)."
         ),
         workers: int = typer.Option(0, "--workers", min=0, help="Worker processes (0: one per core)."),
+        force: bool = typer.Option(False, "--force", help="Make a set again even where it is whole."),
         list_sets: bool = typer.Option(False, "--list", help="List the named sets and their commands."),
     ) -> None:
         """Make again, by name, a data set a shipped model was trained on or a held-out figure reads."""
         if list_sets:
             for s in NAMED_SETS.values():
-                state = "made" if (s.folder(root) / "manifest.json").is_file() else "not made"
+                made = s.made_scenes(root)
+                state = "not made" if not made else f"made, {made} of {s.scenes} scenes"
                 typer.echo(f"{s.name} ({state}; {s.used_for}):\n    {s.command(root)}")
             return
         if not names:
             raise typer.BadParameter(f"name one or more sets, or --list; known: {', '.join(NAMED_SETS)}")
         try:
-            chosen = [named_set(n) for n in names]
+            chosen = [named_set(n) for n in dict.fromkeys(names)]
         except KeyError as exc:
             raise typer.BadParameter(str(exc.args[0]), param_hint="NAMES") from exc
-        for s in chosen:
+        todo = []
+        for s in chosen:  # every folder checked before any set is made
             n = min(scenes, s.scenes) if scenes else s.scenes
-            typer.echo(f"{s.name}: {s.command(root)}" + (f" (its first {n} scenes)" if n < s.scenes else ""))
-            _generate(s.folder(root), s.config(), scenes=n, workers=workers)
+            folder = s.folder(root, n)
+            complete = s.made_scenes(root) >= s.scenes and n == s.scenes
+            if complete and not force:
+                typer.echo(f"{s.name}: already made, {s.scenes} scenes in {folder} (--force makes it again)")
+                continue
+            problem = _holds_another_set(folder, s.config())
+            if problem:
+                raise typer.BadParameter(problem, param_hint="NAMES / --root")
+            todo.append((s, n, folder))
+        for s, n, folder in todo:
+            typer.echo(f"{s.name}: {s.command(root, n)}")
+            _generate(folder, s.config(), scenes=n, workers=workers, param_hint="NAMES / --root")
 
     @app.command("synth-bench")
     def synth_bench(

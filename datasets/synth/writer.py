@@ -98,7 +98,7 @@ class DatasetExistsError(ValueError):
     """The output folder already holds a data set made with other settings."""
 
 
-def _refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
+def refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
     """Writing into a folder of another data set would mix two sets' files: refuse, naming the difference."""
     manifest = out / "manifest.json"
     if not manifest.is_file():
@@ -137,7 +137,7 @@ def generate_dataset(
     if scenes < 0:
         raise ValueError(f"scenes must be >= 0, got {scenes}")
     workers = max(1, min(workers, os.cpu_count() or 1, max(scenes, 1)))
-    _refuse_other_dataset(out, cfg)
+    refuse_other_dataset(out, cfg)
     (out / "images").mkdir(parents=True, exist_ok=True)
     (out / "labels").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

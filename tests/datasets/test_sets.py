@@ -39,13 +39,14 @@ def test_a_set_made_by_name_is_the_set_its_command_makes(tmp_path: Path, name: s
         app, ["synth-set", name, "--root", str(tmp_path / "a"), "--scenes", "1", "--workers", "1"]
     )
     assert by_name.exit_code == 0, by_name.output
-    assert "(its first 1 scenes)" in by_name.output and "wrote 1 scenes" in by_name.output
-    argv = shlex.split(named_set(name).command(tmp_path / "b"))
-    assert argv[:2] == ["throwbox", "synth"]
-    argv[argv.index("--scenes") + 1] = "1"
+    assert "wrote 1 scenes" in by_name.output
+    argv = shlex.split(named_set(name).command(tmp_path / "b", 1))
+    assert argv[:2] == ["throwbox", "synth"] and argv[argv.index("--scenes") + 1] == "1"
     by_command = runner.invoke(app, [*argv[1:], "--workers", "1"])
     assert by_command.exit_code == 0, by_command.output
-    a, b = named_set(name).folder(tmp_path / "a"), named_set(name).folder(tmp_path / "b")
+    # the first scene only: into NAME-first1, never the whole set's folder
+    a, b = named_set(name).folder(tmp_path / "a", 1), named_set(name).folder(tmp_path / "b", 1)
+    assert a.name == f"{name}-first1" and not named_set(name).folder(tmp_path / "a").exists()
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name != "manifest.json")
     assert files and files == sorted(
         p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != "manifest.json"
@@ -68,3 +69,23 @@ def test_synth_set_lists_and_refuses(tmp_path: Path) -> None:
     nothing = runner.invoke(app, ["synth-set", "--root", str(tmp_path)])
     assert nothing.exit_code == 2 and "name one or more sets" in nothing.output
     assert not any(tmp_path.iterdir())  # nothing written by a refusal
+
+
+def test_synth_set_leaves_a_whole_set_alone_and_refuses_a_folder_of_another(tmp_path: Path) -> None:
+    val = named_set("val-v1")
+    labels = val.folder(tmp_path) / "labels"
+    labels.mkdir(parents=True)
+    for k in range(val.scenes):  # as if made whole
+        (labels / f"s0002-{k:06d}.json").write_text("{}")
+    listed = runner.invoke(app, ["synth-set", "--list", "--root", str(tmp_path)])
+    assert "val-v1 (made, 500 of 500 scenes;" in listed.output and "mix-v2 (not made;" in listed.output
+    again = runner.invoke(app, ["synth-set", "val-v1", "--root", str(tmp_path)])
+    assert again.exit_code == 0 and "already made, 500 scenes" in again.output and "--force" in again.output
+    assert len(list(labels.iterdir())) == val.scenes  # nothing rewritten
+    # mix-v2's folder holding another set (val-v1's manifest): refused before val-v1's first scene is made
+    other = named_set("mix-v2").folder(tmp_path)
+    other.mkdir(parents=True)
+    (other / "manifest.json").write_text(json.dumps({"seed": 2, "n_dice": 10}))
+    both = runner.invoke(app, ["synth-set", "cleartrain-s9400", "mix-v2", "--root", str(tmp_path)])
+    assert both.exit_code == 2 and "seed=2" in both.output and "NAMES / --root" in both.output
+    assert not named_set("cleartrain-s9400").folder(tmp_path).exists()

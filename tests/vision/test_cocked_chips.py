@@ -18,6 +18,7 @@ must hold is a strict expected failure until a model that mends it ships; then i
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import pytest
 
 from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
+from vision.judge.evaluate import record_scene
 from vision.judge.geometry import TableGeometry
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
 from vision.reader import Reader
@@ -131,3 +133,38 @@ def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_p
     for i in cocked:  # read in a batch of one against a batch of ten: equal to float rounding
         assert roll.dice[i].face_probs == pytest.approx(alone.dice[i].face_probs, abs=1e-6)
         assert roll.dice[i].pip_count == alone.dice[i].pip_count
+
+
+@pytest.mark.parametrize("path", SCENES, ids=lambda p: p.stem)
+def test_the_evaluation_reads_a_scene_as_the_reader_does(reader: Reader, path: Path) -> None:
+    """`throwbox eval --verdicts` (`record_scene`) and the reader take the same steps (`look_again` against
+    `probe_wedged` + `read_looked`): the same dice, states and readings, die for die; and `record_scene`
+    refuses a detector without a face reader (or the other way round), which would mean neither mode."""
+    scene = read_scene(path)
+    image = np.asarray(cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR), np.uint8)
+    geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
+    frame = Frame(image=image, frame_id=scene.scene_id)
+    roll = reader.read(frame, expected_dice=scene.expected_dice, geometry=geometry)
+
+    def detect(img: Any) -> Any:
+        return reader.detector.detect_with_weak(img, weak_score=reader.weak_score)
+
+    assert reader.die_state is not None
+    rec = record_scene(
+        scene,
+        image,
+        detect=detect,
+        read_faces=reader.faces,
+        die_state=reader.die_state,
+        judge_config=reader.config.validity.judge,
+        read_turned=partial(reader.cocked_reader, turned=True),
+        read_cocked=reader.cocked_faces,
+    )
+    by_box = {c.box_xyxy: (r, s) for c, r, s in zip(rec.candidates, rec.readings, rec.states, strict=True)}
+    assert roll.dice and {d.candidate.box_xyxy for d in roll.dice} <= set(by_box)
+    for die in roll.dice:
+        reading, state = by_box[die.candidate.box_xyxy]
+        assert die.face_probs == reading.face_probs and die.pip_count == reading.pip_count
+        assert die.state == state.kind
+    with pytest.raises(ValueError, match="both the detector and the face reader"):
+        record_scene(scene, image, detect=detect, read_faces=None, die_state=reader.die_state)

@@ -154,6 +154,8 @@ def record_scene(
     manifest's `pips_cocked` model, `Reader.cocked_faces`): the dice called cocked read by it (the others by
     `read_faces`), as the reader does.
     """
+    if (detect is None) != (read_faces is None):
+        raise ValueError("record_scene: give both the detector and the face reader, or neither (the oracle)")
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     weak: tuple[DieCandidate, ...] = ()

@@ -185,6 +185,24 @@ def reread_cocked(
     return _read_again(cocked, candidates, readings, read_turned)
 
 
+def read_looked(
+    candidates: tuple[DieCandidate, ...],
+    states: tuple[DieState, ...],
+    *,
+    config: JudgeConfig,
+    read_faces: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]],
+    read_turned: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
+    read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
+) -> tuple[FaceReading, ...]:
+    """The faces of the dice as the die-state stage left them (after `probe_wedged`): every face read once by
+    `read_by_state` (the dice called cocked by `read_cocked` where it is given), then `reread_cocked` (where
+    `read_turned` is given)."""
+    readings = read_by_state(candidates, states, read_faces=read_faces, read_cocked=read_cocked)
+    if read_turned is not None:
+        readings = reread_cocked(candidates, states, readings, read_turned=read_turned, config=config)
+    return readings
+
+
 def look_again(
     image_bgr: ImageArray,
     candidates: tuple[DieCandidate, ...],
@@ -198,12 +216,18 @@ def look_again(
     read_cocked: Callable[[tuple[DieCandidate, ...]], tuple[FaceReading, ...]] | None = None,
 ) -> tuple[tuple[DieCandidate, ...], tuple[DieState, ...], tuple[FaceReading, ...]]:
     """The dice, their states and their faces as the reader and `throwbox eval --verdicts` take them, between
-    the die-state stage and the judge: `probe_wedged`, then every face read once by `read_by_state` (the dice
-    called cocked by `read_cocked` where it is given), then `reread_cocked` (where `read_turned` is given)."""
+    the die-state model and the judge: `probe_wedged`, then `read_looked` (every face read once, a die called
+    cocked by `read_cocked` where it is given, then the closer look where `read_turned` is given). The
+    reader calls the two steps apart, to time the face reading alone."""
     candidates, states = probe_wedged(
         image_bgr, candidates, states, expected_dice=expected_dice, classifier=classifier, config=config
     )
-    readings = read_by_state(candidates, states, read_faces=read_faces, read_cocked=read_cocked)
-    if read_turned is not None:
-        readings = reread_cocked(candidates, states, readings, read_turned=read_turned, config=config)
+    readings = read_looked(
+        candidates,
+        states,
+        config=config,
+        read_faces=read_faces,
+        read_turned=read_turned,
+        read_cocked=read_cocked,
+    )
     return candidates, states, readings
