@@ -37,12 +37,17 @@ class LabelledImage:
     # Synthetic scenes: the camera-shake blur the generator gave the frame (px, the label's
     # `render.degradation.motion_px`; 0 or 1: a still frame); None for photos and labels that do not say.
     motion_blur_px: int | None = None
+    # Synthetic scenes: per die, whether it is cocked by the generator's truth (one side resting on chips or
+    # another object, read by rule: 675a.4(c)); None for photos, whose dice lie flat.
+    cocked: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         if self.boxes_xyxy.ndim != 2 or self.boxes_xyxy.shape[1] != 4:
             raise ValueError(f"boxes_xyxy must be (n, 4), got {self.boxes_xyxy.shape}")
         if self.faces.shape != (self.boxes_xyxy.shape[0],):
             raise ValueError("faces must have one entry per box")
+        if self.cocked is not None and self.cocked.shape != self.faces.shape:
+            raise ValueError("cocked must have one entry per box")
 
 
 def _read_yolo(label_path: Path, width: int, height: int) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
@@ -132,6 +137,7 @@ def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[La
                 box_kind="die",
                 camera=None if scene.truth is None else scene.truth.camera,
                 motion_blur_px=None if scene.truth is None else scene.truth.motion_blur_px,
+                cocked=np.asarray([d.cocked for d in dice], np.bool_),
             )
         )
     return items

@@ -49,9 +49,21 @@ class CropSampler:
     """Random augmented die crops with their face labels."""
 
     def __init__(
-        self, items: list[LabelledImage], seed: int, *, shake: float = 0.0, shake_synthetic_only: bool = False
+        self,
+        items: list[LabelledImage],
+        seed: int,
+        *,
+        shake: float = 0.0,
+        shake_synthetic_only: bool = False,
+        cocked_share: float = 0.0,
     ) -> None:
+        if not 0.0 <= cocked_share <= 1.0:
+            raise ValueError(f"cocked_share is a share of the crops, 0 to 1: got {cocked_share}")
         self.rng = np.random.default_rng(seed)
+        # Share of the drawn crops taken from the dice cocked on chips (the face model for the dice the
+        # die-state model calls cocked); 0: every die as often as another, and the draws as before.
+        self.cocked_share = cocked_share
+        self.cocked: list[int] = []  # indices into `dice` of the cocked ones
         self.shake = shake  # share of crops blurred as a shaken camera blurs them (models.augment)
         self.shake_synthetic_only = shake_synthetic_only  # photos' crops never shaken
         self.images: list[NDArray[np.uint8]] = []
@@ -62,7 +74,8 @@ class CropSampler:
             img = cv2.imread(str(it.path), cv2.IMREAD_COLOR)
             if img is None:
                 raise SystemExit(f"unreadable training image {it.path}")
-            for box, face in zip(it.boxes_xyxy, it.faces, strict=True):
+            tilted = it.cocked if it.cocked is not None else np.zeros(len(it.faces), np.bool_)
+            for box, face, cocked in zip(it.boxes_xyxy, it.faces, tilted, strict=True):
                 b = box.copy()
                 if it.box_kind == "top":
                     c, half = (b[:2] + b[2:]) / 2, (b[2:] - b[:2]) / 2 * TOP_TO_DIE
@@ -78,6 +91,10 @@ class CropSampler:
                 shift = np.array([x0, y0, x0, y0], np.float32)
                 synthetic = it.camera is not None  # a generator's scene (its label gives the camera)
                 self.dice.append((len(self.images) - 1, (b - shift).astype(np.float32), int(face), synthetic))
+                if cocked:
+                    self.cocked.append(len(self.dice) - 1)
+        if cocked_share > 0.0 and not self.cocked:
+            raise ValueError("cocked_share needs cocked dice: none of these scenes has one (photos none)")
 
     def add_plane(self, frames: list[PlaneFrame]) -> None:
         """Dice to cut from the die-top plane: per frame its image, camera, die edge (mm) and each die's true
@@ -92,7 +109,12 @@ class CropSampler:
 
     def sample(self, index: int | None = None) -> tuple[NDArray[np.uint8], int]:
         rng = self.rng
-        i = int(rng.integers(len(self))) if index is None else index
+        if index is not None:
+            i = index
+        elif self.cocked_share > 0.0 and rng.random() < self.cocked_share:
+            i = self.cocked[int(rng.integers(len(self.cocked)))]
+        else:
+            i = int(rng.integers(len(self)))
         big_px = round(CROP_PX * CONTEXT)
         if i >= len(self.dice):
             frame_idx, x, y, face = self.plane[i - len(self.dice)]
@@ -227,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --shake: blur only the dice of synthetic scenes, never a photo's (face stage 19b)",
     )
     parser.add_argument(
+        "--cocked-share",
+        type=float,
+        default=0.0,
+        help="share of crops drawn from the synthetic dice cocked on chips (a face model for the dice the "
+        "die-state model calls cocked, `pips_cocked`); 0: every die as often as another, as before",
+    )
+    parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
     return parser
@@ -239,6 +268,8 @@ def main() -> None:
         parser.error(f"--shake is a share of the crops, 0 to 1: got {args.shake}")
     if args.shake_synthetic_only and args.shake == 0:
         parser.error("--shake-synthetic-only needs --shake above 0")
+    if not 0.0 <= args.cocked_share <= 1.0:
+        parser.error(f"--cocked-share is a share of the crops, 0 to 1: got {args.cocked_share}")
     require_torch()
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -269,11 +300,20 @@ def main() -> None:
         box_items, frames = plane_split(folder)
         items += box_items
         plane_frames += frames
-    sampler = CropSampler(items, args.seed, shake=args.shake, shake_synthetic_only=args.shake_synthetic_only)
+    try:
+        sampler = CropSampler(
+            items,
+            args.seed,
+            shake=args.shake,
+            shake_synthetic_only=args.shake_synthetic_only,
+            cocked_share=args.cocked_share,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     sampler.add_plane(plane_frames)
     print(
         f"training on {len(sampler)} dice from {len(items) + len(plane_frames)} images "
-        f"({len(sampler.plane)} cut from the die-top plane)"
+        f"({len(sampler.plane)} cut from the die-top plane, {len(sampler.cocked)} cocked on chips)"
     )
 
     wide = args.arch == "wide"

@@ -98,3 +98,31 @@ def test_train_pips_refuses_a_shake_out_of_range() -> None:
             [sys.executable, "-m", "models.train_pips", *extra], capture_output=True, text=True, timeout=120
         )
         assert out.returncode == 2 and "--shake" in out.stderr, out.stderr
+
+
+def test_a_cocked_share_draws_the_cocked_dice_that_often(tmp_path: Path) -> None:
+    """`--cocked-share` (a face model for the dice called cocked): that share of the crops comes from the dice
+    the generator's truth calls cocked; without it the draws are exactly as before."""
+    from models.train_pips import CropSampler
+
+    photo = _photo(tmp_path)
+    boxes = np.array([[30, 30, 90, 90], [0, 0, 30, 30], [90, 90, 120, 120], [0, 90, 30, 120]], np.float32)
+    scene = LabelledImage(
+        path=photo.path,
+        boxes_xyxy=boxes,
+        faces=np.array([6, 1, 2, 3], np.int64),
+        cocked=np.array([False, False, False, True]),
+    )
+    plain, same = CropSampler([scene], 3), CropSampler([scene], 3, cocked_share=0.0)
+    assert plain.cocked == [3]
+    assert all(plain.sample()[1] == same.sample()[1] for _ in range(50))  # the same draws, one for one
+    sampler = CropSampler([scene], 3, cocked_share=0.6)
+    faces = [sampler.sample()[1] for _ in range(2000)]
+    share = faces.count(3) / len(faces)  # 0.6 + 0.4 / 4 of the crops are the cocked die's
+    assert abs(share - 0.7) < 0.04, share
+    with pytest.raises(ValueError, match="needs cocked dice"):
+        CropSampler([photo], 3, cocked_share=0.5)
+    with pytest.raises(ValueError, match="0 to 1"):
+        CropSampler([scene], 3, cocked_share=1.5)
+    with pytest.raises(ValueError, match="one entry per box"):
+        LabelledImage(path=photo.path, boxes_xyxy=boxes, faces=scene.faces, cocked=np.array([True]))
