@@ -12,6 +12,9 @@ a random angle, with strong colour augmentation (hue rotation, inversion, grey, 
 dice as boxes.
 `--shake P`: a share P of the crops blurred as the generator's shaken camera blurs a frame, scaled to the
 die's side in the crop (`models.augment.camera_shake`; face stage 19).
+`--cocked-share S`: a share S of the crops drawn from the dice the generator's truth calls cocked on chips
+(the rest from every die), for the face model of the dice the die-state model calls cocked (face stage 20).
+Dice cut from the die-top plane (`--plane-synth`) are never drawn so.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ NELLBYLER_HELD_BACK = 1 / 5
 MATTEOP65_HELD_BACK = 1 / 3
 CONTEXT = 1.5  # cut a larger crop first so a rotation has real pixels in its corners
 TOP_TO_DIE = 1.2  # matteop65 boxes hold the top face; the whole die seen obliquely is about this much wider
+
+
+class NoCockedDiceError(ValueError):
+    """A share of cocked dice was asked for, and the training scenes hold none."""
 
 
 class CropSampler:
@@ -94,7 +101,7 @@ class CropSampler:
                 if cocked:
                     self.cocked.append(len(self.dice) - 1)
         if cocked_share > 0.0 and not self.cocked:
-            raise ValueError("cocked_share needs cocked dice: none of these scenes has one (photos none)")
+            raise NoCockedDiceError("cocked_share needs cocked dice: none of these scenes has one")
 
     def add_plane(self, frames: list[PlaneFrame]) -> None:
         """Dice to cut from the die-top plane: per frame its image, camera, die edge (mm) and each die's true
@@ -253,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         help="share of crops drawn from the synthetic dice cocked on chips (a face model for the dice the "
-        "die-state model calls cocked, `pips_cocked`); 0: every die as often as another, as before",
+        "die-state model calls cocked, `pips_cocked`), the rest from every die, cocked ones included; 0: "
+        "every die as often as another, as before (face stage 20: 0.5)",
     )
     parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
@@ -308,7 +316,7 @@ def main() -> None:
             shake_synthetic_only=args.shake_synthetic_only,
             cocked_share=args.cocked_share,
         )
-    except ValueError as exc:
+    except NoCockedDiceError as exc:
         parser.error(str(exc))
     sampler.add_plane(plane_frames)
     print(

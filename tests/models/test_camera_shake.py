@@ -113,9 +113,10 @@ def test_a_cocked_share_draws_the_cocked_dice_that_often(tmp_path: Path) -> None
         faces=np.array([6, 1, 2, 3], np.int64),
         cocked=np.array([False, False, False, True]),
     )
-    plain, same = CropSampler([scene], 3), CropSampler([scene], 3, cocked_share=0.0)
+    plain = CropSampler([scene], 3, cocked_share=0.0)
     assert plain.cocked == [3]
-    assert all(plain.sample()[1] == same.sample()[1] for _ in range(50))  # the same draws, one for one
+    # the faces the sampler of bb258bd (before --cocked-share) drew for these dice with seed 3: no draw added
+    assert [plain.sample()[1] for _ in range(12)] == [3, 3, 1, 2, 2, 3, 1, 3, 3, 3, 3, 2]
     sampler = CropSampler([scene], 3, cocked_share=0.6)
     faces = [sampler.sample()[1] for _ in range(2000)]
     share = faces.count(3) / len(faces)  # 0.6 + 0.4 / 4 of the crops are the cocked die's
@@ -126,3 +127,25 @@ def test_a_cocked_share_draws_the_cocked_dice_that_often(tmp_path: Path) -> None
         CropSampler([scene], 3, cocked_share=1.5)
     with pytest.raises(ValueError, match="one entry per box"):
         LabelledImage(path=photo.path, boxes_xyxy=boxes, faces=scene.faces, cocked=np.array([True]))
+
+
+def test_load_synth_marks_the_dice_cocked_on_chips(tmp_path: Path) -> None:
+    """`LabelledImage.cocked` comes from the generator's truth: rendered throws with a die cocked on chips."""
+    from typer.testing import CliRunner
+
+    from api.cli import app
+    from models.data import load_synth
+
+    out = tmp_path / "cocked"
+    args = ["synth", str(out), "--scenes", "2", "--seed", "5", "--mix", "cocked=1", "--workers", "1"]
+    result = CliRunner().invoke(app, [*args, "--width", "320", "--height", "240", "--oblique", "0"])
+    assert result.exit_code == 0, result.output
+    items = load_synth(out)
+    assert all(it.cocked is not None and it.cocked.shape == it.faces.shape for it in items)
+    assert sum(int(it.cocked.sum()) for it in items if it.cocked is not None) >= 1
+
+
+def test_train_pips_refuses_a_cocked_share_out_of_range() -> None:
+    argv = [sys.executable, "-m", "models.train_pips", "--cocked-share", "2"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--cocked-share" in out.stderr, out.stderr
