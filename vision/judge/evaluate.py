@@ -172,11 +172,10 @@ def record_scene(
     else:
         candidates, weak = detect(image)
     states = die_state(image, candidates)
-    if detect is None or read_faces is None:
-        pass  # the oracle's boxes and faces: nothing more to read
-    elif judge_config is None:
+    # The oracle's boxes and faces need nothing more read; the detector's boxes have their faces read here.
+    if read_faces is not None and judge_config is None:
         readings = read_faces(image, candidates, geometry)
-    else:
+    elif read_faces is not None and judge_config is not None:
         # As the reader does (vision/reader.py): the second look for a wedged die, then every face read once.
         faces_of, turned_of, cocked_of = read_faces, read_turned, read_cocked  # bound: mypy does not narrow
         candidates, states, readings = look_again(

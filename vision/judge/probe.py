@@ -155,7 +155,8 @@ def read_by_state(
     `states` are known; every other die by `read_faces` (the face stage as the reader calls it). One call
     per reader, none for a reader with no dice to read."""
     cocked = [] if read_cocked is None or states is None else _called_cocked(candidates, states)
-    rest = [i for i in range(len(candidates)) if i not in set(cocked)]
+    called = set(cocked)
+    rest = [i for i in range(len(candidates)) if i not in called]
     readings: dict[int, FaceReading] = {}
     for which, read in ((rest, read_faces), (cocked, read_cocked)):
         if which and read is not None:
