@@ -32,6 +32,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.read",
     "api.cli.eval",
     "api.cli.bench",
+    "api.cli.stress",
     "api.cli.watch",
     "api.cli.settle_bench",
     "api.cli.live_bench",
