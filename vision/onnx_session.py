@@ -71,6 +71,9 @@ class ModelSpec:
     # replaces `DetectorConfig.score_threshold` wherever the model runs (`vision.detect.DieDetector`).
     # None: the config's.
     score_threshold: float | None = None
+    # A detector's own input blur (`DetectorConfig.input_blur_sigma`, px at the net's input), likewise; None:
+    # the config's.
+    input_blur_sigma: float | None = None
 
     @property
     def tag(self) -> str:
@@ -120,6 +123,7 @@ def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
                 input_size_hw=(int(entry["input_size_hw"][0]), int(entry["input_size_hw"][1])),
                 labels=tuple(str(x) for x in entry.get("labels", ())),
                 score_threshold=_threshold(entry.get("score_threshold")),
+                input_blur_sigma=_blur_sigma(entry.get("input_blur_sigma")),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ManifestError(f"model manifest entry {name!r} is malformed: {exc!r}") from exc
@@ -132,6 +136,15 @@ def _threshold(value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) < 1.0:
         raise ValueError(f"score_threshold must be a number in (0, 1), got {value!r}")
+    return float(value)
+
+
+def _blur_sigma(value: object) -> float | None:
+    """A manifest entry's `input_blur_sigma`: absent, or a number in [0, 5] (px at the net's input)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 5.0:
+        raise ValueError(f"input_blur_sigma must be a number in [0, 5], got {value!r}")
     return float(value)
 
 

@@ -326,6 +326,7 @@ def register(app: typer.Typer) -> None:
             "models": reader.models,
             "second_look_below": reader.faces.second_look_below,
             "detector_score_threshold": reader.detector.config.score_threshold,
+            "detector_input_blur_sigma": reader.detector.config.input_blur_sigma,
             "calibrated": calibrated,
             **tally.summary(box_kind=box_kind),
             "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2)

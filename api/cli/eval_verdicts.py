@@ -80,6 +80,7 @@ def run(
             read_faces, models = None, {"die_state": state.model.spec.tag, "boxes": "ground truth"}
             look: float | None = None
             threshold: float | None = None
+            blur: float | None = None
         else:
             reader = Reader(threads=threads, manifest_path=manifest_path, config=reader_config)
             if reader.die_state is None:
@@ -97,6 +98,7 @@ def run(
             read_cocked = reader.cocked_faces
             look = reader.faces.second_look_below
             threshold = detector.config.score_threshold
+            blur = detector.config.input_blur_sigma
     except ModelError as exc:
         typer.echo(f"throwbox eval --verdicts: cannot load the models: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -127,6 +129,7 @@ def run(
         "models": models,
         "second_look_below": look,
         "detector_score_threshold": threshold,
+        "detector_input_blur_sigma": blur,
         **score(records, config),
         "by_camera": score_by_camera(records, config),
         "by_camera_and_frame": score_by_camera_and_frame(records, config),

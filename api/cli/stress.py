@@ -172,6 +172,7 @@ def _run(
         "box_kind": box_kind,
         "seed": seed,
         "models": reader.models,
+        "detector_input_blur_sigma": reader.detector.config.input_blur_sigma,
         "started_utc": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(started)),
         "seconds": round(time.time() - started, 1),
         "kinds": [

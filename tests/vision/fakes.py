@@ -86,10 +86,12 @@ def write_manifest(
     detector_bytes: bytes = b"det",
     pips_bytes: bytes = b"pips",
     detector_threshold: float | None = None,
+    detector_blur: float | None = None,
 ) -> Path:
     """Dummy weight files and a manifest that lists them with their true SHA-256.
 
-    `detector_threshold` writes the detector's own `score_threshold` into its entry.
+    `detector_threshold` writes the detector's own `score_threshold` into its entry, `detector_blur` its
+    `input_blur_sigma`.
     """
     models = {}
     for name, data in (("detector", detector_bytes), ("pips", pips_bytes)):
@@ -104,6 +106,8 @@ def write_manifest(
         }
     if detector_threshold is not None:
         models["detector"]["score_threshold"] = detector_threshold
+    if detector_blur is not None:
+        models["detector"]["input_blur_sigma"] = detector_blur
     manifest = folder / "manifest.json"
     manifest.write_text(json.dumps({"models": models}), encoding="utf-8")
     return manifest

@@ -67,8 +67,30 @@ def test_top_quad_follows_a_turned_die() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"), [({"input_long_px": 100}, "multiple"), ({"score_threshold": 0}, "score_threshold")]
+    ("kwargs", "message"),
+    [
+        ({"input_long_px": 100}, "multiple"),
+        ({"score_threshold": 0}, "score_threshold"),
+        ({"input_blur_sigma": -0.5}, "input_blur_sigma"),
+        ({"input_blur_sigma": float("nan")}, "input_blur_sigma"),
+    ],
 )
 def test_config_is_validated(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DetectorConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_input_blur_softens_the_net_s_input_only_when_asked() -> None:
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)  # sensor noise: the blur must smooth it
+    plain_t, plain_box = preprocess(img, input_long_px=64)
+    same_t, _ = preprocess(img, input_long_px=64, blur_sigma=0.0)
+    soft_t, soft_box = preprocess(img, input_long_px=64, blur_sigma=1.0)
+    np.testing.assert_array_equal(plain_t, same_t)
+    assert soft_t.shape == plain_t.shape and soft_box == plain_box  # the same letterbox: boxes map back alike
+    # Smoothed: neighbouring pixels differ less, and the padding (rows 48..63) stays black.
+    assert (
+        np.abs(np.diff(soft_t[0, :, :48], axis=2)).mean()
+        < 0.5 * np.abs(np.diff(plain_t[0, :, :48], axis=2)).mean()
+    )
+    assert not soft_t[0, :, 48:].any()

@@ -112,6 +112,14 @@ def test_the_session_is_never_built_for_a_bad_checksum(tmp_path: Path) -> None:
             ManifestError,
             "score_threshold must be a number in",
         ),
+        (  # a detector's own input blur outside [0, 5]
+            '{"models": {"detector": {"file": "d.onnx", "sha256": "0", "version": "v",'
+            ' "input_size_hw": [4, 4],'
+            ' "input_blur_sigma": -1}}}',
+            "detector",
+            ManifestError,
+            "input_blur_sigma must be a number in",
+        ),
     ],
 )
 def test_manifest_errors_are_typed_and_clear(

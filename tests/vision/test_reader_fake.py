@@ -15,6 +15,7 @@ import pytest
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.annotate import annotate
+from vision.detect.centernet import preprocess
 from vision.pips.classifier import SECOND_LOOK_BELOW
 from vision.reader import Reader, ReaderConfig, classify_faces
 from vision.types import Frame, Verdict
@@ -52,6 +53,41 @@ def test_reads_a_valid_roll_and_fills_the_json_contract(tmp_path: Path) -> None:
     assert np.allclose(die["box_xyxy"], boxes[0], atol=0.2)
     assert doc["models"] == {"detector": "detector_fake_2026nov", "pips": "pips_fake_2026nov"}
     assert doc["timing_ms"]["total"] >= doc["timing_ms"]["detect"] >= 0
+
+
+class _Recording(FakeDetectorSession):
+    """Keeps the first input the detector net is given (the frame as scaled for it)."""
+
+    def __init__(self, boxes: list[tuple[float, float, float, float]]) -> None:
+        super().__init__(boxes)
+        self.first: np.ndarray | None = None
+
+    def run(self, output_names: object, input_feed: dict[str, np.ndarray]) -> list[np.ndarray]:  # type: ignore[override]
+        if self.first is None:
+            (self.first,) = input_feed.values()
+        return super().run(None, input_feed)
+
+
+def test_a_detector_is_given_the_input_blur_its_manifest_entry_gives(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    rows = [one_hot(f) for f in FACES]
+    seen = {}
+    for sub, blur in (("a", None), ("b", 0.8)):
+        (tmp_path / sub).mkdir()
+        session = _Recording(boxes)
+        reader = Reader(
+            manifest_path=write_manifest(tmp_path / sub, detector_blur=blur),
+            session_factory=factory(session, FakeFaceSession(rows)),
+        )
+        assert reader.detector.config.input_blur_sigma == (blur or 0.0)
+        assert reader.config.detector.input_blur_sigma == 0.0  # the reader's own settings are left as given
+        roll = reader.read(Frame(image=img), expected_dice=3)
+        assert roll.faces == FACES  # the faces are cut from the frame itself, not the blurred input
+        seen[sub] = session.first
+    # The net is given the frame as `preprocess` scales it, blurred by the entry's sigma or not at all.
+    np.testing.assert_array_equal(seen["a"], preprocess(img, input_long_px=640)[0])
+    np.testing.assert_array_equal(seen["b"], preprocess(img, input_long_px=640, blur_sigma=0.8)[0])
+    assert not np.array_equal(seen["a"], seen["b"])
 
 
 def test_a_detector_is_read_at_the_threshold_its_manifest_entry_gives(tmp_path: Path) -> None:

@@ -76,6 +76,13 @@ class DetectorConfig:
     fine_max_long_px: int = 0
     fine_below_px: float = 16.0
     fine_target_px: float = 28.0
+    # A Gaussian blur (sigma in px of the net's input) on the frame as scaled for the net's own looks (not
+    # the coarse ones, whose frame is already averaged down many times over): a photo read at its own size
+    # (a 640x480 webcam, a 640x640 photo) comes to the net with its sensor noise and JPEG blocks, where the
+    # frames it learned from were mostly averaged down from larger renders. 0: off. A weights' own value can
+    # be given in the manifest (`input_blur_sigma`, as `score_threshold`). Measured with `throwbox stress`
+    # (reports/reader/stress/): docs/history/reader.md, "The detector's input softened".
+    input_blur_sigma: float = 0.0
 
     def __post_init__(self) -> None:
         if self.input_long_px < SIZE_MULTIPLE or self.input_long_px % SIZE_MULTIPLE:
@@ -84,6 +91,8 @@ class DetectorConfig:
             raise ValueError("score_threshold must be in (0, 1)")
         if not 0.0 <= self.min_size_of_median < 1.0:
             raise ValueError("min_size_of_median must be in [0, 1)")
+        if not (np.isfinite(self.input_blur_sigma) and 0.0 <= self.input_blur_sigma <= 5.0):
+            raise ValueError(f"input_blur_sigma must be in [0, 5] (0: off), got {self.input_blur_sigma}")
         for px in self.coarse_long_px:
             if px < SIZE_MULTIPLE or px % SIZE_MULTIPLE:
                 raise ValueError(f"coarse_long_px must be positive multiples of {SIZE_MULTIPLE}")
@@ -109,13 +118,18 @@ class Letterbox:
     input_hw: tuple[int, int]
 
 
-def preprocess(image_bgr: ImageArray, *, input_long_px: int) -> tuple[NDArray[np.float32], Letterbox]:
-    """Scale the long side to `input_long_px`, pad to multiples of 32, to (1, 3, H, W) RGB in [0, 1]."""
+def preprocess(
+    image_bgr: ImageArray, *, input_long_px: int, blur_sigma: float = 0.0
+) -> tuple[NDArray[np.float32], Letterbox]:
+    """Scale the long side to `input_long_px` (then blur by `blur_sigma` px, if more than 0), pad to
+    multiples of 32, to (1, 3, H, W) RGB in [0, 1]."""
     h, w = image_bgr.shape[:2]
     scale = input_long_px / max(h, w)
     new_w, new_h = max(1, round(w * scale)), max(1, round(h * scale))
     interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
     resized = cv2.resize(image_bgr, (new_w, new_h), interpolation=interp)
+    if blur_sigma > 0:
+        resized = cv2.GaussianBlur(resized, (0, 0), sigmaX=blur_sigma)
     pad_h = -(-new_h // SIZE_MULTIPLE) * SIZE_MULTIPLE
     pad_w = -(-new_w // SIZE_MULTIPLE) * SIZE_MULTIPLE
     if (pad_h, pad_w) != (new_h, new_w):

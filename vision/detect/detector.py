@@ -40,6 +40,8 @@ class DieDetector:
         # replaces the config's, so a detector whose scores run lower is read at its own threshold.
         if model.spec.score_threshold is not None:
             config = replace(config, score_threshold=model.spec.score_threshold)
+        if model.spec.input_blur_sigma is not None:  # the same for the weights' own input blur
+            config = replace(config, input_blur_sigma=model.spec.input_blur_sigma)
         self.config = config
         # `big_die_check(image, coarse_box, fine_boxes_inside)`: whether a coarse look's big die may replace
         # the small boxes inside it (`merge_coarse`'s `accept`); None: the geometry alone decides. The reader
@@ -63,7 +65,9 @@ class DieDetector:
 
     def _look(self, image_bgr: ImageArray, long_px: int) -> tuple[NDArray[np.float32], Letterbox]:
         """The net's output on the frame scaled to `long_px` (long side), and how it was scaled."""
-        tensor, letterbox = preprocess(image_bgr, input_long_px=long_px)
+        tensor, letterbox = preprocess(
+            image_bgr, input_long_px=long_px, blur_sigma=self.config.input_blur_sigma
+        )
         (head,) = self.model.run(tensor)[:1]
         return head, letterbox
 
