@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -88,6 +89,21 @@ def test_a_detector_is_given_the_input_blur_its_manifest_entry_gives(tmp_path: P
     np.testing.assert_array_equal(seen["a"], preprocess(img, input_long_px=640)[0])
     np.testing.assert_array_equal(seen["b"], preprocess(img, input_long_px=640, blur_sigma=0.8)[0])
     assert not np.array_equal(seen["a"], seen["b"])
+
+
+def test_a_frame_scaled_down_for_the_detector_is_not_blurred_again(tmp_path: Path) -> None:
+    # Scaling 1280x960 down to the net's 640 averages it already: the entry's blur is for frames read at
+    # their own size (or larger), so the net sees exactly the unblurred scaled frame.
+    img, boxes = _scene()
+    big = cv2.resize(img, (1280, 960), interpolation=cv2.INTER_LINEAR)
+    session = _Recording(boxes)
+    reader = Reader(
+        manifest_path=write_manifest(tmp_path, detector_blur=0.8),
+        session_factory=factory(session, FakeFaceSession([one_hot(f) for f in FACES])),
+    )
+    reader.read(Frame(image=big), expected_dice=3)
+    assert session.first is not None
+    np.testing.assert_array_equal(session.first, preprocess(big, input_long_px=640)[0])
 
 
 def test_a_detector_is_read_at_the_threshold_its_manifest_entry_gives(tmp_path: Path) -> None:

@@ -76,12 +76,14 @@ class DetectorConfig:
     fine_max_long_px: int = 0
     fine_below_px: float = 16.0
     fine_target_px: float = 28.0
-    # A Gaussian blur (sigma in px of the net's input) on the frame as scaled for the net's own looks (not
-    # the coarse ones, whose frame is already averaged down many times over): a photo read at its own size
-    # (a 640x480 webcam, a 640x640 photo) comes to the net with its sensor noise and JPEG blocks, where the
-    # frames it learned from were mostly averaged down from larger renders. 0: off. A weights' own value can
-    # be given in the manifest (`input_blur_sigma`, as `score_threshold`). Measured with `throwbox stress`
-    # (reports/reader/stress/): docs/history/reader.md, "The detector's input softened".
+    # A Gaussian blur (sigma in px of the net's input) on the frame as scaled for the net's own looks, only
+    # where the frame is not scaled down for it (its long side at most the look's; never the coarse looks):
+    # a photo read at its own size (a 640x480 webcam, a 640x640 photo) comes to the net with its sensor noise
+    # and JPEG blocks, where the frames it learned from were mostly averaged down from larger renders, and a
+    # larger frame is averaged by the scaling already. 0: off. A weights' own value can be given in the
+    # manifest (`input_blur_sigma`, as `score_threshold`). Measured with `throwbox stress`
+    # (reports/reader/stress/): docs/history/reader.md, "The detector's input softened"
+    # (tried on tuning sets, off).
     input_blur_sigma: float = 0.0
 
     def __post_init__(self) -> None:

@@ -65,9 +65,9 @@ class DieDetector:
 
     def _look(self, image_bgr: ImageArray, long_px: int) -> tuple[NDArray[np.float32], Letterbox]:
         """The net's output on the frame scaled to `long_px` (long side), and how it was scaled."""
-        tensor, letterbox = preprocess(
-            image_bgr, input_long_px=long_px, blur_sigma=self.config.input_blur_sigma
-        )
+        # The input blur only where the frame is not scaled down for the net (scaling down averages it).
+        blur = self.config.input_blur_sigma if max(image_bgr.shape[:2]) <= long_px else 0.0
+        tensor, letterbox = preprocess(image_bgr, input_long_px=long_px, blur_sigma=blur)
         (head,) = self.model.run(tensor)[:1]
         return head, letterbox
 
