@@ -18,7 +18,8 @@ turn, and a rotated label box no longer fits its die.
 Every condition is scored as `throwbox eval` scores a set (`models.evaluate.Tally`: detection recall and
 precision at IoU >= 0.5, or the label's centre for top-face labels; faces; rolls read exactly and rolls read
 valid that settle wrong), with the labelled number of dice as the expected count. The random draws (noise,
-the shake's angle) come from `--seed` and the photo's place in the set: a run is repeatable. A figure read
+the shake's angle) come from `--seed`, the photo's place in the set and the strength (so each strength of a
+shake has its own direction): a run is repeatable. A figure read
 on a test split is a held-out figure: nothing may be tuned on it (tune on a train split).
 """
 
@@ -56,6 +57,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("jpeg", "a compressed stream: JPEG", "quality", (40.0, 20.0, 10.0)),
     Kind("dim", "too little light: exposure", "times", (0.5, 0.3, 0.15)),
     Kind("glare", "too much light: exposure, clipped", "times", (1.5, 2.0, 3.0)),
+    # OpenCV's 8-bit hue runs in 2-degree steps: 45 is turned by 44.
     Kind("hue", "other dice and felt colours: hue turned", "degrees", (45.0, 90.0, 180.0)),
     Kind("tilt", "a camera leaning from straight down (a plane warp)", "degrees", (15.0, 30.0, 45.0)),
 )
@@ -214,8 +216,8 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def plot(report: dict[str, Any], path: Any) -> None:
-    """One panel per kind: recall, precision, face accuracy (learned, of matched dice) and rolls read exactly against
-    the level, the unchanged photos at level 0."""
+    """One panel per kind: recall, precision, face accuracy (learned, of matched dice) and photos read
+    exactly against the level, the unchanged photos at level 0."""
     import matplotlib
 
     matplotlib.use("Agg")

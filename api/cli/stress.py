@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
             help="Comma-separated changes to read (smaller, defocus, shake, noise, jpeg, dim, glare, hue, "
             "tilt) or all; each at its three levels (models/stress.py).",
         ),
-        seed: int = typer.Option(0, help="Seed of the random draws (noise, the shake's angle)."),
+        seed: int = typer.Option(0, min=0, help="Seed of the random draws (noise, the shake's angle)."),
         limit: int = typer.Option(0, min=0, help="Only the first N photos (0 = all)."),
         threads: int = typer.Option(1, min=0, help="onnxruntime threads (0 = all cores)."),
         manifest: Path | None = typer.Option(None, help="Model manifest (default: models/manifest.json)."),
@@ -194,6 +194,8 @@ def _run(
             canvas[28 : 28 + small.shape[0], : small.shape[1]] = small
             cv2.putText(canvas, name, (6, 20), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 1, cv2.LINE_AA)
             fitted.append(canvas)
+        used = 28 + max(round(t.shape[0] * SHEET_TILE_PX / max(t.shape[:2])) for _, t in tiles)
+        fitted = [canvas[:used] for canvas in fitted]  # no white band under a landscape photo
         sheet.parent.mkdir(parents=True, exist_ok=True)
         if not cv2.imwrite(str(sheet), tile_grid(fitted, columns=min(5, len(fitted)))):
             typer.echo(f"throwbox stress: OpenCV could not write the sheet to {sheet}", err=True)

@@ -157,7 +157,9 @@ def test_the_command_scores_the_unchanged_photos_as_eval_does(tmp_path: Path) ->
     assert none["rolls_exact_pct"] == summary["rolls"]["exact_valid_pct"]
     assert plot.stat().st_size > 0
     drawn = cv2.imread(str(sheet))
-    assert drawn is not None and drawn.shape[1] == 3 * 480  # the photo unchanged and at each kind's strongest
+    # The photo unchanged and at each kind's strongest, 480 px a side (the fixtures are square) under a
+    # 28-px caption, in one row.
+    assert drawn is not None and drawn.shape[:2] == (480 + 28, 3 * 480)
 
 
 @needs_models
@@ -167,6 +169,8 @@ def test_mistakes_are_named_before_anything_is_read(tmp_path: Path) -> None:
     assert bad_kind.exit_code == 2 and "no change kind 'fog'" in bad_kind.output
     missing = runner.invoke(app, ["stress", str(tmp_path / "nowhere"), "--plot", plot])
     assert missing.exit_code == 2 and "dataset not found" in missing.output
+    negative = runner.invoke(app, ["stress", str(FIXTURES), "--seed", "-1", "--plot", plot])
+    assert negative.exit_code == 2 and "--seed" in negative.output
     past = runner.invoke(
         app, ["stress", str(FIXTURES), "--kinds", "jpeg", "--sheet-image", "3", "--plot", plot]
     )
