@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint format typecheck pytest bench clean
+.PHONY: install run test lint format typecheck pytest bench stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,19 @@ bench: install  ## reader latency, generator throughput, settle detector, live l
 	$(BIN)/throwbox live-bench --loops 2 --json > $(BENCH_OUT)/live.json
 	$(BIN)/throwbox calibrate selftest --json > $(BENCH_OUT)/calibration.json
 	@echo "benchmark reports in $(BENCH_OUT)/"
+
+# The reader on the two real held-out photo sets under nine changes (`throwbox stress`); they live outside the
+# repository (../shared/datasets/real), so a plain clone is told so and stops.
+REAL := ../shared/datasets/real
+STRESS_OUT := reports/reader/stress
+stress: install  ## the reader on the real held-out photos, each read again under nine changes at three strengths
+	@test -d $(REAL)/d6-topdown-nellbyler -a -d $(REAL)/d6-webcam-matteop65 || \
+		{ echo "make stress needs the real photo sets in $(REAL) (not part of a clone)"; exit 2; }
+	mkdir -p $(STRESS_OUT)
+	$(BIN)/throwbox stress $(REAL)/d6-topdown-nellbyler --split test --out $(STRESS_OUT)/nellbyler-test.json \
+		--plot $(STRESS_OUT)/nellbyler-test.png --sheet $(STRESS_OUT)/nellbyler-test-sheet.jpg
+	$(BIN)/throwbox stress $(REAL)/d6-webcam-matteop65 --split valid --out $(STRESS_OUT)/matteop65-valid.json \
+		--plot $(STRESS_OUT)/matteop65-valid.png --sheet $(STRESS_OUT)/matteop65-valid-sheet.jpg --sheet-image 57
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
