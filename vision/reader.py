@@ -23,6 +23,7 @@ from calibration.table import TableCalibration
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
+from vision.judge.exposure import exposure_findings, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import probe_wedged, read_looked
 from vision.judge.state import DieStateClassifier
@@ -325,7 +326,11 @@ class Reader:
             geometry=geometry,
             weak_peaks=weak_peaks,
             unsure_set_aside=table.unsure_set_aside,
-            frame_findings=table.findings,
+            # A frame washed out or too dark first (vision/judge/exposure.py), then what the table saw.
+            frame_findings=(
+                *exposure_findings(measure_exposure(frame.image), self.config.validity.judge),
+                *table.findings,
+            ),
         )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
         winner, match_count = (None, None)

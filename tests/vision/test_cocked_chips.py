@@ -18,6 +18,7 @@ must hold is a strict expected failure until a model that mends it ships; then i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import pytest
 from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
 from vision.judge.evaluate import record_scene
+from vision.judge.exposure import FrameExposure, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
 from vision.reader import Reader
@@ -166,5 +168,11 @@ def test_the_evaluation_reads_a_scene_as_the_reader_does(reader: Reader, path: P
         reading, state = by_box[die.candidate.box_xyxy]
         assert die.face_probs == reading.face_probs and die.pip_count == reading.pip_count
         assert die.state == state.kind
+    # The frame's exposure is measured as the reader measures it, and the kept record is judged with it:
+    # these frames pass both bars, and the same record with a washed-out frame goes to a person.
+    assert rec.exposure == measure_exposure(image)
+    assert rec.judged(reader.config.validity).verdict is roll.verdict
+    washed = replace(rec, exposure=FrameExposure(clipped_share=0.5, bright_level=255))
+    assert washed.judged(reader.config.validity).verdict is Verdict.NO_DECISION
     with pytest.raises(ValueError, match="both the detector and the face reader"):
         record_scene(scene, image, detect=detect, read_faces=None, die_state=reader.die_state)

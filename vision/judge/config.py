@@ -186,6 +186,15 @@ class JudgeConfig:
     # shakes and compresses; an unmoved camera gives 0.26 px at most under new light and noise (by any
     # corner), and one moved by 10 mm or turned by 1 degree 5.5 px or more. None: not checked.
     max_marker_shift_px: float | None = 3.0
+    # A frame washed out or too dark is judged by no rule: `no_decision`, reason `frame_exposure`, whatever
+    # else is found (vision/judge/exposure.py). Washed out: more than this share of its pixels clipped white;
+    # too dark: 99 % of its pixels under this grey level. Chosen on tuning frames only (2026-12-03, throwaway
+    # scans /tmp/s41/w/scan.py, expo.py; docs/history/judge.md, "A frame too bright or too dark"): 6,900
+    # rendered frames of seven tuning sets had at most 3.1 % clipped and their 99th percentile at 84 or more;
+    # the real tuning photos (nellbyler train, matteop65 train) at most 0.1 % and 169. 0.15 is five times the
+    # rendered frames' most, 60 about 70 % of their least. None: not checked.
+    max_clipped_share: float | None = 0.15
+    min_bright_level: float | None = 60.0
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).
@@ -291,6 +300,14 @@ class JudgeConfig:
         if not 0.0 <= self.min_ace_size_ratio < 1.0:
             raise ValueError(
                 f"JudgeConfig.min_ace_size_ratio must be in [0, 1), got {self.min_ace_size_ratio}"
+            )
+        if self.max_clipped_share is not None and not 0.0 < self.max_clipped_share < 1.0:
+            raise ValueError(
+                f"JudgeConfig.max_clipped_share must be None or in (0, 1), got {self.max_clipped_share}"
+            )
+        if self.min_bright_level is not None and not 0.0 < self.min_bright_level <= 255.0:
+            raise ValueError(
+                f"JudgeConfig.min_bright_level must be None or in (0, 255], got {self.min_bright_level}"
             )
         if self.max_marker_shift_px is not None and not self.max_marker_shift_px > 0.0:
             raise ValueError(

@@ -159,4 +159,8 @@ def judge_roll(
         if geometry is not None:
             changes["layout_box"] = geometry.layout_label(*geometry.centre_mm(die.candidate.box_xyxy))
         out.append(replace(die, **changes))  # type: ignore[arg-type]
-    return tuple(out), verdict_of(findings), tuple(findings)
+    # A frame washed out or too dark (vision/judge/exposure.py) is judged by no rule: whatever else was found
+    # there, from texture taken for dice or faces misread, a person decides.
+    exposure_failed = any(f.reason == "frame_exposure" for f in frame_findings)
+    verdict = Verdict.NO_DECISION if exposure_failed else verdict_of(findings)
+    return tuple(out), verdict, tuple(findings)

@@ -29,6 +29,7 @@ from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from datasets.format import SCENARIOS, SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
+from vision.judge.exposure import FrameExposure, exposure_findings, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
 from vision.judge.state import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
@@ -84,6 +85,9 @@ class SceneRecord:
     # The generator's scenario (`datasets.format.SCENARIOS`: "normal", "cocked", "stacked", ...);
     # "" where unknown.
     scenario: str = ""
+    # The frame's exposure (vision/judge/exposure.py), measured once so its bars can be swept; None: not
+    # measured (no frame finding of it).
+    exposure: FrameExposure | None = None
 
     def judged(self, config: ValidityConfig) -> Judgement:
         """The judge on this scene's kept model outputs, with `config`."""
@@ -95,6 +99,7 @@ class SceneRecord:
             states=self.states,
             geometry=self.geometry,
             weak_peaks=self.weak_peaks,
+            frame_findings=() if self.exposure is None else exposure_findings(self.exposure, config.judge),
         )
 
 
@@ -203,6 +208,7 @@ def record_scene(
         motion_blur_px=scene.motion_blur_px,
         true_faces=scene.faces,
         scenario=scene.scenario,
+        exposure=measure_exposure(image),
     )
 
 

@@ -1,0 +1,109 @@
+"""A frame washed out or too dark is judged by no rule (vision/judge/exposure.py): measures, findings, the
+reader's verdict, and the judge's records (`throwbox eval --verdicts`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.vision.drawn import draw_die, plain
+from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
+from vision.judge.config import JudgeConfig
+from vision.judge.exposure import FrameExposure, exposure_findings, measure_exposure
+from vision.reader import Reader, ReaderConfig
+from vision.types import DieCandidate, FaceReading, Finding, Frame, Verdict
+from vision.validity import ValidityConfig, judge
+
+FACES = (6, 6, 2)
+
+
+def test_the_measures_read_the_share_clipped_and_the_brightest_hundredth() -> None:
+    grey = np.full((400, 400, 3), 128, np.uint8)
+    assert measure_exposure(grey) == FrameExposure(clipped_share=0.0, bright_level=128)
+    half = grey.copy()
+    half[:, :200] = 255
+    washed = measure_exposure(half)
+    assert washed.clipped_share == pytest.approx(0.5, abs=0.01) and washed.bright_level == 255
+    dark = np.full((400, 400), 20, np.uint8)  # a grey frame is measured too
+    dark[:2, :] = 200  # a thin bright line: under a hundredth of the frame
+    assert measure_exposure(dark).bright_level == 20
+    with pytest.raises(ValueError, match="an image is needed"):
+        measure_exposure(np.zeros((0, 0, 3), np.uint8))
+
+
+def test_a_frame_fails_each_bar_with_its_own_reason_and_passes_when_it_is_off() -> None:
+    config = JudgeConfig()
+    assert exposure_findings(FrameExposure(0.03, 84), config) == ()  # the rendered tuning frames' worst
+    (washed,) = exposure_findings(FrameExposure(0.4, 255), config)
+    assert (washed.verdict, washed.reason, washed.die_ids) == (Verdict.NO_DECISION, "frame_exposure", ())
+    assert "washed out: 40 % of it clipped white (limit 15 %)" in washed.detail
+    (dark,) = exposure_findings(FrameExposure(0.0, 41), config)
+    assert "too dark: 99 % of it under grey level 41 (limit 60)" in dark.detail
+    off = JudgeConfig(max_clipped_share=None, min_bright_level=None)
+    assert exposure_findings(FrameExposure(0.9, 10), off) == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_clipped_share": 0.0}, "max_clipped_share"),
+        ({"max_clipped_share": 1.0}, "max_clipped_share"),
+        ({"min_bright_level": 0.0}, "min_bright_level"),
+        ({"min_bright_level": 300.0}, "min_bright_level"),
+    ],
+)
+def test_the_bars_are_checked(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JudgeConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_no_rule_outweighs_a_frame_unfit_to_read() -> None:
+    # A rethrow found with the frame (here a stand-in invalid finding) would win over no_decision by the
+    # usual precedence; a washed-out frame leaves the roll to a person all the same, every finding listed.
+    box = (10.0, 10.0, 50.0, 50.0)
+    candidate = DieCandidate(box_xyxy=box, top_quad=((10, 10), (50, 10), (50, 50), (10, 50)), score=0.9)
+    reading = FaceReading(face_probs=one_hot(3), pip_count=3)
+    rethrow = Finding(verdict=Verdict.INVALID, reason="die_off_table", die_ids=(), detail="stand-in")
+    plain_judgement = judge(
+        (candidate,), (reading,), expected_dice=1, config=ValidityConfig(), frame_findings=(rethrow,)
+    )
+    assert plain_judgement.verdict is Verdict.INVALID
+    exposure = exposure_findings(FrameExposure(0.5, 255), JudgeConfig())
+    both = judge(
+        (candidate,),
+        (reading,),
+        expected_dice=1,
+        config=ValidityConfig(),
+        frame_findings=(*exposure, rethrow),
+    )
+    assert both.verdict is Verdict.NO_DECISION
+    assert {f.reason for f in both.findings} >= {"frame_exposure", "die_off_table"}
+
+
+def _scene() -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    img = plain(480, 640)
+    boxes = [draw_die(img, face=f, centre_xy=(120 + 180 * i, 240), edge_px=70) for i, f in enumerate(FACES)]
+    return img, boxes
+
+
+def test_the_reader_leaves_a_washed_out_frame_to_a_person(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    washed = np.clip(img.astype(np.int16) + 230, 0, 255).astype(np.uint8)  # the felt clipped white
+    assert measure_exposure(washed).clipped_share > 0.5
+
+    def reader(config: ReaderConfig, sub: str) -> Reader:
+        (tmp_path / sub).mkdir()
+        sessions = factory(FakeDetectorSession(boxes), FakeFaceSession([one_hot(f) for f in FACES]))
+        return Reader(manifest_path=write_manifest(tmp_path / sub), session_factory=sessions, config=config)
+
+    shipped = reader(ReaderConfig(), "a")
+    assert shipped.read(Frame(image=img), expected_dice=3).verdict is Verdict.VALID
+    roll = shipped.read(Frame(image=washed), expected_dice=3)
+    assert roll.verdict is Verdict.NO_DECISION
+    assert any("washed out" in r for r in roll.reasons), roll.reasons
+    assert roll.winner is None  # nothing settled from it
+    off = ReaderConfig(validity=ValidityConfig(judge=JudgeConfig(max_clipped_share=None)))
+    # With the bar off the same dice (the fakes read them whatever the picture) would be read valid.
+    assert reader(off, "b").read(Frame(image=washed), expected_dice=3).verdict is Verdict.VALID
