@@ -11,7 +11,9 @@ and, around it:
 - camera loss or a frozen feed (`SourceLost`) raises a `camera_lost` alert; fresh frames again
   (`SourceRecovered`) a `camera_recovered` alert. A read that finds the camera moved since calibration (its
   corner markers off their places, vision/reader.py) raises a `camera_moved` alert once, and a later read that
-  finds them in place again a `camera_in_place` alert. The settle detector is reset on a loss, so no roll is
+  finds them in place again a `camera_in_place` alert. Likewise a read whose frame is washed out or too dark
+  (the reader's `frame_exposure` finding, vision/judge/exposure.py) raises `camera_exposure` once, and a later
+  read of a fit frame `camera_exposure_ok`. The settle detector is reset on a loss, so no roll is
   read from a stale frame (vision.settle); this loop adds nothing that could.
 - after a valid first roll that leaves the round waiting for the Extra Roll, the next frame the box settles
   in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
@@ -290,6 +292,7 @@ class LiveLoop:
         self.layout_checks: list[dict[str, Any]] = []
         self.camera_ok = True
         self.camera_moved = False  # the last read through the calibration saw the camera moved since
+        self.exposure_failed = False  # the last read's frame was washed out or too dark
         self.frames = 0
         self._pending: _Pending | None = None
         self._stop = threading.Event()
@@ -382,6 +385,24 @@ class LiveLoop:
         self.camera_moved = moved is not None
         return moved
 
+    def _note_exposure(self, roll: Roll, frame_id: str) -> Finding | None:
+        """The read's `frame_exposure` finding, if any; a `camera_exposure` alert when it first appears, and a
+        `camera_exposure_ok` alert when a later read's frame is fit again."""
+        failed = next((f for f in roll.findings if f.reason == "frame_exposure"), None)
+        if failed is not None and not self.exposure_failed:
+            self._alert(
+                "camera_exposure",
+                f"the camera's picture is unfit to read ({failed.detail}); every roll is left to a person "
+                "until the light or the camera's exposure is put right",
+                {"frame_id": frame_id},
+            )
+        elif failed is None and self.exposure_failed:
+            self._alert(
+                "camera_exposure_ok", "the camera's picture is fit to read again", {"frame_id": frame_id}
+            )
+        self.exposure_failed = failed is not None
+        return failed
+
     def _alert(self, kind: str, message: str, data: dict[str, Any]) -> None:
         try:
             self.recorder.alert(table_id=self.config.table_id, kind=kind, message=message, data=data)
@@ -413,13 +434,17 @@ class LiveLoop:
             )
             return
         moved = self._note_camera_position(roll, event.frame.frame_id)
-        if moved is not None:  # no layout box is where the calibration says: nothing to check against
+        # No layout box is where the calibration says, or the frame shows nothing surely: nothing to check.
+        unfit = self._note_exposure(roll, event.frame.frame_id)
+        if moved is not None or unfit is not None:
+            why = moved if moved is not None else unfit
+            assert why is not None  # for mypy: one of the two
             self.recorder.store_read(
                 table_id=self.config.table_id, frame=event.frame, roll=roll, extra=self._extra()
             )
             self._alert(
                 "layout_unverified",
-                f"the dealer's move could not be checked (a person must look): {moved.detail}",
+                f"the dealer's move could not be checked (a person must look): {why.detail}",
                 {"frame_id": event.frame.frame_id},
             )
             return
@@ -477,6 +502,7 @@ class LiveLoop:
             )
         read_ms = (time.perf_counter() - started) * 1000.0
         moved = self._note_camera_position(roll, frame.frame_id)
+        unfit = self._note_exposure(roll, frame.frame_id)
         verdict = roll.verdict.value
         reasons = list(roll.reasons)
         faces: tuple[int, ...] = roll.faces
@@ -490,6 +516,9 @@ class LiveLoop:
             elif moved is not None:  # the layout boxes are not where the calibration says: no split
                 verdict, faces = Verdict.NO_DECISION.value, ()
                 reasons = [moved.detail, "the kept dice cannot be told from the rethrown dice"]
+            elif unfit is not None:  # a frame washed out or too dark: no split, nothing read from it
+                verdict, faces = Verdict.NO_DECISION.value, ()
+                reasons = [unfit.detail]
             else:
                 decision = decide_extra_roll(
                     roll,

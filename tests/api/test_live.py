@@ -787,3 +787,49 @@ def test_a_camera_moved_since_calibration_raises_one_alert_and_one_when_back_in_
     kinds = [kind for kind, _ in recorder.alerts]
     assert kinds[-1] == "layout_unverified" and "dealer_error" not in kinds
     assert "camera_moved" in kinds[2:] and recorder.stored == 1  # raised again (it was back in place)
+
+
+def test_a_frame_unfit_to_read_raises_one_alert_and_one_when_fit_again() -> None:
+    """Reads whose frame is washed out or too dark (the reader's `frame_exposure` finding) raise
+    `camera_exposure` once, not at every roll, and `camera_exposure_ok` when a read's frame is fit again;
+    the dealer's move read from such a frame is not checked (`layout_unverified`): no dealer accused."""
+    from calibration.camera import Camera, CameraIntrinsics, CameraPose
+    from calibration.layout import ThrowBoxLayout
+    from vision.types import Finding
+
+    recorder = AlertsOnly()
+    camera = Camera(
+        CameraIntrinsics.from_fov(width_px=640, height_px=480, hfov_deg=60.0),
+        CameraPose.look_at(eye_mm=(300.0, 225.0, 900.0), target_mm=(300.0, 225.0, 0.0)),
+    )
+    loop = LiveLoop(
+        config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="cal"),
+        items=[],
+        detector=SettleDetector(),
+        reader=TruthReader(),
+        rules=RulesClient(base_url="http://127.0.0.1:9", key="unused"),
+        recorder=recorder,
+        geometry=TableGeometry(camera=camera, layout=ThrowBoxLayout()),
+    )
+    unfit = Finding(
+        Verdict.NO_DECISION, "frame_exposure", (), "the frame is washed out: 62 % of it clipped ..."
+    )
+    frame = Frame(image=np.zeros((4, 4, 3), np.uint8), frame_id="f")
+    fit = roll_of([die(3)], frame)
+    washed = replace(roll_of([die(3)], frame, verdict=Verdict.NO_DECISION), findings=(unfit,))
+    seen = [loop._note_exposure(r, f"f{i}") for i, r in enumerate([fit, washed, washed, fit, fit])]
+    assert seen == [None, unfit, unfit, None, None]
+    assert [kind for kind, _ in recorder.alerts] == ["camera_exposure", "camera_exposure_ok"]
+    assert "62 %" in recorder.alerts[0][1] and "left to a person" in recorder.alerts[0][1]
+
+    class WashedReader(TruthReader):
+        def read(self, frame: Frame, **kwargs: Any) -> Roll:
+            return replace(roll_of([die(3, x=30.0 * i) for i in range(10)], frame), findings=(unfit,))
+
+    loop.reader = WashedReader()
+    loop._pending = _Pending(winner=3, match_count=4)
+    captured = CapturedFrame(image=frame.image, frame_id="m1", seq=1, source_id="cam", monotonic_s=0.0)
+    loop.handle_dealer_move(SettledWithoutThrow(captured, still_since_s=0.0, intruder_seen=True, empty=False))
+    kinds = [kind for kind, _ in recorder.alerts]
+    assert kinds[-2:] == ["camera_exposure", "layout_unverified"] and "dealer_error" not in kinds
+    assert "washed out" in recorder.alerts[-1][1] and recorder.stored == 1
