@@ -480,9 +480,11 @@ class LiveLoop:
         started = time.perf_counter()
         frame = event.frame
         pending = self._pending
+        read_failed = False
         try:
             roll = self.reader.read(frame, expected_dice=self.config.expected_dice, geometry=self.geometry)
         except Exception as exc:  # one unreadable frame must not stop the table: a person decides this throw
+            read_failed = True
             log.exception("table %s: the reader failed on %s", self.config.table_id, frame.frame_id)
             self._alert(
                 "read_failed", f"the reader failed on {frame.frame_id}: {exc}", {"frame_id": frame.frame_id}
@@ -501,8 +503,10 @@ class LiveLoop:
                 timing_ms={},
             )
         read_ms = (time.perf_counter() - started) * 1000.0
-        moved = self._note_camera_position(roll, frame.frame_id)
-        unfit = self._note_exposure(roll, frame.frame_id)
+        # A read that failed saw nothing of the camera: the last read's word on its place and its picture
+        # stands (no `camera_in_place` nor `camera_exposure_ok` from a roll made up for the failure).
+        moved = None if read_failed else self._note_camera_position(roll, frame.frame_id)
+        unfit = None if read_failed else self._note_exposure(roll, frame.frame_id)
         verdict = roll.verdict.value
         reasons = list(roll.reasons)
         faces: tuple[int, ...] = roll.faces

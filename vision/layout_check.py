@@ -300,6 +300,14 @@ def decide_extra_roll(roll: Roll, *, winner: int, kept: int, expected_dice: int)
     `dealer_error`, or `layout_unverified` where the reader only doubts what it saw.
     """
     split = split_extra_roll(dice=roll.dice, winner=winner, kept=kept, expected_dice=expected_dice)
+    unfit = next((f for f in roll.findings if f.reason == "frame_exposure"), None)
+    if unfit is not None:
+        # A frame washed out or too dark (vision/judge/exposure.py) is judged by no rule, and the kept dice
+        # cannot be told from the rethrown ones on it either: a person decides, and the live loop's
+        # `camera_exposure` alert says why.
+        return ExtraRollDecision(
+            verdict=Verdict.NO_DECISION, reasons=(unfit.detail,), split=split, on_kept=(), alert=None
+        )
     box = LAYOUT_LABELS[winner]
     on_kept = tuple(
         f

@@ -833,3 +833,15 @@ def test_a_frame_unfit_to_read_raises_one_alert_and_one_when_fit_again() -> None
     kinds = [kind for kind, _ in recorder.alerts]
     assert kinds[-2:] == ["camera_exposure", "layout_unverified"] and "dealer_error" not in kinds
     assert "washed out" in recorder.alerts[-1][1] and recorder.stored == 1
+
+    # A read that fails says nothing of the picture: no `camera_exposure_ok` from the roll made up for it.
+    class FailingReader(TruthReader):
+        def read(self, frame: Frame, **kwargs: Any) -> Roll:
+            raise RuntimeError("the model file went away")
+
+    loop.reader = FailingReader()
+    loop._pending = None
+    before = len(recorder.alerts)
+    loop.handle_throw(AtRest(captured, throw_index=0, moving_since_s=0.0, still_since_s=0.1))
+    kinds = [kind for kind, _ in recorder.alerts[before:]]
+    assert "read_failed" in kinds and "camera_exposure_ok" not in kinds and loop.exposure_failed

@@ -26,6 +26,12 @@ def test_the_measures_read_the_share_clipped_and_the_brightest_hundredth() -> No
     half[:, :200] = 255
     washed = measure_exposure(half)
     assert washed.clipped_share == pytest.approx(0.5, abs=0.01) and washed.bright_level == 255
+    edge = np.full((400, 400, 3), 249, np.uint8)  # 249 is not clipped, 250 is
+    assert measure_exposure(edge).clipped_share == 0.0
+    edge[:200] = 250
+    assert measure_exposure(edge).clipped_share == pytest.approx(0.5, abs=0.01)
+    spread = np.repeat(np.arange(100, dtype=np.uint8), 400).reshape(200, 200)  # each level 0..99 once a 100th
+    assert measure_exposure(spread).bright_level in (98, 99)  # the 99th percentile, not the 95th nor the max
     dark = np.full((400, 400), 20, np.uint8)  # a grey frame is measured too
     dark[:2, :] = 200  # a thin bright line: under a hundredth of the frame
     assert measure_exposure(dark).bright_level == 20
@@ -40,7 +46,7 @@ def test_a_frame_fails_each_bar_with_its_own_reason_and_passes_when_it_is_off() 
     assert (washed.verdict, washed.reason, washed.die_ids) == (Verdict.NO_DECISION, "frame_exposure", ())
     assert "washed out: 40 % of it clipped white (limit 15 %)" in washed.detail
     (dark,) = exposure_findings(FrameExposure(0.0, 41), config)
-    assert "too dark: 99 % of it under grey level 41 (limit 60)" in dark.detail
+    assert "too dark: 99 % of it at or under grey level 41 (limit 60)" in dark.detail
     off = JudgeConfig(max_clipped_share=None, min_bright_level=None)
     assert exposure_findings(FrameExposure(0.9, 10), off) == ()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from vision.judge.decide import verdict_of
@@ -185,6 +187,17 @@ def test_593_4_g_the_extra_roll_sets_aside_what_the_judge_found_about_kept_dice_
     assert decide_extra_roll(
         _extra_roll(KEPT + THROWN, thrown), winner=5, kept=4, expected_dice=10
     ).verdict is (Verdict.NO_DECISION)
+
+
+def test_an_extra_roll_from_a_frame_unfit_to_read_is_left_to_a_person() -> None:
+    # A washed-out frame with a die off the table found as well: by the usual precedence an invalid roll,
+    # and an invalid finding on a kept die alone would even be set aside. The frame is judged by no rule.
+    unfit = Finding(Verdict.NO_DECISION, "frame_exposure", (), "the frame is washed out: 70 % of it clipped")
+    off = Finding(Verdict.INVALID, "die_off_table", (), "a die off the table")
+    roll = replace(_extra_roll(KEPT + THROWN, unfit, off), verdict=Verdict.NO_DECISION)
+    decided = decide_extra_roll(roll, winner=5, kept=4, expected_dice=10)
+    assert decided.verdict is Verdict.NO_DECISION and decided.reasons == (unfit.detail,)
+    assert decided.alert is None  # no dealer accused; the live loop's camera_exposure alert says why
 
 
 @pytest.mark.parametrize(
