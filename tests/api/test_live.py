@@ -742,19 +742,16 @@ class AlertsOnly:
         self.alerts.append((kind, message))
 
 
-def test_a_camera_moved_since_calibration_raises_one_alert_and_one_when_back_in_place() -> None:
-    """Reads that find the camera moved (the reader's `camera_moved` finding) raise `camera_moved` once, not
-    at every roll; a read through the calibration that no longer finds it raises `camera_in_place`."""
+def _calibrated_loop(recorder: AlertsOnly) -> LiveLoop:
+    """A live loop through a calibration from straight above, reading with `TruthReader`, posting nowhere."""
     from calibration.camera import Camera, CameraIntrinsics, CameraPose
     from calibration.layout import ThrowBoxLayout
-    from vision.types import Finding
 
-    recorder = AlertsOnly()
     camera = Camera(
         CameraIntrinsics.from_fov(width_px=640, height_px=480, hfov_deg=60.0),
         CameraPose.look_at(eye_mm=(300.0, 225.0, 900.0), target_mm=(300.0, 225.0, 0.0)),
     )
-    loop = LiveLoop(
+    return LiveLoop(
         config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="cal"),
         items=[],
         detector=SettleDetector(),
@@ -763,6 +760,15 @@ def test_a_camera_moved_since_calibration_raises_one_alert_and_one_when_back_in_
         recorder=recorder,
         geometry=TableGeometry(camera=camera, layout=ThrowBoxLayout()),
     )
+
+
+def test_a_camera_moved_since_calibration_raises_one_alert_and_one_when_back_in_place() -> None:
+    """Reads that find the camera moved (the reader's `camera_moved` finding) raise `camera_moved` once, not
+    at every roll; a read through the calibration that no longer finds it raises `camera_in_place`."""
+    from vision.types import Finding
+
+    recorder = AlertsOnly()
+    loop = _calibrated_loop(recorder)
     moved = Finding(Verdict.NO_DECISION, "camera_moved", (), "the corner markers lie up to 12.1 px from ...")
     frame = Frame(image=np.zeros((4, 4, 3), np.uint8), frame_id="f")
     still = roll_of([die(3)], frame)
@@ -793,24 +799,10 @@ def test_a_frame_unfit_to_read_raises_one_alert_and_one_when_fit_again() -> None
     """Reads whose frame is washed out or too dark (the reader's `frame_exposure` finding) raise
     `camera_exposure` once, not at every roll, and `camera_exposure_ok` when a read's frame is fit again;
     the dealer's move read from such a frame is not checked (`layout_unverified`): no dealer accused."""
-    from calibration.camera import Camera, CameraIntrinsics, CameraPose
-    from calibration.layout import ThrowBoxLayout
     from vision.types import Finding
 
     recorder = AlertsOnly()
-    camera = Camera(
-        CameraIntrinsics.from_fov(width_px=640, height_px=480, hfov_deg=60.0),
-        CameraPose.look_at(eye_mm=(300.0, 225.0, 900.0), target_mm=(300.0, 225.0, 0.0)),
-    )
-    loop = LiveLoop(
-        config=LiveConfig(table_id=TABLE, expected_dice=10, calibration_id="cal"),
-        items=[],
-        detector=SettleDetector(),
-        reader=TruthReader(),
-        rules=RulesClient(base_url="http://127.0.0.1:9", key="unused"),
-        recorder=recorder,
-        geometry=TableGeometry(camera=camera, layout=ThrowBoxLayout()),
-    )
+    loop = _calibrated_loop(recorder)
     unfit = Finding(
         Verdict.NO_DECISION, "frame_exposure", (), "the frame is washed out: 62 % of it clipped ..."
     )
