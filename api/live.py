@@ -436,9 +436,8 @@ class LiveLoop:
         moved = self._note_camera_position(roll, event.frame.frame_id)
         # No layout box is where the calibration says, or the frame shows nothing surely: nothing to check.
         unfit = self._note_exposure(roll, event.frame.frame_id)
-        if moved is not None or unfit is not None:
-            why = moved if moved is not None else unfit
-            assert why is not None  # for mypy: one of the two
+        why = moved or unfit
+        if why is not None:
             self.recorder.store_read(
                 table_id=self.config.table_id, frame=event.frame, roll=roll, extra=self._extra()
             )

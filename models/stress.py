@@ -225,7 +225,7 @@ def plot(report: dict[str, Any], path: Any) -> None:
 
     rows = report["conditions"]
     base = next(r for r in rows if r["kind"] == "none")
-    kinds = [k for k in report["kinds"]]
+    kinds = list(report["kinds"])
     cols = min(3, len(kinds)) or 1
     lines = -(-len(kinds) // cols) or 1
     fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 3.2 * lines), squeeze=False)

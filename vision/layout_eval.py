@@ -82,26 +82,18 @@ def check_scene(reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]) 
     check = check_layout_move(
         dice=roll.dice, winner=move.winner, match_count=move.match_count, dice_on_table=scene.expected_dice
     )
-    truly = sum(1 for d in scene.dice if d.layout_box == move.winner)
+    named, accused = tuple(p.reason for p in check.problems), check.dealer_error
     if any(f.reason == "frame_exposure" for f in roll.findings):
         # As the live loop: a frame washed out or too dark checks no move (`layout_unverified`, none accused).
-        return MoveOutcome(
-            scene_id=scene.scene_id,
-            error=move.error,
-            expected=tuple(expected_problems(move)),
-            named=("frame_exposure",),
-            in_winner_box=check.in_winner_box,
-            truly_in_winner_box=truly,
-            accused=False,
-        )
+        named, accused = ("frame_exposure",), False
     return MoveOutcome(
         scene_id=scene.scene_id,
         error=move.error,
         expected=tuple(expected_problems(move)),
-        named=tuple(p.reason for p in check.problems),
+        named=named,
         in_winner_box=check.in_winner_box,
-        truly_in_winner_box=truly,
-        accused=check.dealer_error,
+        truly_in_winner_box=sum(1 for d in scene.dice if d.layout_box == move.winner),
+        accused=accused,
     )
 
 

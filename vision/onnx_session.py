@@ -132,19 +132,23 @@ def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
 
 def _threshold(value: object) -> float | None:
     """A manifest entry's `score_threshold`: absent, or a number strictly between 0 and 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) < 1.0:
-        raise ValueError(f"score_threshold must be a number in (0, 1), got {value!r}")
-    return float(value)
+    return _optional_number(value, "score_threshold", "(0, 1)", lambda v: 0.0 < v < 1.0)
 
 
 def _blur_sigma(value: object) -> float | None:
     """A manifest entry's `input_blur_sigma`: absent, or a number in [0, 5] (px at the net's input)."""
+    return _optional_number(value, "input_blur_sigma", "[0, 5]", lambda v: 0.0 <= v <= 5.0)
+
+
+def _optional_number(
+    value: object, name: str, interval: str, within: Callable[[float], bool]
+) -> float | None:
+    """An optional number of a manifest entry: None when absent; a ValueError naming `name` and `interval`
+    for anything but a number (not a bool) `within` accepts."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 5.0:
-        raise ValueError(f"input_blur_sigma must be a number in [0, 5], got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not within(float(value)):
+        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
     return float(value)
 
 

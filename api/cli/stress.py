@@ -136,8 +136,9 @@ def _run(
     strongest = {(kind.name, len(kind.levels)) for kind in kinds}
     tiles: list[tuple[str, Any]] = []
     started = time.time()
-    work = [(i, item) for i, item in enumerate(items)]
-    for i, item in track(work, description=f"stress {dataset.name}", transient=True, disable=quiet):
+    for i, item in track(
+        list(enumerate(items)), description=f"stress {dataset.name}", transient=True, disable=quiet
+    ):
         try:
             image = load_image(item.path)
         except UnreadableImageError as exc:

@@ -127,3 +127,44 @@ def test_an_extra_roll_scene_is_decided_as_the_live_loop_and_checked_against_the
     dice[0] = replace(dice[0], layout_box=None)
     assert right_extra_roll(replace(scene, dice=tuple(dice))) is None
     assert right_extra_roll(replace(scene, verdict="invalid")) is None
+
+
+class _UnfitReader(_StubReader):
+    """The stub's read, with the frame found washed out (the reader's `frame_exposure` finding)."""
+
+    def read(self, frame: Any, *, expected_dice: int | None = None, geometry: Any = None) -> Any:
+        from dataclasses import replace
+
+        from vision.types import Finding, Verdict
+
+        unfit = Finding(Verdict.NO_DECISION, "frame_exposure", (), "the frame is washed out")
+        roll = super().read(frame, expected_dice=expected_dice, geometry=geometry)
+        return replace(roll, verdict=Verdict.NO_DECISION, findings=(unfit,))
+
+
+def test_a_dealer_s_move_read_from_an_unfit_frame_accuses_no_one_as_the_live_loop() -> None:
+    from dataclasses import replace
+
+    from datasets.format import LayoutMoveTruth
+    from vision.layout_eval import check_scene
+
+    scene = _extra_roll_scene()
+    winner = scene.dice[0].face
+    kept = tuple(i for i, d in enumerate(scene.dice) if d.kept)
+    # The dealer left one of the winning dice behind: a dealer_error when the frame can be read.
+    move = LayoutMoveTruth(
+        first_faces=tuple(d.face for d in scene.dice),
+        winner=winner,
+        match_count=len(kept),
+        moved_to=winner,
+        moved=kept[:-1],
+        error="missing",
+    )
+    dice = list(scene.dice)
+    dice[kept[-1]] = replace(dice[kept[-1]], layout_box=None, kept=False)
+    scene = replace(scene, dice=tuple(dice), layout_move=move)
+    image = np.zeros((48, 64, 3), np.uint8)
+    seen = check_scene(_StubReader(scene), scene, image)  # type: ignore[arg-type]
+    assert seen is not None and seen.accused and "frame_exposure" not in seen.named
+    unfit = check_scene(_UnfitReader(scene), scene, image)  # type: ignore[arg-type]
+    assert unfit is not None and not unfit.accused and unfit.named == ("frame_exposure",) and unfit.alerted

@@ -56,27 +56,24 @@ def measure_exposure(image_bgr: ImageArray) -> FrameExposure:
 
 def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Finding, ...]:
     """A `frame_exposure` finding for each bar the frame fails (none when both are off or both pass)."""
-    out = []
+    failed = []
     if config.max_clipped_share is not None and exposure.clipped_share > config.max_clipped_share:
-        out.append(
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="frame_exposure",
-                die_ids=(),
-                detail=f"the frame is washed out: {100 * exposure.clipped_share:.0f} % of it clipped white "
-                f"(limit {100 * config.max_clipped_share:g} %); no rule reads a roll from it: fix the light "
-                "or the camera's exposure, and a person decides this roll",
-            )
+        failed.append(
+            f"washed out: {100 * exposure.clipped_share:.0f} % of it clipped white "
+            f"(limit {100 * config.max_clipped_share:g} %)"
         )
     if config.min_bright_level is not None and exposure.bright_level < config.min_bright_level:
-        out.append(
-            Finding(
-                verdict=Verdict.NO_DECISION,
-                reason="frame_exposure",
-                die_ids=(),
-                detail=f"the frame is too dark: 99 % of it at or under grey level {exposure.bright_level} "
-                f"(limit {config.min_bright_level:g}); no rule reads a roll from it: fix the light or the "
-                "camera's exposure, and a person decides this roll",
-            )
+        failed.append(
+            f"too dark: 99 % of it at or under grey level {exposure.bright_level} "
+            f"(limit {config.min_bright_level:g})"
         )
-    return tuple(out)
+    return tuple(
+        Finding(
+            verdict=Verdict.NO_DECISION,
+            reason="frame_exposure",
+            die_ids=(),
+            detail=f"the frame is {why}; no rule reads a roll from it: fix the light or the camera's "
+            "exposure, and a person decides this roll",
+        )
+        for why in failed
+    )
