@@ -188,11 +188,11 @@ class JudgeConfig:
     max_marker_shift_px: float | None = 3.0
     # A frame washed out or too dark is judged by no rule: `no_decision`, reason `frame_exposure`, whatever
     # else is found (vision/judge/exposure.py). Washed out: more than this share of its pixels clipped white;
-    # too dark: 99 % of its pixels under this grey level. Chosen on tuning frames only (2026-12-03, throwaway
-    # scans /tmp/s41/w/scan.py, expo.py; docs/history/judge.md, "A frame too bright or too dark"): 6,900
-    # rendered frames of seven tuning sets had at most 3.1 % clipped and their 99th percentile at 84 or more;
-    # the real tuning photos (nellbyler train, matteop65 train) at most 0.1 % and 169. 0.15 is five times the
-    # rendered frames' most, 60 about 70 % of their least. None: not checked.
+    # too dark: 99 % of its pixels under this grey level. Chosen on tuning frames only (2026-12-03,
+    # `python -m models.exposure_scan`; docs/history/judge.md, "A frame too bright or too dark"): 6,900
+    # rendered frames of seven tuning sets had at most 3.11 % clipped and their 99th percentile at 83 or more;
+    # the real tuning photos (nellbyler train, matteop65 train) at most 0.07 % and 169. 0.15 is about five
+    # times the rendered frames' most, 60 about 70 % of their least. None: not checked.
     max_clipped_share: float | None = 0.15
     min_bright_level: float | None = 60.0
     # A short count is a die that left the table only if the detector saw nothing like a die where none
