@@ -81,6 +81,28 @@ def camera_shake(img: U8, die_px: float, rng: np.random.Generator) -> U8:
     return np.asarray(out, np.uint8)
 
 
+# A camera's light beyond `photometric`: the exposure times 0.2-1.7 (log-uniform; clipped where it
+# saturates), then sensor noise: read noise of 0-20 grey levels and shot noise growing with the light. The
+# range is throwbox stress's "dim", "glare" and "noise" changes at their mild and middle strengths, where the
+# detector's precision fell (docs/history/reader.md, detector stage 10). Half the draws are grey noise (the
+# same in each channel), half colour noise, as sensors and their JPEG streams give.
+CAMERA_GAIN = (0.2, 1.7)
+CAMERA_READ_NOISE = (0.0, 20.0)
+CAMERA_SHOT_NOISE = (0.0, 1.2)
+
+
+def camera_light(img: U8, rng: np.random.Generator) -> U8:
+    """A camera's exposure and sensor noise (see CAMERA_GAIN): geometry untouched."""
+    f = img.astype(np.float32) * float(np.exp(rng.uniform(np.log(CAMERA_GAIN[0]), np.log(CAMERA_GAIN[1]))))
+    f = np.minimum(f, 255.0)
+    read = float(rng.uniform(*CAMERA_READ_NOISE))
+    shot = float(rng.uniform(*CAMERA_SHOT_NOISE))
+    shape = (*f.shape[:2], 1) if rng.random() < 0.5 else f.shape
+    noise = rng.standard_normal(shape).astype(np.float32)
+    f = f + noise * np.sqrt(read * read + shot * f)
+    return np.asarray(np.clip(f + 0.5, 0, 255), np.uint8)
+
+
 def random_background(h: int, w: int, rng: np.random.Generator) -> U8:
     """A random surface: felt, wood-ish stripes, gradients, blotches and fine noise."""
     palette = [

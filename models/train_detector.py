@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from models.augment import flip_rotate, paste_dice, photometric, random_background
+from models.augment import camera_light, flip_rotate, paste_dice, photometric, random_background
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
 from models.loop import export_onnx, require_torch, train_for
 from vision.detect.centernet import STRIDE
@@ -90,8 +90,10 @@ class Sampler:
         *,
         false_alarms: list[NDArray[np.float32]] | None = None,
         hard_share: float = 0.3,
+        camera_light_share: float = 0.0,
     ) -> None:
         self.scenes = scenes
+        self.camera_light_share = camera_light_share
         self.rng = np.random.default_rng(seed)
         self.false_alarms = false_alarms or []
         self.hard_scenes = [i for i, fa in enumerate(self.false_alarms) if len(fa)]
@@ -107,6 +109,13 @@ class Sampler:
                     self.patches.append((img[max(0, y0) : y1, max(0, x0) : x1].copy(), int(f)))
 
     def sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
+        """One sample; a `camera_light_share` of them also under a camera's exposure and sensor noise."""
+        img, boxes = self._sample()
+        if self.camera_light_share > 0 and self.rng.random() < self.camera_light_share:
+            img = camera_light(img, self.rng)
+        return img, boxes
+
+    def _sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
         rng = self.rng
         if rng.random() < 0.35:
             bg = random_background(CROP, CROP, rng)
@@ -230,6 +239,13 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--real-repeat", type=int, default=1, help="draw each nellbyler train photo this many times as often"
     )
     parser.add_argument(
+        "--camera-light",
+        type=float,
+        default=0.0,
+        help="share of samples also under a camera's exposure (x0.2-1.7) and sensor noise "
+        "(models/augment.py camera_light)",
+    )
+    parser.add_argument(
         "--mine-manifest",
         type=Path,
         default=None,
@@ -271,7 +287,13 @@ def load_training_data(
         false_alarms = false_alarms[:n_real] * repeat + false_alarms[n_real:]
     if false_alarms is not None:
         print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
-    sampler = Sampler(scenes, args.seed, false_alarms=false_alarms, hard_share=args.hard_negatives)
+    sampler = Sampler(
+        scenes,
+        args.seed,
+        false_alarms=false_alarms,
+        hard_share=args.hard_negatives,
+        camera_light_share=args.camera_light,
+    )
     print(f"training on {len(items)} images, {len(sampler.patches)} die patches for pasting")
     return scenes, false_alarms, sampler
 

@@ -1,0 +1,54 @@
+"""`models.augment.camera_light`: the detector's training exposure and sensor noise (detector stage 10)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.augment import CAMERA_GAIN, CAMERA_READ_NOISE, camera_light
+from models.train_detector import Sampler
+
+
+def _grey(level: int) -> np.ndarray:
+    return np.full((128, 128, 3), level, np.uint8)
+
+
+def test_it_keeps_shape_and_type_and_repeats_with_its_seed() -> None:
+    img = _grey(120)
+    a = camera_light(img, np.random.default_rng(3))
+    b = camera_light(img, np.random.default_rng(3))
+    assert a.shape == img.shape and a.dtype == np.uint8
+    assert np.array_equal(a, b)
+
+
+def test_the_light_stays_within_its_gain_range() -> None:
+    """The mean of a mid-grey patch moves by the gain (noise averages out), never past the range's ends."""
+    means = [float(camera_light(_grey(100), np.random.default_rng(s)).mean()) for s in range(200)]
+    assert min(means) >= 100 * CAMERA_GAIN[0] - 3
+    assert max(means) <= min(255.0, 100 * CAMERA_GAIN[1]) + 3
+    assert min(means) < 50 < 150 < max(means)  # both darker and brighter frames are drawn
+
+
+def test_it_adds_noise_that_grows_with_the_read_noise_drawn() -> None:
+    stds = [float(camera_light(_grey(128), np.random.default_rng(s))[:, :, 0].std()) for s in range(200)]
+    assert max(stds) > 0.6 * CAMERA_READ_NOISE[1]
+    assert min(stds) < 0.25 * CAMERA_READ_NOISE[1]
+
+
+def test_the_sampler_applies_it_to_the_share_asked() -> None:
+    """With a share of 0 the sampler's draws are those of a sampler without the option; with 1 they differ."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 255, (200, 200, 3), dtype=np.uint8)
+    scenes = [(img, np.array([[40, 40, 80, 80]], np.float32), np.array([2]))]
+    plain = Sampler(scenes, 5, hard_share=0.0).sample()
+    off = Sampler(scenes, 5, hard_share=0.0, camera_light_share=0.0).sample()
+    on = Sampler(scenes, 5, hard_share=0.0, camera_light_share=1.0).sample()
+    assert np.array_equal(plain[0], off[0]) and np.array_equal(plain[1], off[1])
+    assert np.array_equal(plain[1], on[1])  # the boxes are untouched
+    assert not np.array_equal(plain[0], on[0])
+
+
+@pytest.mark.parametrize("level", [0, 255])
+def test_black_and_white_stay_in_range(level: int) -> None:
+    out = camera_light(_grey(level), np.random.default_rng(1))
+    assert out.min() >= 0 and out.max() <= 255
