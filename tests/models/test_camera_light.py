@@ -1,4 +1,4 @@
-"""`models.augment.camera_light`: the detector's training exposure and sensor noise (detector stage 10)."""
+"""`models.augment.camera_light`: the detector's training exposure and sensor noise (detector stage 11)."""
 
 from __future__ import annotations
 
