@@ -239,6 +239,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--real-repeat", type=int, default=1, help="draw each nellbyler train photo this many times as often"
     )
     parser.add_argument(
+        "--webcam-repeat", type=int, default=1, help="draw each matteop65 photo this many times as often"
+    )
+    parser.add_argument(
         "--camera-light",
         type=float,
         default=0.0,
@@ -266,6 +269,7 @@ def load_training_data(
     n_real = len(items)
     for folder in args.synth:
         items += load_synth(folder, limit=args.synth_limit, all_dice=args.synth_all_dice)
+    n_synth = len(items)
     if args.matteop65 is not None:  # never valid/
         for it in load_yolo_folder(args.matteop65, box_kind="top"):
             c, half = (
@@ -281,10 +285,16 @@ def load_training_data(
     # --real-repeat: the real photos appear that many times in the lists the sampler draws from (loaded and
     # mined once; the copies are the same arrays).
     repeat = max(1, args.real_repeat)
-    items = items[:n_real] * repeat + items[n_real:]
-    scenes = scenes[:n_real] * repeat + scenes[n_real:]
+    # --webcam-repeat: the same for the matteop65 photos (the last ones loaded).
+    webcam = max(1, args.webcam_repeat)
+
+    def repeated(seq: list[Any]) -> list[Any]:
+        out: list[Any] = seq[:n_real] * repeat + seq[n_real:n_synth] + seq[n_synth:] * webcam
+        return out
+
+    items, scenes = repeated(items), repeated(scenes)
     if false_alarms is not None:
-        false_alarms = false_alarms[:n_real] * repeat + false_alarms[n_real:]
+        false_alarms = repeated(false_alarms)
     if false_alarms is not None:
         print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
     sampler = Sampler(
