@@ -257,6 +257,19 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def repeat_sources(
+    seq: list[Any], n_real: int, n_synth: int, real_repeat: int, webcam_repeat: int
+) -> list[Any]:
+    """The training list with its first `n_real` entries (the nellbyler photos) `real_repeat` times and those
+    from `n_synth` on (the matteop65 photos) `webcam_repeat` times; the synthetic scenes between once."""
+    if not 0 <= n_real <= n_synth <= len(seq):
+        raise ValueError(f"need 0 <= n_real <= n_synth <= {len(seq)}, got {n_real}, {n_synth}")
+    out: list[Any] = (
+        seq[:n_real] * max(1, real_repeat) + seq[n_real:n_synth] + seq[n_synth:] * max(1, webcam_repeat)
+    )
+    return out
+
+
 def load_training_data(
     args: argparse.Namespace,
 ) -> tuple[
@@ -282,19 +295,12 @@ def load_training_data(
     false_alarms = (
         mine_false_alarms(scenes, manifest_path=args.mine_manifest) if args.hard_negatives > 0 else None
     )
-    # --real-repeat: the real photos appear that many times in the lists the sampler draws from (loaded and
-    # mined once; the copies are the same arrays).
-    repeat = max(1, args.real_repeat)
-    # --webcam-repeat: the same for the matteop65 photos (the last ones loaded).
-    webcam = max(1, args.webcam_repeat)
-
-    def repeated(seq: list[Any]) -> list[Any]:
-        out: list[Any] = seq[:n_real] * repeat + seq[n_real:n_synth] + seq[n_synth:] * webcam
-        return out
-
-    items, scenes = repeated(items), repeated(scenes)
+    # --real-repeat / --webcam-repeat: the nellbyler and matteop65 photos appear that many times in the lists
+    # the sampler draws from (loaded and mined once; the copies are the same arrays).
+    counts = (n_real, n_synth, args.real_repeat, args.webcam_repeat)
+    items, scenes = repeat_sources(items, *counts), repeat_sources(scenes, *counts)
     if false_alarms is not None:
-        false_alarms = repeated(false_alarms)
+        false_alarms = repeat_sources(false_alarms, *counts)
     if false_alarms is not None:
         print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
     sampler = Sampler(

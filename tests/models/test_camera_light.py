@@ -1,4 +1,4 @@
-"""`models.augment.camera_light`: the detector's training exposure and sensor noise (detector stage 11)."""
+"""Detector stage 11's training options: `camera_light` (exposure and sensor noise) and the photo repeats."""
 
 from __future__ import annotations
 
@@ -52,3 +52,15 @@ def test_the_sampler_applies_it_to_the_share_asked() -> None:
 def test_black_and_white_stay_in_range(level: int) -> None:
     out = camera_light(_grey(level), np.random.default_rng(1))
     assert out.min() >= 0 and out.max() <= 255
+
+
+def test_the_real_and_webcam_photos_are_repeated_apart() -> None:
+    """--real-repeat and --webcam-repeat: nellbyler first, synthetic scenes once, matteop65 last."""
+    from models.train_detector import repeat_sources
+
+    seq = ["n1", "n2", "s1", "s2", "s3", "m1"]
+    assert repeat_sources(seq, 2, 5, 1, 1) == seq
+    assert repeat_sources(seq, 2, 5, 2, 3) == ["n1", "n2", "n1", "n2", "s1", "s2", "s3", "m1", "m1", "m1"]
+    assert repeat_sources(seq, 0, 6, 3, 3) == seq  # no real photos, no webcam photos
+    with pytest.raises(ValueError, match="n_real <= n_synth"):
+        repeat_sources(seq, 4, 3, 1, 1)
