@@ -51,6 +51,7 @@ from typing import Any, Protocol
 import httpx
 
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
+from vision.judge.exposure import exposure_failure
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
@@ -388,7 +389,7 @@ class LiveLoop:
     def _note_exposure(self, roll: Roll, frame_id: str) -> Finding | None:
         """The read's `frame_exposure` finding, if any; a `camera_exposure` alert when it first appears, and a
         `camera_exposure_ok` alert when a later read's frame is fit again."""
-        failed = next((f for f in roll.findings if f.reason == "frame_exposure"), None)
+        failed = exposure_failure(roll.findings)
         if failed is not None and not self.exposure_failed:
             self._alert(
                 "camera_exposure",

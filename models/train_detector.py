@@ -301,7 +301,6 @@ def load_training_data(
     items, scenes = repeat_sources(items, *counts), repeat_sources(scenes, *counts)
     if false_alarms is not None:
         false_alarms = repeat_sources(false_alarms, *counts)
-    if false_alarms is not None:
         print(f"mined {sum(len(f) for f in false_alarms)} false alarms on {len(scenes)} training images")
     sampler = Sampler(
         scenes,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from calibration.layout import LAYOUT_LABELS
 from vision.judge.decide import verdict_of
+from vision.judge.exposure import exposure_failure
 from vision.types import DieReading, Finding, Roll, Verdict
 
 # Problems that are the reader's doubt, not the dealer's error: a die in the box it cannot read, a box short
@@ -300,7 +301,7 @@ def decide_extra_roll(roll: Roll, *, winner: int, kept: int, expected_dice: int)
     `dealer_error`, or `layout_unverified` where the reader only doubts what it saw.
     """
     split = split_extra_roll(dice=roll.dice, winner=winner, kept=kept, expected_dice=expected_dice)
-    unfit = next((f for f in roll.findings if f.reason == "frame_exposure"), None)
+    unfit = exposure_failure(roll.findings)
     if unfit is not None:
         # A frame washed out or too dark (vision/judge/exposure.py) is judged by no rule, and the kept dice
         # cannot be told from the rethrown ones on it either: a person decides, and the live loop's

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from calibration.layout import ThrowBoxLayout
 from datasets.format import LayoutMoveTruth, SceneTruth
+from vision.judge.exposure import FRAME_EXPOSURE, exposure_failure
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.types import Frame, Verdict
@@ -83,9 +84,9 @@ def check_scene(reader: Reader, scene: SceneTruth, image: np.ndarray[Any, Any]) 
         dice=roll.dice, winner=move.winner, match_count=move.match_count, dice_on_table=scene.expected_dice
     )
     named, accused = tuple(p.reason for p in check.problems), check.dealer_error
-    if any(f.reason == "frame_exposure" for f in roll.findings):
+    if exposure_failure(roll.findings):
         # As the live loop: a frame washed out or too dark checks no move (`layout_unverified`, none accused).
-        named, accused = ("frame_exposure",), False
+        named, accused = (FRAME_EXPOSURE,), False
     return MoveOutcome(
         scene_id=scene.scene_id,
         error=move.error,

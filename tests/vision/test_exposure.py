@@ -11,7 +11,7 @@ import pytest
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.judge.config import JudgeConfig
-from vision.judge.exposure import FrameExposure, exposure_findings, measure_exposure
+from vision.judge.exposure import FrameExposure, exposure_failure, exposure_findings, measure_exposure
 from vision.reader import Reader, ReaderConfig
 from vision.types import DieCandidate, FaceReading, Finding, Frame, Verdict
 from vision.validity import ValidityConfig, judge
@@ -137,3 +137,11 @@ def test_the_scan_reads_a_set_as_the_reader_measures_it(tmp_path: Path) -> None:
         text=True,
     )
     assert missing.returncode == 2 and "dataset not found" in missing.stderr
+
+
+def test_exposure_failure_finds_the_frame_finding_among_others() -> None:
+    other = Finding(verdict=Verdict.NO_DECISION, reason="face_uncertain", die_ids=(2,), detail="unsure")
+    (dark,) = exposure_findings(FrameExposure(clipped_share=0.0, bright_level=20), JudgeConfig())
+    assert exposure_failure([other, dark]) is dark
+    assert exposure_failure([other]) is None
+    assert exposure_failure([]) is None

@@ -13,6 +13,7 @@ from dataclasses import replace
 from vision.judge.cocked import CockedCall, cocked_dice
 from vision.judge.config import JudgeConfig
 from vision.judge.count import count_findings, outside_dice, oversized_boxes, places, unexplained_peaks
+from vision.judge.exposure import exposure_failure
 from vision.judge.geometry import TableGeometry
 from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
@@ -161,6 +162,5 @@ def judge_roll(
         out.append(replace(die, **changes))  # type: ignore[arg-type]
     # A frame washed out or too dark (vision/judge/exposure.py) is judged by no rule: whatever else was found
     # there, from texture taken for dice or faces misread, a person decides.
-    exposure_failed = any(f.reason == "frame_exposure" for f in frame_findings)
-    verdict = Verdict.NO_DECISION if exposure_failed else verdict_of(findings)
+    verdict = Verdict.NO_DECISION if exposure_failure(frame_findings) else verdict_of(findings)
     return tuple(out), verdict, tuple(findings)

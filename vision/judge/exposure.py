@@ -16,6 +16,7 @@ Hand-written on OpenCV's histogram: two percentiles of one frame, no library nam
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import cv2
@@ -24,6 +25,7 @@ import numpy as np
 from vision.judge.config import JudgeConfig
 from vision.types import Finding, ImageArray, Verdict
 
+FRAME_EXPOSURE = "frame_exposure"  # the reason of a frame washed out or too dark
 CLIPPED_GREY = 250  # a grey level this high or higher is taken as clipped white
 STRIDE = 4  # every fourth pixel of every fourth row
 
@@ -70,10 +72,15 @@ def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Fin
     return tuple(
         Finding(
             verdict=Verdict.NO_DECISION,
-            reason="frame_exposure",
+            reason=FRAME_EXPOSURE,
             die_ids=(),
             detail=f"the frame is {why}; no rule reads a roll from it: fix the light or the camera's "
             "exposure, and a person decides this roll",
         )
         for why in failed
     )
+
+
+def exposure_failure(findings: Iterable[Finding]) -> Finding | None:
+    """The first `frame_exposure` finding of a roll's (or a frame's) findings; None when the frame is fit."""
+    return next((f for f in findings if f.reason == FRAME_EXPOSURE), None)
