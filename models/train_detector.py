@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from models.augment import camera_light, flip_rotate, paste_dice, photometric, random_background
-from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
+from models.data import SHARED_REAL, DatasetError, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
 from models.loop import export_onnx, require_torch, train_for
 from vision.detect.centernet import STRIDE
 
@@ -422,10 +422,15 @@ def main() -> None:
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
     args = parser.parse_args()
+    if not 0.0 <= args.camera_light <= 1.0:
+        parser.error(f"--camera-light is a share of the samples, 0 to 1: got {args.camera_light}")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    scenes, false_alarms, sampler = load_training_data(args)
+    try:
+        scenes, false_alarms, sampler = load_training_data(args)
+    except DatasetError as exc:  # a clone without ../shared, a mistyped folder
+        parser.error(f"{exc} (the real photo sets live in {SHARED_REAL}, not in a clone; see --real)")
 
     model = DieDetector()
     if args.init is not None and args.init.suffix == ".onnx":

@@ -64,3 +64,26 @@ def test_the_real_and_webcam_photos_are_repeated_apart() -> None:
     assert repeat_sources(seq, 0, 6, 3, 3) == seq  # no real photos, no webcam photos
     with pytest.raises(ValueError, match="n_real <= n_synth"):
         repeat_sources(seq, 4, 3, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--camera-light", "1.5"], "--camera-light is a share of the samples, 0 to 1: got 1.5"),
+        (["--real", "/nonexistent/nellbyler"], "the real photo sets live in"),
+    ],
+)
+def test_the_training_command_refuses_bad_options_with_a_clear_error(args: list[str], said: str) -> None:
+    """A share out of range, or a clone without the real photo sets: exit 2 and one line, no traceback."""
+    pytest.importorskip("torch", reason="training only: pip install -e '.[train]'")
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "models.train_detector", "--minutes", "0.01", "--no-register", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2, out.stderr
+    assert said in out.stderr and "Traceback" not in out.stderr
