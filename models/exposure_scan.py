@@ -1,14 +1,17 @@
-"""The frame-exposure guard's two measures over whole sets: where the bars of `JudgeConfig` stand.
+"""The frame-exposure guard's measures over whole sets: where the bars of `JudgeConfig` stand.
 
     .venv/bin/python -m models.exposure_scan DIR [DIR ...] [--change dim:0.3] [--split train]
 
 For each set (a folder of synthetic scenes, a YOLO folder such as matteop65's train/, or nellbyler with its
 `--split`), every frame is measured as the reader measures it (`vision.judge.exposure.measure_exposure`) and
-the line printed gives the frames read, the most clipped share, the least 99th-percentile grey level, how many
-frames fail each bar of the shipped `JudgeConfig` (`max_clipped_share`, `min_bright_level`), and the median
-time of one measure. `--change KIND:LEVEL` measures each frame under one change of `throwbox stress` first
-(`models/stress.py`, e.g. `dim:0.3`, `glare:1.5`): where the bars fall among darkened or brightened photos.
-The bars were chosen on tuning sets with this (docs/history/judge.md, "A frame too bright or too dark").
+the line printed gives the frames read, the most clipped share, the least 99th-percentile grey level, the
+most and the median noise level (grey levels), how many frames fail each bar of the shipped `JudgeConfig`
+(`max_clipped_share`, `min_bright_level`, `max_noise_level`), how many would be read smoothed
+(`smooth_noise_above`), and the median time of one measure. `--change KIND:LEVEL` measures each frame
+under one change of `throwbox stress` first (`models/stress.py`, e.g. `dim:0.3`, `glare:1.5`, `noise:16`):
+where the bars fall among darkened, brightened or grainy photos. The bars were chosen on tuning sets with
+this (docs/history/judge.md, "A frame too bright or too dark"; docs/history/reader.md, "A grainy frame,
+smoothed").
 """
 
 from __future__ import annotations
@@ -43,15 +46,22 @@ def scan(paths: list[Path], *, change_kind: str | None, level: float, quiet: boo
         times.append((time.perf_counter() - started) * 1000.0)
     clipped = np.array([e.clipped_share for e in found])
     bright = np.array([e.bright_level for e in found])
+    noise = np.array([e.noise_level for e in found])
     washed = 0 if config.max_clipped_share is None else int((clipped > config.max_clipped_share).sum())
     dark = 0 if config.min_bright_level is None else int((bright < config.min_bright_level).sum())
+    grainy = 0 if config.max_noise_level is None else int((noise > config.max_noise_level).sum())
+    smooth = 0 if config.smooth_noise_above is None else int((noise > config.smooth_noise_above).sum())
     return {
         "frames": len(found),
         "most_clipped_pct": round(100.0 * float(clipped.max()), 2),
         "least_bright_level": int(bright.min()),
         "median_bright_level": float(np.median(bright)),
+        "most_noise_level": round(float(noise.max()), 2),
+        "median_noise_level": round(float(np.median(noise)), 2),
         "fail_clipped_bar": washed,
         "fail_dark_bar": dark,
+        "fail_noise_bar": grainy,
+        "read_smoothed": smooth,
         "median_measure_ms": round(float(np.median(times)), 3),
     }
 
@@ -71,8 +81,10 @@ def main() -> None:
             parser.error(f"--change {args.change!r}: {exc}")
     config = JudgeConfig()
     print(
-        f"bars: more than {config.max_clipped_share} of a frame clipped, or its 99th percentile under "
-        f"{config.min_bright_level}" + (f"; every frame under {change_kind} {level:g}" if change_kind else "")
+        f"bars: more than {config.max_clipped_share} of a frame clipped, its 99th percentile under "
+        f"{config.min_bright_level}, or its noise over {config.max_noise_level}; read smoothed over "
+        f"{config.smooth_noise_above}"
+        + (f"; every frame under {change_kind} {level:g}" if change_kind else "")
     )
     for root in args.sets:
         try:

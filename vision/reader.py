@@ -23,7 +23,7 @@ from calibration.table import TableCalibration
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
-from vision.judge.exposure import exposure_findings, measure_exposure
+from vision.judge.exposure import exposure_findings, measure_exposure, smoothed
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import probe_wedged, read_looked
 from vision.judge.state import DieStateClassifier
@@ -273,28 +273,31 @@ class Reader:
         detector's coarse looks for a die filling the frame run only on a photo read without both.
         """
         t0 = time.perf_counter()
+        # The frame's exposure and grain first (vision/judge/exposure.py): a grainy frame is read smoothed.
+        judge_config = self.config.validity.judge
+        exposure = measure_exposure(frame.image)
+        image = smoothed(frame.image, exposure, judge_config)
         # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
         coarse = expected_dice is None and geometry is None
         candidates, weak_peaks = self.detector.detect_with_weak(
-            frame.image, weak_score=self.weak_score, coarse=coarse
+            image, weak_score=self.weak_score, coarse=coarse
         )
-        table = self._table_look(frame.image, candidates, weak_peaks, geometry)
+        table = self._table_look(image, candidates, weak_peaks, geometry)
         candidates, weak_peaks, geometry = table.sifted.candidates, table.sifted.weak_peaks, table.geometry
         t1 = time.perf_counter()
 
         def read_faces(cs: tuple[DieCandidate, ...]) -> tuple[FaceReading, ...]:
-            return self.faces(frame.image, cs, geometry)
+            return self.faces(image, cs, geometry)
 
         states = None
         if self.die_state is None:
             t2 = time.perf_counter()
             readings = read_faces(candidates)
         else:
-            states = self.die_state(frame.image, candidates)
+            states = self.die_state(image, candidates)
             # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py).
-            judge_config = self.config.validity.judge
             candidates, states = probe_wedged(
-                frame.image,
+                image,
                 candidates,
                 states,
                 expected_dice=expected_dice,
@@ -309,11 +312,9 @@ class Reader:
                 states,
                 config=judge_config,
                 read_faces=read_faces,
-                read_turned=lambda cs: self.cocked_reader(frame.image, cs, geometry, turned=True),
+                read_turned=lambda cs: self.cocked_reader(image, cs, geometry, turned=True),
                 read_cocked=(
-                    None
-                    if self.cocked_faces is None
-                    else lambda cs: self.cocked_reader(frame.image, cs, geometry)
+                    None if self.cocked_faces is None else lambda cs: self.cocked_reader(image, cs, geometry)
                 ),
             )
         t3 = time.perf_counter()
@@ -326,11 +327,9 @@ class Reader:
             geometry=geometry,
             weak_peaks=weak_peaks,
             unsure_set_aside=table.unsure_set_aside,
-            # A frame washed out or too dark first (vision/judge/exposure.py), then what the table saw.
-            frame_findings=(
-                *exposure_findings(measure_exposure(frame.image), self.config.validity.judge),
-                *table.findings,
-            ),
+            # A frame washed out, too dark or smoothed first (vision/judge/exposure.py), then what the
+            # table saw.
+            frame_findings=(*exposure_findings(exposure, judge_config), *table.findings),
         )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
         winner, match_count = (None, None)

@@ -166,8 +166,9 @@ class Finding:
     `reason` codes: die_off_table, extra_dice, die_on_die, cocked_multi_side (void), cocked_unclear,
     cocked_read_by_rule (valid), stacked_unclear, stacked_ruled_out (valid), object_unclear,
     state_uncertain, face_uncertain, count_mismatch, no_dice, camera_moved (a table's camera moved since
-    its calibration; of the frame, no die), frame_exposure (the frame washed out or too dark: the roll goes
-    to a person whatever else is found; of the frame, no die). `die_ids` are 1-based positions in
+    its calibration; of the frame, no die), frame_exposure (the frame washed out, too dark or too grainy:
+    the roll goes to a person whatever else is found; of the frame, no die), frame_smoothed (valid: a grainy
+    frame was smoothed before it was read; of the frame, no die). `die_ids` are 1-based positions in
     `Roll.dice` (the numbers on the annotated frame); empty when the finding concerns no die found.
     `detail` is the human sentence that `Roll.reasons` lists.
     """

@@ -1,9 +1,11 @@
-"""A frame washed out or too dark is judged by no rule (vision/judge/exposure.py): measures, findings, the
-reader's verdict, and the judge's records (`throwbox eval --verdicts`)."""
+"""A frame washed out or too dark is judged by no rule, and a grainy one is read smoothed
+(vision/judge/exposure.py): measures, findings, the reader's verdict, and the judge's records (`throwbox eval
+--verdicts`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +13,15 @@ import pytest
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.judge.config import JudgeConfig
-from vision.judge.exposure import FrameExposure, exposure_failure, exposure_findings, measure_exposure
+from vision.judge.exposure import (
+    FRAME_SMOOTHED,
+    FrameExposure,
+    exposure_failure,
+    exposure_findings,
+    measure_exposure,
+    smoothed,
+    smoothing_sigma,
+)
 from vision.reader import Reader, ReaderConfig
 from vision.types import DieCandidate, FaceReading, Finding, Frame, Verdict
 from vision.validity import ValidityConfig, judge
@@ -145,3 +155,97 @@ def test_exposure_failure_finds_the_frame_finding_among_others() -> None:
     assert exposure_failure([other, dark]) is dark
     assert exposure_failure([other]) is None
     assert exposure_failure([]) is None
+
+
+def _grainy(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
+    noise = np.random.default_rng(seed).normal(0.0, sigma, image.shape)
+    return np.clip(image.astype(np.float32) + noise + 0.5, 0, 255).astype(np.uint8)
+
+
+def test_the_noise_level_reads_a_cameras_grain_and_not_the_scene() -> None:
+    flat = np.full((480, 640), 120, np.uint8)
+    assert measure_exposure(flat).noise_level == 0.0
+    for sigma in (4.0, 10.0, 20.0):  # grey noise of that deviation is read as it
+        assert measure_exposure(_grainy(flat, sigma)).noise_level == pytest.approx(sigma, rel=0.1)
+    # Noise drawn in each colour channel apart is partly averaged out in grey (x0.67 for independent BGR).
+    colour = _grainy(np.full((480, 640, 3), 120, np.uint8), 12.0)
+    assert measure_exposure(colour).noise_level == pytest.approx(12.0 * 0.668, rel=0.1)
+    # Dice, their pips and a shaded felt are edges and slopes, not grain: the clean scene reads under 1.
+    img, _ = _scene()
+    shaded = np.clip(img.astype(np.float32) * np.linspace(0.6, 1.0, img.shape[1])[None, :, None], 0, 255)
+    assert measure_exposure(shaded.astype(np.uint8)).noise_level < 1.0
+
+
+def test_a_grainy_frame_is_smoothed_with_a_note_and_one_past_the_bar_left_to_a_person() -> None:
+    config = JudgeConfig()
+    assert config.smooth_noise_above == 6.0 and config.max_noise_level == 24.0
+    # The rendered tuning frames' grainiest measure 4.94: not smoothed.
+    assert exposure_findings(FrameExposure(0.0, 200, noise_level=4.94), config) == ()
+    (note,) = exposure_findings(FrameExposure(0.0, 200, noise_level=10.6), config)
+    assert (note.verdict, note.reason, note.die_ids) == (Verdict.VALID, FRAME_SMOOTHED, ())
+    assert "noise about 11 grey levels, over 6" in note.detail and "blur of 0.9 px" in note.detail
+    assert smoothing_sigma(FrameExposure(0.0, 200, noise_level=9.0), config) == 0.75  # level / 12
+    low = JudgeConfig(smooth_noise_above=2.0)
+    assert smoothing_sigma(FrameExposure(0.0, 200, noise_level=3.0), low) == 0.5  # the least blur
+    assert smoothing_sigma(FrameExposure(0.0, 200, noise_level=60.0), config) == 2.5  # the most
+    unfit, noted = exposure_findings(FrameExposure(0.0, 200, noise_level=30.0), config)
+    assert (unfit.verdict, unfit.reason) == (Verdict.NO_DECISION, "frame_exposure")
+    assert "too grainy: its noise about 30 grey levels (limit 24)" in unfit.detail
+    assert noted.reason == FRAME_SMOOTHED
+    assert exposure_failure([noted]) is None and exposure_failure([noted, unfit]) is unfit
+    off = JudgeConfig(smooth_noise_above=None, max_noise_level=None)
+    assert exposure_findings(FrameExposure(0.0, 200, noise_level=30.0), off) == ()
+
+
+def test_smoothed_gives_the_frame_itself_unless_it_is_grainy() -> None:
+    img, _ = _scene()
+    clean = measure_exposure(img)
+    assert smoothed(img, clean, JudgeConfig()) is img  # not a copy: a clean frame is read as it is
+    grainy = _grainy(img, 16.0)
+    measured = measure_exposure(grainy)
+    out = smoothed(grainy, measured, JudgeConfig())
+    assert out.shape == grainy.shape and out.dtype == np.uint8
+    assert measure_exposure(out).noise_level < measured.noise_level / 3
+    assert smoothed(grainy, measured, JudgeConfig(smooth_noise_above=None)) is grainy
+
+
+@pytest.mark.parametrize("name", ["smooth_noise_above", "max_noise_level"])
+@pytest.mark.parametrize("level", [0.0, -1.0, 300.0])
+def test_the_noise_bars_are_checked(name: str, level: float) -> None:
+    with pytest.raises(ValueError, match=name):
+        JudgeConfig(**{name: level})  # type: ignore[arg-type]
+
+
+class _SeeingDetector(FakeDetectorSession):
+    """The fake detector, keeping the grain of the first input it is given (a flat corner of the felt)."""
+
+    seen_grain: float | None = None
+
+    def run(self, output_names: Any, input_feed: Any) -> list[Any]:
+        (x,) = input_feed.values()
+        if self.seen_grain is None:
+            self.seen_grain = float(np.diff(x[0, :, 5:40, 5:40], axis=2).std())  # pixel to pixel, a corner
+        return super().run(output_names, input_feed)
+
+
+def test_the_reader_reads_a_grainy_frame_smoothed_and_says_so(tmp_path: Path) -> None:
+    img, boxes = _scene()
+    grainy = _grainy(img, 16.0)
+
+    def read(config: ReaderConfig, sub: str) -> tuple[Any, float]:
+        (tmp_path / sub).mkdir()
+        detector = _SeeingDetector(boxes)
+        sessions = factory(detector, FakeFaceSession([one_hot(f) for f in FACES]))
+        reader = Reader(manifest_path=write_manifest(tmp_path / sub), session_factory=sessions, config=config)
+        roll = reader.read(Frame(image=grainy), expected_dice=3)
+        assert detector.seen_grain is not None
+        return roll, detector.seen_grain
+
+    roll, grain = read(ReaderConfig(), "a")
+    assert roll.verdict is Verdict.VALID and roll.faces == FACES  # the note does not change the verdict
+    assert [f.reason for f in roll.findings if f.reason == FRAME_SMOOTHED] == [FRAME_SMOOTHED]
+    assert any("smoothed" in r for r in roll.reasons), roll.reasons
+    off = ReaderConfig(validity=ValidityConfig(judge=JudgeConfig(smooth_noise_above=None)))
+    roll_off, grain_off = read(off, "b")
+    assert not any(f.reason == FRAME_SMOOTHED for f in roll_off.findings)
+    assert grain < grain_off / 2  # the detector was given the smoothed frame

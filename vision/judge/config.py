@@ -195,6 +195,15 @@ class JudgeConfig:
     # times the rendered frames' most, 60 about 70 % of their least. None: not checked.
     max_clipped_share: float | None = 0.15
     min_bright_level: float | None = 60.0
+    # A grainy frame (vision/judge/exposure.py: its sensor noise's deviation in grey levels, measured on every
+    # fourth pixel) over this is smoothed before any model reads it, and the roll notes it
+    # (`frame_smoothed`, valid); over `max_noise_level` it is `frame_exposure` (no_decision). Chosen on
+    # tuning frames only (2026-12-03, `python -m models.exposure_scan`; docs/history/reader.md, "A grainy
+    # frame, smoothed"): rendered tuning frames measure at most 4.94, the real tuning photos 1.48; noise of 8
+    # per channel measures 5.2-7.7, of 16 10.4-12.1, of 32 about 21.5. 24: past the most that was read
+    # (noise of 32). None: not checked.
+    smooth_noise_above: float | None = 6.0
+    max_noise_level: float | None = 24.0
     # A short count is a die that left the table only if the detector saw nothing like a die where none
     # was found: a heatmap peak scoring at least this (under the detector's own threshold, 0.35) on no
     # found die, inside the throw box, makes the short count `no_decision` instead (vision/judge/count.py).
@@ -309,6 +318,10 @@ class JudgeConfig:
             raise ValueError(
                 f"JudgeConfig.min_bright_level must be None or in (0, 255], got {self.min_bright_level}"
             )
+        for name in ("smooth_noise_above", "max_noise_level"):
+            level = getattr(self, name)
+            if level is not None and not 0.0 < level <= 255.0:
+                raise ValueError(f"JudgeConfig.{name} must be None or in (0, 255], got {level}")
         if self.max_marker_shift_px is not None and not self.max_marker_shift_px > 0.0:
             raise ValueError(
                 f"JudgeConfig.max_marker_shift_px must be None or positive, got {self.max_marker_shift_px}"

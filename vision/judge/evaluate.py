@@ -29,7 +29,7 @@ from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from datasets.format import SCENARIOS, SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
-from vision.judge.exposure import FrameExposure, exposure_findings, measure_exposure
+from vision.judge.exposure import FrameExposure, exposure_findings, measure_exposure, smoothed
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
 from vision.judge.state import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
@@ -86,7 +86,8 @@ class SceneRecord:
     # "" where unknown.
     scenario: str = ""
     # The frame's exposure (vision/judge/exposure.py), measured once so its bars can be swept; None: not
-    # measured (no frame finding of it).
+    # measured (no frame finding of it). A grainy frame was smoothed before the models read it by the bar of
+    # `record_scene`'s judge config; a sweep of `smooth_noise_above` changes the note, not that reading.
     exposure: FrameExposure | None = None
 
     def judged(self, config: ValidityConfig) -> Judgement:
@@ -163,6 +164,9 @@ def record_scene(
         raise ValueError("record_scene: give both the detector and the face reader, or neither (the oracle)")
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
+    # A grainy frame is read smoothed, as the reader reads it (by `judge_config`'s bar, else the shipped one).
+    exposure = measure_exposure(image)
+    image = smoothed(image, exposure, judge_config or JudgeConfig())
     weak: tuple[DieCandidate, ...] = ()
     if detect is None or read_faces is None:
         order = sorted(range(len(truth)), key=lambda i: truth[i].box_xyxy[0] + truth[i].box_xyxy[2])
@@ -208,7 +212,7 @@ def record_scene(
         motion_blur_px=scene.motion_blur_px,
         true_faces=scene.faces,
         scenario=scene.scenario,
-        exposure=measure_exposure(image),
+        exposure=exposure,
     )
 
 

@@ -1,4 +1,4 @@
-"""Is the frame fit to be read at all? A frame washed out or too dark for its dice to be seen.
+"""Is the frame fit to be read at all? A frame washed out, too dark or too grainy for its dice to be seen.
 
 Under a clipped light (a lamp knocked, a camera's iris or gain gone wrong) or a dim one, the detector
 takes texture for dice and the face model gives faces it should not (`throwbox stress`, docs/reader.md,
@@ -11,7 +11,19 @@ measure that failed, so the camera or the light can be fixed. The two measures, 
 - the grey level under which 99 % of pixels lie, against `JudgeConfig.min_bright_level` (the frame's dice
   and print are its brightest parts; a frame whose brightest hundredth is dark shows none of them).
 
-Hand-written on OpenCV's histogram: two percentiles of one frame, no library names them.
+A third measure, of the same pixels, is the frame's grain: the standard deviation of its sensor noise in grey
+levels, estimated as Immerkaer's ("Fast noise variance estimation", 1996) 3x3 operator, which cancels any
+plane and most smooth shading, taken at its median (robust to the edges and pips that make up a minority of
+a frame) over every fourth pixel each way (independent noise keeps its deviation under that sampling). A
+camera's noise grows in a dim room as its gain rises. `throwbox stress` showed the reader losing most photos
+under noise of 16 grey levels (the webcam photos' detection precision at 74 %), and trained on no such frames
+(the rendered tuning frames measure at most 4.9). So a frame grainier than `JudgeConfig.smooth_noise_above`
+is smoothed (`smoothed`: a Gaussian blur whose sigma grows with the noise) before any model reads it, with a
+`frame_smoothed` note in the roll's reasons (its verdict unchanged); one grainier than
+`JudgeConfig.max_noise_level` (beyond what was measured) is `frame_exposure` like a dark one. The bars and
+the blur were chosen on tuning photos and frames (docs/history/reader.md, "A grainy frame, smoothed").
+
+Hand-written on OpenCV's histogram and filter: percentiles and a median of one frame, no library names them.
 """
 
 from __future__ import annotations
@@ -25,9 +37,20 @@ import numpy as np
 from vision.judge.config import JudgeConfig
 from vision.types import Finding, ImageArray, Verdict
 
-FRAME_EXPOSURE = "frame_exposure"  # the reason of a frame washed out or too dark
+FRAME_EXPOSURE = "frame_exposure"  # the reason of a frame washed out, too dark or too grainy
+FRAME_SMOOTHED = "frame_smoothed"  # the note of a grainy frame smoothed before it was read (valid)
 CLIPPED_GREY = 250  # a grey level this high or higher is taken as clipped white
 STRIDE = 4  # every fourth pixel of every fourth row
+# Immerkaer's operator: the difference of two Laplacians, zero on any plane; its response to white noise of
+# deviation s has deviation 6 s (the root of the sum of its squared weights, 36).
+NOISE_KERNEL = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
+MAD_TO_SIGMA = 1.4826  # a normal variable's deviation over its median absolute value
+# The blur of a grainy frame: sigma (px of the frame) = its noise level / SMOOTH_LEVELS_PER_PX, within
+# SMOOTH_SIGMA_PX. Chosen on tuning photos (docs/history/reader.md, "A grainy frame, smoothed"): noise of 16
+# per channel (11 grey levels) takes 0.9 px, of 32 (21 grey levels) 1.8 px; level / 8 read more rolls
+# exactly on the webcam photos but settled more wrong.
+SMOOTH_LEVELS_PER_PX = 12.0
+SMOOTH_SIGMA_PX = (0.5, 2.5)
 
 
 @dataclass(frozen=True)
@@ -36,10 +59,11 @@ class FrameExposure:
 
     clipped_share: float  # of its pixels at grey CLIPPED_GREY or more, 0..1
     bright_level: int  # the grey level under which 99 % of its pixels lie (0..255)
+    noise_level: float = 0.0  # its sensor noise's standard deviation in grey levels, estimated
 
 
 def measure_exposure(image_bgr: ImageArray) -> FrameExposure:
-    """The frame's clipped share and 99th-percentile grey level (BGR or grey uint8)."""
+    """The frame's clipped share, 99th-percentile grey level and noise level (BGR or grey uint8)."""
     if image_bgr.ndim not in (2, 3) or image_bgr.size == 0:
         raise ValueError(f"an image is needed, got shape {image_bgr.shape}")
     # Nearest-neighbour scaling takes every STRIDE-th pixel, as slicing would where the sides divide by
@@ -48,16 +72,48 @@ def measure_exposure(image_bgr: ImageArray) -> FrameExposure:
     h, w = image_bgr.shape[:2]
     size = (max(1, w // STRIDE), max(1, h // STRIDE))
     small = cv2.resize(image_bgr, size, interpolation=cv2.INTER_NEAREST)
-    grey = small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
+    grey = np.asarray(small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY), np.uint8)
     counts = cv2.calcHist([grey], [0], None, [256], [0, 256]).ravel().cumsum()
     total = float(counts[-1])
     clipped = 1.0 - float(counts[CLIPPED_GREY - 1]) / total
     bright = int(np.searchsorted(counts, 0.99 * total))
-    return FrameExposure(clipped_share=max(0.0, clipped), bright_level=bright)
+    return FrameExposure(clipped_share=max(0.0, clipped), bright_level=bright, noise_level=_noise_level(grey))
+
+
+def _noise_level(grey: ImageArray) -> float:
+    """The noise deviation of a grey image: the median of |Immerkaer's operator| over its inner pixels, / 6
+    and scaled to a deviation (0.25 grey levels a step: the operator's response is a whole number)."""
+    if grey.shape[0] < 3 or grey.shape[1] < 3:
+        return 0.0
+    response = cv2.filter2D(grey, cv2.CV_16S, NOISE_KERNEL)[1:-1, 1:-1]
+    magnitude = cv2.convertScaleAbs(response)  # |response|, saturating at 255 (far past any median here)
+    counts = cv2.calcHist([magnitude], [0], None, [256], [0, 256]).ravel().cumsum()
+    median = int(np.searchsorted(counts, 0.5 * float(counts[-1])))
+    return MAD_TO_SIGMA * median / 6.0
+
+
+def smoothing_sigma(exposure: FrameExposure, config: JudgeConfig) -> float | None:
+    """The blur (sigma, px) a frame this grainy is read through; None when it is not grainy enough (or the
+    bar is off)."""
+    bar = config.smooth_noise_above
+    if bar is None or exposure.noise_level <= bar:
+        return None
+    low, high = SMOOTH_SIGMA_PX
+    return min(high, max(low, exposure.noise_level / SMOOTH_LEVELS_PER_PX))
+
+
+def smoothed(image_bgr: ImageArray, exposure: FrameExposure, config: JudgeConfig) -> ImageArray:
+    """The frame the models read: itself (the same array) unless it is grainier than
+    `JudgeConfig.smooth_noise_above`, then blurred by `smoothing_sigma`."""
+    sigma = smoothing_sigma(exposure, config)
+    if sigma is None:
+        return image_bgr
+    return np.asarray(cv2.GaussianBlur(image_bgr, (0, 0), sigmaX=sigma), np.uint8)
 
 
 def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Finding, ...]:
-    """A `frame_exposure` finding for each bar the frame fails (none when both are off or both pass)."""
+    """A `frame_exposure` finding for each bar the frame fails (none when the bars are off or all pass),
+    then the `frame_smoothed` note of a grainy frame that was smoothed before it was read."""
     failed = []
     if config.max_clipped_share is not None and exposure.clipped_share > config.max_clipped_share:
         failed.append(
@@ -69,7 +125,12 @@ def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Fin
             f"too dark: 99 % of it at or under grey level {exposure.bright_level} "
             f"(limit {config.min_bright_level:g})"
         )
-    return tuple(
+    if config.max_noise_level is not None and exposure.noise_level > config.max_noise_level:
+        failed.append(
+            f"too grainy: its noise about {exposure.noise_level:.0f} grey levels "
+            f"(limit {config.max_noise_level:g})"
+        )
+    unfit = tuple(
         Finding(
             verdict=Verdict.NO_DECISION,
             reason=FRAME_EXPOSURE,
@@ -79,6 +140,18 @@ def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Fin
         )
         for why in failed
     )
+    sigma = smoothing_sigma(exposure, config)
+    if sigma is None:
+        return unfit
+    note = Finding(
+        verdict=Verdict.VALID,
+        reason=FRAME_SMOOTHED,
+        die_ids=(),
+        detail=f"the frame is grainy (noise about {exposure.noise_level:.0f} grey levels, over "
+        f"{config.smooth_noise_above:g}): it was smoothed (blur of {sigma:.1f} px) before its dice were "
+        "read; more light or less camera gain would give a cleaner picture",
+    )
+    return (*unfit, note)
 
 
 def exposure_failure(findings: Iterable[Finding]) -> Finding | None:
