@@ -18,12 +18,15 @@ a frame) over every fourth pixel each way (independent noise keeps its deviation
 camera's noise grows in a dim room as its gain rises. `throwbox stress` showed the reader losing most photos
 under noise of 16 grey levels (the webcam photos' detection precision at 74 %), and trained on no such frames
 (the rendered tuning frames measure at most 4.9). So a frame grainier than `JudgeConfig.smooth_noise_above`
-is smoothed (`smoothed`: a Gaussian blur whose sigma grows with the noise) before any model reads it, with a
-`frame_smoothed` note in the roll's reasons (its verdict unchanged); one grainier than
-`JudgeConfig.max_noise_level` (beyond what was measured) is `frame_exposure` like a dark one. The bars and
-the blur were chosen on tuning photos and frames (docs/history/reader.md, "A grainy frame, smoothed").
+can be smoothed (`smoothed`: a Gaussian blur whose sigma grows with the noise) before any model reads it,
+with a `frame_smoothed` note in the roll's reasons (its verdict unchanged); one grainier than
+`JudgeConfig.max_noise_level` is then `frame_exposure` like a dark one. Both bars are off by default:
+chosen on tuning photos (6.0 and 24), they failed their rule on the held-out photos (docs/history/reader.md,
+"A grainy frame, smoothed"), so the reader reads every frame as it comes unless a config turns them on.
 
-Hand-written on OpenCV's histogram and filter: percentiles and a median of one frame, no library names them.
+Hand-written on OpenCV's histogram and filter: percentiles and a median of one frame. scikit-image's
+`estimate_sigma` (a wavelet median) would bring a dependency for one number; Immerkaer's operator is one
+3x3 filter on pixels already taken.
 """
 
 from __future__ import annotations
