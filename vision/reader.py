@@ -23,7 +23,7 @@ from calibration.table import TableCalibration
 from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
-from vision.judge.exposure import exposure_findings, measure_exposure, smoothed
+from vision.judge.exposure import exposure_findings, grain_bars_set, measure_exposure, smoothed
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import probe_wedged, read_looked
 from vision.judge.state import DieStateClassifier
@@ -275,7 +275,7 @@ class Reader:
         t0 = time.perf_counter()
         # The frame's exposure and grain first (vision/judge/exposure.py): a grainy frame is read smoothed.
         judge_config = self.config.validity.judge
-        exposure = measure_exposure(frame.image)
+        exposure = measure_exposure(frame.image, noise=grain_bars_set(judge_config))
         image = smoothed(frame.image, exposure, judge_config)
         # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
         coarse = expected_dice is None and geometry is None

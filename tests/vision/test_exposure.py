@@ -19,6 +19,7 @@ from vision.judge.exposure import (
     FrameExposure,
     exposure_failure,
     exposure_findings,
+    grain_bars_set,
     measure_exposure,
     smoothed,
     smoothing_sigma,
@@ -168,6 +169,8 @@ def _grainy(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
 def test_the_noise_level_reads_a_cameras_grain_and_not_the_scene() -> None:
     flat = np.full((480, 640), 120, np.uint8)
     assert measure_exposure(flat).noise_level == 0.0
+    assert measure_exposure(_grainy(flat, 10.0), noise=False).noise_level == 0.0  # not measured
+    assert not grain_bars_set(JudgeConfig()) and grain_bars_set(GRAINY)
     for sigma in (4.0, 10.0, 20.0):  # grey noise of that deviation is read as it
         assert measure_exposure(_grainy(flat, sigma)).noise_level == pytest.approx(sigma, rel=0.1)
     # Noise drawn in each colour channel apart is partly averaged out in grey (x0.67 for independent BGR).

@@ -165,7 +165,7 @@ def record_scene(
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     # A grainy frame is read smoothed, as the reader reads it (by `judge_config`'s bar, else the shipped one).
-    exposure = measure_exposure(image)
+    exposure = measure_exposure(image)  # with its grain: a sweep of the grain bars reads it
     image = smoothed(image, exposure, judge_config or JudgeConfig())
     weak: tuple[DieCandidate, ...] = ()
     if detect is None or read_faces is None:

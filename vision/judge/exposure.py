@@ -65,8 +65,11 @@ class FrameExposure:
     noise_level: float = 0.0  # its sensor noise's standard deviation in grey levels, estimated
 
 
-def measure_exposure(image_bgr: ImageArray) -> FrameExposure:
-    """The frame's clipped share, 99th-percentile grey level and noise level (BGR or grey uint8)."""
+def measure_exposure(image_bgr: ImageArray, *, noise: bool = True) -> FrameExposure:
+    """The frame's clipped share, 99th-percentile grey level and noise level (BGR or grey uint8).
+
+    `noise=False` leaves the noise level at 0 (about 0.2 ms a 1280x960 frame saved): the reader measures it
+    only while a grain bar is set (`grain_bars_set`)."""
     if image_bgr.ndim not in (2, 3) or image_bgr.size == 0:
         raise ValueError(f"an image is needed, got shape {image_bgr.shape}")
     # Nearest-neighbour scaling takes every STRIDE-th pixel, as slicing would where the sides divide by
@@ -80,7 +83,13 @@ def measure_exposure(image_bgr: ImageArray) -> FrameExposure:
     total = float(counts[-1])
     clipped = 1.0 - float(counts[CLIPPED_GREY - 1]) / total
     bright = int(np.searchsorted(counts, 0.99 * total))
-    return FrameExposure(clipped_share=max(0.0, clipped), bright_level=bright, noise_level=_noise_level(grey))
+    level = _noise_level(grey) if noise else 0.0
+    return FrameExposure(clipped_share=max(0.0, clipped), bright_level=bright, noise_level=level)
+
+
+def grain_bars_set(config: JudgeConfig) -> bool:
+    """Does either grain bar (`smooth_noise_above`, `max_noise_level`) need the frame's noise level?"""
+    return config.smooth_noise_above is not None or config.max_noise_level is not None
 
 
 def _noise_level(grey: ImageArray) -> float:
