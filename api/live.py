@@ -13,8 +13,11 @@ and, around it:
   corner markers off their places, vision/reader.py) raises a `camera_moved` alert once, and a later read that
   finds them in place again a `camera_in_place` alert. Likewise a read whose frame is washed out or too dark
   (the reader's `frame_exposure` finding, vision/judge/exposure.py) raises `camera_exposure` once, and a later
-  read of a fit frame `camera_exposure_ok`. The settle detector is reset on a loss, so no roll is
-  read from a stale frame (vision.settle); this loop adds nothing that could.
+  read of a fit frame `camera_exposure_ok`. An at-rest frame grainier than `LiveConfig.grain_alert_above`
+  (its sensor noise, vision/judge/exposure.py: a camera turning its gain up in a dim room) raises
+  `camera_grainy` once, and a later one under it `camera_grain_ok`; the read is not changed by it, and each
+  stored read keeps its frame's grain (`frame_noise_level`). The settle detector is reset on a loss, so no
+  roll is read from a stale frame (vision.settle); this loop adds nothing that could.
 - after a valid first roll that leaves the round waiting for the Extra Roll, the next frame the box settles
   in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
   move into the layout box is checked (`vision.layout_check`, 593.4(e)); anything wrong is a `dealer_error`
@@ -51,7 +54,7 @@ from typing import Any, Protocol
 import httpx
 
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
-from vision.judge.exposure import exposure_failure
+from vision.judge.exposure import exposure_failure, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
@@ -227,10 +230,19 @@ class LiveConfig:
     table_id: str
     expected_dice: int  # 10 (hrd10) or 6 (hrd6)
     calibration_id: str | None = None
+    # An at-rest frame whose grain (its sensor noise's deviation in grey levels) is over this raises
+    # `camera_grainy`. 6.0: over every frame the reader's models trained and were tuned on (6,900 rendered
+    # tuning frames at most 5.19, the real tuning photos 1.48; `python -m models.exposure_scan`). What grain
+    # costs, on the held-out photos under noise of 16 per channel (a grain of about 11): photos read exactly
+    # 66 -> 24 % (nellbyler test) and 68.6 -> 19.77 % (matteop65 valid), `throwbox stress`
+    # (reports/reader/stress/). None: no grain alerts.
+    grain_alert_above: float | None = 6.0
 
     def __post_init__(self) -> None:
         if self.expected_dice not in (6, 10):
             raise ValueError(f"expected_dice must be 6 or 10, got {self.expected_dice}")
+        if self.grain_alert_above is not None and not 0.0 < self.grain_alert_above <= 255.0:
+            raise ValueError(f"grain_alert_above must be None or in (0, 255], got {self.grain_alert_above}")
 
 
 @dataclass
@@ -294,6 +306,7 @@ class LiveLoop:
         self.camera_ok = True
         self.camera_moved = False  # the last read through the calibration saw the camera moved since
         self.exposure_failed = False  # the last read's frame was washed out or too dark
+        self.grainy = False  # the last at-rest frame was grainier than `LiveConfig.grain_alert_above`
         self.frames = 0
         self._pending: _Pending | None = None
         self._stop = threading.Event()
@@ -404,6 +417,32 @@ class LiveLoop:
         self.exposure_failed = failed is not None
         return failed
 
+    def _note_grain(self, frame: Frame) -> float | None:
+        """The frame's grain (grey levels; None when grain alerts are off); a `camera_grainy` alert when it
+        first goes over `LiveConfig.grain_alert_above`, and `camera_grain_ok` when a later frame is under
+        it."""
+        bar = self.config.grain_alert_above
+        if bar is None:
+            return None
+        level = measure_exposure(frame.image).noise_level
+        grainy = level > bar
+        if grainy and not self.grainy:
+            self._alert(
+                "camera_grainy",
+                f"the camera's picture is grainy (its noise about {level:.0f} grey levels, over {bar:g}, "
+                "grainier than any frame the reader learned from): expect more rolls left to a person and "
+                "dice missed; more light or less camera gain would mend it",
+                {"frame_id": frame.frame_id, "noise_level": round(level, 2)},
+            )
+        elif not grainy and self.grainy:
+            self._alert(
+                "camera_grain_ok",
+                f"the camera's picture is clean enough again (noise about {level:.0f} grey levels)",
+                {"frame_id": frame.frame_id, "noise_level": round(level, 2)},
+            )
+        self.grainy = grainy
+        return level
+
     def _alert(self, kind: str, message: str, data: dict[str, Any]) -> None:
         try:
             self.recorder.alert(table_id=self.config.table_id, kind=kind, message=message, data=data)
@@ -507,11 +546,14 @@ class LiveLoop:
         # stands (no `camera_in_place` nor `camera_exposure_ok` from a roll made up for the failure).
         moved = None if read_failed else self._note_camera_position(roll, frame.frame_id)
         unfit = None if read_failed else self._note_exposure(roll, frame.frame_id)
+        grain = self._note_grain(frame)  # of the frame itself, read or not
         verdict = roll.verdict.value
         reasons = list(roll.reasons)
         faces: tuple[int, ...] = roll.faces
         kind = "first_roll"
         extra = self._extra()
+        if grain is not None:
+            extra["frame_noise_level"] = round(grain, 2)
         if pending is not None:
             kind = "extra_roll"
             if self.geometry is None:

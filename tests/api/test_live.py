@@ -837,3 +837,49 @@ def test_a_frame_unfit_to_read_raises_one_alert_and_one_when_fit_again() -> None
     loop.handle_throw(AtRest(captured, throw_index=0, moving_since_s=0.0, still_since_s=0.1))
     kinds = [kind for kind, _ in recorder.alerts[before:]]
     assert "read_failed" in kinds and "camera_exposure_ok" not in kinds and loop.exposure_failed
+
+
+def test_a_grainy_camera_raises_one_alert_and_one_when_clean_again() -> None:
+    """At-rest frames grainier than `LiveConfig.grain_alert_above` (sensor noise, vision/judge/exposure.py)
+    raise `camera_grainy` once, not at every roll, and `camera_grain_ok` when a frame is clean again; each
+    stored read keeps its frame's grain; with the bar off nothing is measured."""
+    recorder = AlertsOnly()
+    loop = _calibrated_loop(recorder)
+    assert loop.config.grain_alert_above == 6.0
+    rng = np.random.default_rng(0)
+    felt = np.full((240, 320, 3), 90, np.uint8)
+    grainy = np.clip(felt + rng.normal(0.0, 16.0, felt.shape) + 0.5, 0, 255).astype(np.uint8)
+    frames = [Frame(image=img, frame_id=f"f{i}") for i, img in enumerate([felt, grainy, grainy, felt, felt])]
+    levels = [loop._note_grain(f) for f in frames]
+    assert levels[0] == 0.0 and levels[3] == 0.0
+    assert all(level is not None and 9.0 < level < 12.5 for level in levels[1:3])  # 16 per channel: ~10.7
+    assert [kind for kind, _ in recorder.alerts] == ["camera_grainy", "camera_grain_ok"]
+    assert "grainy (its noise about 11 grey levels, over 6" in recorder.alerts[0][1]
+
+    # A throw read from a grainy frame: the alert, and the read stored with its grain beside the roll.
+    stored: list[dict[str, Any]] = []
+
+    class Keeping(AlertsOnly):
+        def store_read(self, **kwargs: Any) -> StoredRead:
+            stored.append(kwargs["extra"])
+            return super().store_read(**kwargs)
+
+    keeping = Keeping()
+    loop = _calibrated_loop(keeping)
+    loop.reader = TruthReader([[die(3, x=30.0 * i) for i in range(10)]])
+    captured = CapturedFrame(image=grainy, frame_id="t1", seq=1, source_id="cam", monotonic_s=0.0)
+    loop.handle_throw(AtRest(captured, throw_index=0, moving_since_s=0.0, still_since_s=0.1))
+    assert [kind for kind, _ in keeping.alerts][:1] == ["camera_grainy"]
+    assert stored and 9.0 < stored[0]["frame_noise_level"] < 12.5
+
+    off = LiveLoop(
+        config=LiveConfig(table_id=TABLE, expected_dice=10, grain_alert_above=None),
+        items=[],
+        detector=SettleDetector(),
+        reader=TruthReader(),
+        rules=RulesClient(base_url="http://127.0.0.1:9", key="unused"),
+        recorder=AlertsOnly(),
+    )
+    assert off._note_grain(frames[1]) is None
+    with pytest.raises(ValueError, match="grain_alert_above"):
+        LiveConfig(table_id=TABLE, expected_dice=10, grain_alert_above=0.0)
