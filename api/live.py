@@ -424,7 +424,7 @@ class LiveLoop:
         bar = self.config.grain_alert_above
         if bar is None:
             return None
-        level = measure_exposure(frame.image).noise_level
+        level = measure_exposure(frame.image).noise_level or 0.0  # measured: measure_exposure's default
         grainy = level > bar
         if grainy and not self.grainy:
             self._alert(

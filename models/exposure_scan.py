@@ -3,11 +3,13 @@
     .venv/bin/python -m models.exposure_scan DIR [DIR ...] [--change dim:0.3] [--split train]
 
 For each set (a folder of synthetic scenes, a YOLO folder such as matteop65's train/, or nellbyler with its
-`--split`), every frame is measured as the reader measures it (`vision.judge.exposure.measure_exposure`) and
+`--split`), every frame is measured as the reader measures it (`vision.judge.exposure.measure_exposure`, its
+grain always, which the reader measures only while a grain bar is set) and
 the line printed gives the frames read, the most clipped share, the least 99th-percentile grey level, the
 most and the median noise level (grey levels), how many frames fail each bar of the shipped `JudgeConfig`
 (`max_clipped_share`, `min_bright_level`, `max_noise_level`), how many would be read smoothed
-(`smooth_noise_above`), and the median time of one measure. `--change KIND:LEVEL` measures each frame
+(`smooth_noise_above`; both grain bars are off in the shipped config: `--smooth-above` and `--max-noise` set
+them for the scan), and the median time of one measure. `--change KIND:LEVEL` measures each frame
 under one change of `throwbox stress` first (`models/stress.py`, e.g. `dim:0.3`, `glare:1.5`, `noise:16`):
 where the bars fall among darkened, brightened or grainy photos. The bars were chosen on tuning sets with
 this (docs/history/judge.md, "A frame too bright or too dark"; docs/history/reader.md, "A grainy frame,
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +33,16 @@ from vision.judge.config import JudgeConfig
 from vision.judge.exposure import FrameExposure, measure_exposure
 
 
-def scan(paths: list[Path], *, change_kind: str | None, level: float, quiet: bool) -> dict[str, float | int]:
+def scan(
+    paths: list[Path],
+    *,
+    change_kind: str | None,
+    level: float,
+    quiet: bool,
+    config: JudgeConfig | None = None,
+) -> dict[str, float | int]:
     """The measures of these frames (each under the change, if one is given): the line's figures."""
-    config = JudgeConfig()
+    config = config or JudgeConfig()
     found: list[FrameExposure] = []
     times: list[float] = []
     for i, path in enumerate(track(paths, description="measuring", transient=True, disable=quiet)):
@@ -46,7 +56,7 @@ def scan(paths: list[Path], *, change_kind: str | None, level: float, quiet: boo
         times.append((time.perf_counter() - started) * 1000.0)
     clipped = np.array([e.clipped_share for e in found])
     bright = np.array([e.bright_level for e in found])
-    noise = np.array([e.noise_level for e in found])
+    noise = np.array([e.noise_level or 0.0 for e in found])  # measured: measure_exposure's default
     washed = 0 if config.max_clipped_share is None else int((clipped > config.max_clipped_share).sum())
     dark = 0 if config.min_bright_level is None else int((bright < config.min_bright_level).sum())
     grainy = 0 if config.max_noise_level is None else int((noise > config.max_noise_level).sum())
@@ -71,6 +81,8 @@ def main() -> None:
     parser.add_argument("sets", nargs="+", type=Path, help="Synthetic scene folders or labelled photo sets.")
     parser.add_argument("--split", default="test", help="Split for sets that have one (nellbyler).")
     parser.add_argument("--change", default=None, help="KIND:LEVEL of throwbox stress, e.g. dim:0.3.")
+    parser.add_argument("--smooth-above", type=float, default=None, help="Grain bar: smooth over this.")
+    parser.add_argument("--max-noise", type=float, default=None, help="Grain bar: a person over this.")
     args = parser.parse_args()
     change_kind, level = None, 0.0
     if args.change:
@@ -79,11 +91,18 @@ def main() -> None:
             change_kind, level = kind_named(name).name, float(value)
         except ValueError as exc:
             parser.error(f"--change {args.change!r}: {exc}")
-    config = JudgeConfig()
+    try:
+        config = replace(JudgeConfig(), smooth_noise_above=args.smooth_above, max_noise_level=args.max_noise)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+    def bar(value: float | None) -> str:
+        return "off" if value is None else f"{value:g}"
+
     print(
         f"bars: more than {config.max_clipped_share} of a frame clipped, its 99th percentile under "
-        f"{config.min_bright_level}, or its noise over {config.max_noise_level}; read smoothed over "
-        f"{config.smooth_noise_above}"
+        f"{config.min_bright_level}, or its noise over {bar(config.max_noise_level)}; read smoothed over "
+        f"{bar(config.smooth_noise_above)}"
         + (f"; every frame under {change_kind} {level:g}" if change_kind else "")
     )
     for root in args.sets:
@@ -91,7 +110,7 @@ def main() -> None:
             paths = [item.path for item in load_dataset(root, split=args.split)]
         except DatasetError as exc:
             parser.error(str(exc))
-        print(root.name, scan(paths, change_kind=change_kind, level=level, quiet=False))
+        print(root.name, scan(paths, change_kind=change_kind, level=level, quiet=False, config=config))
 
 
 if __name__ == "__main__":

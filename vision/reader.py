@@ -270,10 +270,14 @@ class Reader:
         corner markers and table marks are set aside, and a camera moved since calibration (by the markers)
         makes the roll read from the image alone, `no_decision` (camera_moved) unless that shows a rethrow.
         Either of `expected_dice` and `geometry` says the frame is a table's, with table-sized dice: the
-        detector's coarse looks for a die filling the frame run only on a photo read without both.
+        detector's coarse looks for a die filling the frame run only on a photo read without both. With the
+        grain bars of `JudgeConfig` set, every model reads a grainy frame smoothed (vision/judge/exposure.py);
+        the caller's frame itself is not changed (its annotated evidence is the frame as it came).
         """
         t0 = time.perf_counter()
-        # The frame's exposure and grain first (vision/judge/exposure.py): a grainy frame is read smoothed.
+        # The frame's exposure first (vision/judge/exposure.py), and, while a grain bar is set, its grain: a
+        # frame grainier than `JudgeConfig.smooth_noise_above` is read smoothed (both bars are off by
+        # default). Both are timed with the detector (`timing_ms["detect"]`).
         judge_config = self.config.validity.judge
         exposure = measure_exposure(frame.image, noise=grain_bars_set(judge_config))
         image = smoothed(frame.image, exposure, judge_config)

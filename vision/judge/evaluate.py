@@ -29,12 +29,20 @@ from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from datasets.format import SCENARIOS, SceneTruth, read_scene
 from vision.judge.config import JudgeConfig
-from vision.judge.exposure import FrameExposure, exposure_findings, measure_exposure, smoothed
+from vision.judge.exposure import (
+    FRAME_SMOOTHED,
+    FrameExposure,
+    exposure_findings,
+    measure_exposure,
+    smoothed,
+    smoothed_note,
+    smoothing_sigma,
+)
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
 from vision.judge.state import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
 from vision.judge.truth import die_states_of
-from vision.types import DieCandidate, DieReading, FaceReading, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, Verdict
 from vision.validity import Judgement, ValidityConfig, judge
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
@@ -86,9 +94,11 @@ class SceneRecord:
     # "" where unknown.
     scenario: str = ""
     # The frame's exposure (vision/judge/exposure.py), measured once so its bars can be swept; None: not
-    # measured (no frame finding of it). A grainy frame was smoothed before the models read it by the bar of
-    # `record_scene`'s judge config; a sweep of `smooth_noise_above` changes the note, not that reading.
+    # measured (no frame finding of it).
     exposure: FrameExposure | None = None
+    # The blur (sigma, px) the models read the frame through, by `record_scene`'s judge config (None: the
+    # frame as it came): the `frame_smoothed` note says what was done, whatever config judges the record.
+    smoothed_px: float | None = None
 
     def judged(self, config: ValidityConfig) -> Judgement:
         """The judge on this scene's kept model outputs, with `config`."""
@@ -100,8 +110,18 @@ class SceneRecord:
             states=self.states,
             geometry=self.geometry,
             weak_peaks=self.weak_peaks,
-            frame_findings=() if self.exposure is None else exposure_findings(self.exposure, config.judge),
+            frame_findings=self._frame_findings(config),
         )
+
+    def _frame_findings(self, config: ValidityConfig) -> tuple[Finding, ...]:
+        """The frame's exposure findings by `config`'s bars, with the note of the smoothing done when the
+        record was made (not the one `config` would do)."""
+        if self.exposure is None:
+            return ()
+        unfit = tuple(f for f in exposure_findings(self.exposure, config.judge) if f.reason != FRAME_SMOOTHED)
+        if self.smoothed_px is None:
+            return unfit
+        return (*unfit, smoothed_note(self.exposure, self.smoothed_px))
 
 
 def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
@@ -166,6 +186,7 @@ def record_scene(
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     # A grainy frame is read smoothed, as the reader reads it (by `judge_config`'s bar, else the shipped one).
     exposure = measure_exposure(image)  # with its grain: a sweep of the grain bars reads it
+    smoothed_px = smoothing_sigma(exposure, judge_config or JudgeConfig())
     image = smoothed(image, exposure, judge_config or JudgeConfig())
     weak: tuple[DieCandidate, ...] = ()
     if detect is None or read_faces is None:
@@ -213,6 +234,7 @@ def record_scene(
         true_faces=scene.faces,
         scenario=scene.scenario,
         exposure=exposure,
+        smoothed_px=smoothed_px,
     )
 
 

@@ -17,7 +17,7 @@ plane and most smooth shading, taken at its median (robust to the edges and pips
 a frame) over every fourth pixel each way (independent noise keeps its deviation under that sampling). A
 camera's noise grows in a dim room as its gain rises. `throwbox stress` showed the reader losing most photos
 under noise of 16 grey levels (the webcam photos' detection precision at 74 %), and trained on no such frames
-(the rendered tuning frames measure at most 4.9). So a frame grainier than `JudgeConfig.smooth_noise_above`
+(the rendered tuning frames measure at most 5.19). So a frame grainier than `JudgeConfig.smooth_noise_above`
 can be smoothed (`smoothed`: a Gaussian blur whose sigma grows with the noise) before any model reads it,
 with a `frame_smoothed` note in the roll's reasons (its verdict unchanged); one grainier than
 `JudgeConfig.max_noise_level` is then `frame_exposure` like a dark one. Both bars are off by default:
@@ -58,18 +58,20 @@ SMOOTH_SIGMA_PX = (0.5, 2.5)
 
 @dataclass(frozen=True)
 class FrameExposure:
-    """The two measures of a frame's exposure."""
+    """The measures of a frame's exposure and grain."""
 
     clipped_share: float  # of its pixels at grey CLIPPED_GREY or more, 0..1
     bright_level: int  # the grey level under which 99 % of its pixels lie (0..255)
-    noise_level: float = 0.0  # its sensor noise's standard deviation in grey levels, estimated
+    # Its sensor noise's standard deviation in grey levels, estimated (at most 63.01: the measure saturates
+    # there); None: not measured (`measure_exposure(noise=False)`).
+    noise_level: float | None = None
 
 
 def measure_exposure(image_bgr: ImageArray, *, noise: bool = True) -> FrameExposure:
     """The frame's clipped share, 99th-percentile grey level and noise level (BGR or grey uint8).
 
-    `noise=False` leaves the noise level at 0 (about 0.2 ms a 1280x960 frame saved): the reader measures it
-    only while a grain bar is set (`grain_bars_set`)."""
+    `noise=False` leaves the noise level unmeasured (None; about 0.2 ms a 1280x960 frame saved): the reader
+    measures it only while a grain bar is set (`grain_bars_set`)."""
     if image_bgr.ndim not in (2, 3) or image_bgr.size == 0:
         raise ValueError(f"an image is needed, got shape {image_bgr.shape}")
     # Nearest-neighbour scaling takes every STRIDE-th pixel, as slicing would where the sides divide by
@@ -83,7 +85,7 @@ def measure_exposure(image_bgr: ImageArray, *, noise: bool = True) -> FrameExpos
     total = float(counts[-1])
     clipped = 1.0 - float(counts[CLIPPED_GREY - 1]) / total
     bright = int(np.searchsorted(counts, 0.99 * total))
-    level = _noise_level(grey) if noise else 0.0
+    level = _noise_level(grey) if noise else None
     return FrameExposure(clipped_share=max(0.0, clipped), bright_level=bright, noise_level=level)
 
 
@@ -104,14 +106,25 @@ def _noise_level(grey: ImageArray) -> float:
     return MAD_TO_SIGMA * median / 6.0
 
 
+def _measured_noise(exposure: FrameExposure) -> float:
+    if exposure.noise_level is None:
+        raise ValueError(
+            "a grain bar is set, but the frame's noise was not measured (measure_exposure(noise=False))"
+        )
+    return exposure.noise_level
+
+
 def smoothing_sigma(exposure: FrameExposure, config: JudgeConfig) -> float | None:
     """The blur (sigma, px) a frame this grainy is read through; None when it is not grainy enough (or the
-    bar is off)."""
+    bar is off). A ValueError when the bar is set and the noise was not measured."""
     bar = config.smooth_noise_above
-    if bar is None or exposure.noise_level <= bar:
+    if bar is None:
+        return None
+    level = _measured_noise(exposure)
+    if level <= bar:
         return None
     low, high = SMOOTH_SIGMA_PX
-    return min(high, max(low, exposure.noise_level / SMOOTH_LEVELS_PER_PX))
+    return min(high, max(low, level / SMOOTH_LEVELS_PER_PX))
 
 
 def smoothed(image_bgr: ImageArray, exposure: FrameExposure, config: JudgeConfig) -> ImageArray:
@@ -137,7 +150,7 @@ def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Fin
             f"too dark: 99 % of it at or under grey level {exposure.bright_level} "
             f"(limit {config.min_bright_level:g})"
         )
-    if config.max_noise_level is not None and exposure.noise_level > config.max_noise_level:
+    if config.max_noise_level is not None and _measured_noise(exposure) > config.max_noise_level:
         failed.append(
             f"too grainy: its noise about {exposure.noise_level:.0f} grey levels "
             f"(limit {config.max_noise_level:g})"
@@ -153,17 +166,19 @@ def exposure_findings(exposure: FrameExposure, config: JudgeConfig) -> tuple[Fin
         for why in failed
     )
     sigma = smoothing_sigma(exposure, config)
-    if sigma is None:
-        return unfit
-    note = Finding(
+    return unfit if sigma is None else (*unfit, smoothed_note(exposure, sigma))
+
+
+def smoothed_note(exposure: FrameExposure, sigma: float) -> Finding:
+    """The `frame_smoothed` note of a frame read through a blur of `sigma` px (its verdict valid)."""
+    return Finding(
         verdict=Verdict.VALID,
         reason=FRAME_SMOOTHED,
         die_ids=(),
-        detail=f"the frame is grainy (noise about {exposure.noise_level:.0f} grey levels, over "
-        f"{config.smooth_noise_above:g}): it was smoothed (blur of {sigma:.1f} px) before its dice were "
-        "read; more light or less camera gain would give a cleaner picture",
+        detail=f"the frame is grainy (noise about {_measured_noise(exposure):.0f} grey levels): it was "
+        f"smoothed (blur of {sigma:.1f} px) before its dice were read; more light or less camera gain would "
+        "give a cleaner picture",
     )
-    return (*unfit, note)
 
 
 def exposure_failure(findings: Iterable[Finding]) -> Finding | None:
