@@ -101,6 +101,72 @@ def train_for(
     return TrainRun(steps=step, started_s=start)
 
 
+class Prefetch:
+    """Batches made in worker processes ahead of the training step (`--data-workers`).
+
+    `make(k)` gives worker `k` its batch function (called with no arguments, returning picklable arrays);
+    each worker calls it over and over and queues the results, at most `depth` ahead of the trainer. With
+    no workers the trainer draws its own batches between steps (`inline`), as every script did before.
+    Workers are forked (they share the loaded training images, read once), so `make` and what it holds need
+    no pickling; they use no torch. Hand-written on multiprocessing: torch's DataLoader wants a Dataset of
+    indexed items, where these samplers draw endless random crops from a generator of their own.
+    """
+
+    def __init__(self, make: Callable[[int], Callable[[], Any]], *, workers: int, depth: int = 2) -> None:
+        import multiprocessing
+
+        if workers < 0:
+            raise ValueError(f"workers must be 0 or more, got {workers}")
+        self.inline = workers == 0
+        ctx = multiprocessing.get_context("fork")
+        self._queue: Any = ctx.Queue(maxsize=max(1, depth * workers))
+        self._workers = [
+            ctx.Process(target=_prefetch_worker, args=(make, k, self._queue), daemon=True)
+            for k in range(workers)
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    def next(self, timeout_s: float = 600.0) -> Any:
+        """The next batch made by any worker; a RuntimeError if every worker has died, or none has made a
+        batch in `timeout_s`."""
+        import queue
+
+        waited = 0.0
+        while True:
+            try:
+                return self._queue.get(timeout=1.0)
+            except queue.Empty:
+                if not any(w.is_alive() for w in self._workers):
+                    raise RuntimeError("every data worker has stopped (see its traceback above)") from None
+                waited += 1.0
+                if waited >= timeout_s:
+                    raise RuntimeError(f"no batch from the data workers in {timeout_s:g} s") from None
+
+    def close(self) -> None:
+        """Stop the workers."""
+        for worker in self._workers:
+            worker.terminate()
+        for worker in self._workers:
+            worker.join(timeout=5.0)
+        self._queue.close()
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _prefetch_worker(make: Callable[[int], Callable[[], Any]], index: int, out: Any) -> None:
+    import faulthandler
+
+    faulthandler.enable()  # a worker that crashes in C says where
+    draw = make(index)
+    while True:
+        out.put(draw())
+
+
 def export_onnx(
     model: Any,
     path: Path,

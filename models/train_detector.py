@@ -10,7 +10,9 @@ Needs the `train` extra (torch==2.13.0, onnx). Two threads, time-bounded, one ri
 from __future__ import annotations
 
 import argparse
+import copy
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from numpy.typing import NDArray
 
 from models.augment import camera_light, flip_rotate, paste_dice, photometric, random_background
 from models.data import SHARED_REAL, DatasetError, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import export_onnx, require_torch, train_for
+from models.loop import Prefetch, export_onnx, require_torch, train_for
 from vision.detect.centernet import STRIDE
 
 MODEL_DIR = Path(__file__).resolve().parent / "detect_centernet"
@@ -107,6 +109,13 @@ class Sampler:
                 x1, y1 = round(float(b[2]) - dx), round(float(b[3]) - dy)
                 if x1 - x0 >= 8 and y1 - y0 >= 8:
                     self.patches.append((img[max(0, y0) : y1, max(0, x0) : x1].copy(), int(f)))
+
+    def reseeded(self, seed: int) -> Sampler:
+        """The same sampler (its data shared, not copied) drawing from a generator of its own: a data
+        worker's (`--data-workers`)."""
+        other = copy.copy(self)
+        other.rng = np.random.default_rng(seed)
+        return other
 
     def sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
         """One sample; a `camera_light_share` of them also under a camera's exposure and sensor noise."""
@@ -330,16 +339,28 @@ def detection_loss(out: Any, t: Any) -> tuple[Any, Any, Any]:
     return focal, size_l1, off_l1
 
 
-def draw_batch(sampler: Sampler, n: int) -> tuple[Any, Any]:
-    """`n` samples as tensors: images (n, 3, CROP, CROP) RGB in 0..1 and their targets (n, 6, ...)."""
-    import torch
-
+def draw_arrays(sampler: Sampler, n: int) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
+    """`n` samples as arrays: images (n, 3, CROP, CROP) RGB uint8 and their targets (n, 6, ...). A data worker
+    sends these (a quarter of the bytes of the float images) and the training process makes the tensors."""
     imgs, tgts = [], []
     for _ in range(n):
         img, boxes = sampler.sample()
-        imgs.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
+        imgs.append(img[:, :, ::-1].transpose(2, 0, 1))
         tgts.append(targets(boxes, CROP))
-    return torch.from_numpy(np.stack(imgs)), torch.from_numpy(np.stack(tgts))
+    return np.stack(imgs), np.stack(tgts)
+
+
+def to_tensors(arrays: tuple[NDArray[np.uint8], NDArray[np.float32]]) -> tuple[Any, Any]:
+    """`draw_arrays`' batch as tensors: the images as float RGB in 0..1."""
+    import torch
+
+    imgs, tgts = arrays
+    return torch.from_numpy(imgs.astype(np.float32) / 255), torch.from_numpy(tgts)
+
+
+def draw_batch(sampler: Sampler, n: int) -> tuple[Any, Any]:
+    """`n` samples as tensors: images (n, 3, CROP, CROP) RGB in 0..1 and their targets (n, 6, ...)."""
+    return to_tensors(draw_arrays(sampler, n))
 
 
 def load_detector_onnx(
@@ -417,6 +438,14 @@ def main() -> None:
         f"rebuilt from {CALIBRATION_CROPS} training crops, models/from_onnx.py)",
     )
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--data-workers",
+        type=int,
+        default=0,
+        help="processes that cut the training crops while the net trains on the last batch (0: cut them "
+        "between steps, as before, and the draws are repeatable by --seed; with workers they are not: "
+        "which worker's batch comes next depends on timing)",
+    )
     parser.add_argument("--out", type=Path, default=MODEL_DIR)
     parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
@@ -424,6 +453,8 @@ def main() -> None:
     args = parser.parse_args()
     if not 0.0 <= args.camera_light <= 1.0:
         parser.error(f"--camera-light is a share of the samples, 0 to 1: got {args.camera_light}")
+    if args.data_workers < 0:
+        parser.error(f"--data-workers must be 0 or more, got {args.data_workers}")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -441,23 +472,28 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    def step_loss() -> tuple[torch.Tensor, str]:
-        x, t = draw_batch(sampler, args.batch)
-        focal, size_l1, off_l1 = detection_loss(model(x), t)
-        return focal + size_l1 + off_l1, f"focal {float(focal.detach()):.2f}"
+    with Prefetch(
+        lambda k: partial(draw_arrays, sampler.reseeded(args.seed + 7919 * (k + 1)), args.batch),
+        workers=args.data_workers,
+    ) as batches:
 
-    run = train_for(
-        model=model,
-        opt=opt,
-        base_lr=args.lr,
-        minutes=args.minutes,
-        label="detector",
-        step_loss=step_loss,
-        warmup_steps=100,
-        clip_grad_norm=10.0,
-        checkpoint=args.out / "last.pt",
-        checkpoint_every=50,
-    )
+        def step_loss() -> tuple[torch.Tensor, str]:
+            x, t = draw_batch(sampler, args.batch) if batches.inline else to_tensors(batches.next())
+            focal, size_l1, off_l1 = detection_loss(model(x), t)
+            return focal + size_l1 + off_l1, f"focal {float(focal.detach()):.2f}"
+
+        run = train_for(
+            model=model,
+            opt=opt,
+            base_lr=args.lr,
+            minutes=args.minutes,
+            label="detector",
+            step_loss=step_loss,
+            warmup_steps=100,
+            clip_grad_norm=10.0,
+            checkpoint=args.out / "last.pt",
+            checkpoint_every=50,
+        )
 
     finish_detector(
         model,

@@ -20,7 +20,9 @@ Dice cut from the die-top plane (`--plane-synth`) are never drawn so.
 from __future__ import annotations
 
 import argparse
+import copy
 import time
+from functools import partial
 from pathlib import Path
 
 import cv2
@@ -30,7 +32,7 @@ from numpy.typing import NDArray
 from calibration.camera import Camera
 from models.augment import camera_shake, photometric
 from models.data import SHARED_REAL, LabelledImage, load_nellbyler, load_synth, load_yolo_folder
-from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
+from models.loop import CALIBRATION_CROPS, Prefetch, export_onnx, require_torch, train_for
 from vision.pips.classifier import RECTIFY_MIN_TILT_DEG, RECTIFY_SPAN
 from vision.pips.crops import CROP_PAD, CROP_PX, crop_die, crops_die_top
 
@@ -113,6 +115,18 @@ class CropSampler:
 
     def __len__(self) -> int:
         return len(self.dice) + len(self.plane)
+
+    def reseeded(self, seed: int) -> CropSampler:
+        """The same sampler (its crops' sources shared, not copied) drawing from a generator of its own: a
+        data worker's (`--data-workers`)."""
+        other = copy.copy(self)
+        other.rng = np.random.default_rng(seed)
+        return other
+
+    def draw(self, n: int) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+        """`n` crops stacked (n, CROP_PX, CROP_PX, 3) BGR uint8 and their faces: a data worker's batch."""
+        batch = [self.sample() for _ in range(n)]
+        return np.stack([c for c, _ in batch]), np.array([f for _, f in batch], np.int64)
 
     def sample(self, index: int | None = None) -> tuple[NDArray[np.uint8], int]:
         rng = self.rng
@@ -227,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
+        "--data-workers",
+        type=int,
+        default=0,
+        help="processes that cut the training crops while the net trains on the last batch (0: cut them "
+        "between steps, as before, repeatable by --seed; with workers the order depends on timing)",
+    )
+    parser.add_argument(
         "--arch",
         choices=("small", "wide"),
         default="small",
@@ -278,6 +299,8 @@ def main() -> None:
         parser.error("--shake-synthetic-only needs --shake above 0")
     if not 0.0 <= args.cocked_share <= 1.0:
         parser.error(f"--cocked-share is a share of the crops, 0 to 1: got {args.cocked_share}")
+    if args.data_workers < 0:
+        parser.error(f"--data-workers must be 0 or more, got {args.data_workers}")
     require_torch()
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -339,15 +362,25 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    def step_loss() -> tuple[torch.Tensor, str]:
-        batch = [sampler.sample() for _ in range(args.batch)]
-        x = torch.from_numpy(crops_to_tensor([c for c, _ in batch]))
-        y = torch.tensor([f - 1 for _, f in batch])
-        return F.cross_entropy(model.logits(x), y, label_smoothing=0.05), ""
+    with Prefetch(
+        lambda k: partial(sampler.reseeded(args.seed + 7919 * (k + 1)).draw, args.batch),
+        workers=args.data_workers,
+    ) as batches:
 
-    run = train_for(
-        model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="faces", step_loss=step_loss
-    )
+        def step_loss() -> tuple[torch.Tensor, str]:
+            if batches.inline:
+                batch = [sampler.sample() for _ in range(args.batch)]
+                x = torch.from_numpy(crops_to_tensor([c for c, _ in batch]))
+                y = torch.tensor([f - 1 for _, f in batch])
+            else:
+                crops, faces = batches.next()
+                x = torch.from_numpy(crops_to_tensor(list(crops)))
+                y = torch.from_numpy(faces - 1)
+            return F.cross_entropy(model.logits(x), y, label_smoothing=0.05), ""
+
+        run = train_for(
+            model=model, opt=opt, base_lr=args.lr, minutes=args.minutes, label="faces", step_loss=step_loss
+        )
     torch.save(model.state_dict(), out_dir / "last.pt")
     onnx_path = out_dir / dated_name("pips", "wide" if wide else "facenet")
     export_onnx(

@@ -1,12 +1,19 @@
-"""The learning-rate schedule of the shared training loop (models/loop.py)."""
+"""The learning-rate schedule and the batch prefetch of the shared training loop (models/loop.py)."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from models.loop import lr_at
+from models.loop import Prefetch, lr_at
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -49,3 +56,70 @@ def test_a_training_script_without_torch_exits_with_the_install_command(
     module = importlib.import_module(script)
     with pytest.raises(SystemExit, match=r"pip install -e '\.\[train\]'"):
         module.main()
+
+
+def _counting(k: int) -> Callable[[], tuple[int, int]]:
+    """Worker k's batch function: (k, how many it has made)."""
+    made = itertools.count()
+    return lambda: (k, next(made))
+
+
+def test_prefetch_hands_on_the_batches_each_worker_makes_in_its_order() -> None:
+    with Prefetch(_counting, workers=2) as batches:
+        assert not batches.inline
+        got = [batches.next() for _ in range(40)]
+    by_worker = {k: [n for w, n in got if w == k] for k in (0, 1)}
+    assert set(w for w, _ in got) <= {0, 1} and sum(len(v) for v in by_worker.values()) == 40
+    for made in by_worker.values():  # each worker's batches in the order it made them, none lost between
+        assert made == list(range(len(made)))
+    assert all(not w.is_alive() for w in batches._workers)  # closed on leaving the block
+
+
+def test_prefetch_without_workers_leaves_the_drawing_to_the_trainer() -> None:
+    with Prefetch(_counting, workers=0) as batches:
+        assert batches.inline and batches._workers == []
+    with pytest.raises(ValueError, match="workers must be 0 or more"):
+        Prefetch(_counting, workers=-1)
+
+
+def _failing(k: int) -> Callable[[], int]:
+    def draw() -> int:
+        raise RuntimeError("a crop could not be cut")
+
+    return draw
+
+
+def test_prefetch_says_so_when_every_worker_has_died() -> None:
+    with Prefetch(_failing, workers=1) as batches, pytest.raises(RuntimeError, match="every data worker"):
+        batches.next(timeout_s=60.0)
+
+
+@pytest.mark.parametrize("script", ["models.train_detector", "models.train_pips"])
+def test_a_training_run_with_a_data_worker_exports_a_model(tmp_path: Path, script: str) -> None:
+    """`--data-workers 1` end to end: a few steps on crops cut in a worker process, the ONNX exported, the
+    manifest left alone (needs torch and the real photo sets; run by hand where they are)."""
+    pytest.importorskip("torch", reason="training only: pip install -e '.[train]'")
+    from models.data import SHARED_REAL
+
+    if not (SHARED_REAL / "d6-topdown-nellbyler").is_dir():
+        pytest.skip(f"needs the real photo sets in {SHARED_REAL}")
+    manifest = (REPO / "models" / "manifest.json").read_text(encoding="utf-8")
+    run = [sys.executable, "-m", script, "--minutes", "0.1", "--threads", "1", "--data-workers", "1"]
+    out = subprocess.run(
+        [*run, "--batch", "8", "--no-register", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "done:" in out.stdout and list(tmp_path.glob("*.onnx")), out.stdout[-2000:]
+    assert (REPO / "models" / "manifest.json").read_text(encoding="utf-8") == manifest
+    bad = subprocess.run(
+        [sys.executable, "-m", script, "--minutes", "0.01", "--data-workers", "-1", "--no-register"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert bad.returncode == 2 and "--data-workers must be 0 or more" in bad.stderr
