@@ -241,8 +241,9 @@ class LiveConfig:
     def __post_init__(self) -> None:
         if self.expected_dice not in (6, 10):
             raise ValueError(f"expected_dice must be 6 or 10, got {self.expected_dice}")
-        if self.grain_alert_above is not None and not 0.0 < self.grain_alert_above <= 255.0:
-            raise ValueError(f"grain_alert_above must be None or in (0, 255], got {self.grain_alert_above}")
+        # The grain measure saturates at 63 (vision/judge/exposure.py): a bar over 60 would never fire.
+        if self.grain_alert_above is not None and not 0.0 < self.grain_alert_above <= 60.0:
+            raise ValueError(f"grain_alert_above must be None or in (0, 60], got {self.grain_alert_above}")
 
 
 @dataclass

@@ -8,12 +8,15 @@ torch is imported inside `train_for`, so this module (and `lr_at`) imports witho
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # Training crops that rebuild the batch norms when a run starts from a committed ONNX export
 # (`--init FILE.onnx` of train_pips and train_die_state; models/from_onnx.py).
@@ -101,37 +104,65 @@ def train_for(
     return TrainRun(steps=step, started_s=start)
 
 
+def worker_seed(seed: int, worker: int) -> int:
+    """The seed of data worker `worker` (0, 1, ...) of a run seeded `seed`: none of them the run's own."""
+    return seed + 7919 * (worker + 1)
+
+
+def reseeded(source: T, seed: int) -> T:
+    """A shallow copy of a sampler (its data shared, not copied) with a generator of its own in `rng`."""
+    import numpy as np
+
+    other = copy.copy(source)
+    other.rng = np.random.default_rng(seed)  # type: ignore[attr-defined]
+    return other
+
+
 class Prefetch:
     """Batches made in worker processes ahead of the training step (`--data-workers`).
 
-    `make(k)` gives worker `k` its batch function (called with no arguments, returning picklable arrays);
-    each worker calls it over and over and queues the results, at most `depth` ahead of the trainer. With
-    no workers the trainer draws its own batches between steps (`inline`), as every script did before.
-    Workers are forked (they share the loaded training images, read once), so `make` and what it holds need
-    no pickling; they use no torch. Hand-written on multiprocessing: torch's DataLoader wants a Dataset of
+    `draw(source)` makes one batch (picklable arrays) from a sampler `source`, which draws from its `rng`.
+    With no workers the trainer draws its own batches from `source` between steps, as every script did
+    before (and repeatably by its seed). With workers, worker k calls `draw` over and over on a copy of
+    `source` reseeded by `worker_seed(seed, k)` and queues the results, at most `depth` ahead of the trainer.
+    Workers are forked (they share the loaded training images, read once), so `draw` and `source` need no
+    pickling; they use no torch. Hand-written on multiprocessing: torch's DataLoader wants a Dataset of
     indexed items, where these samplers draw endless random crops from a generator of their own.
     """
 
-    def __init__(self, make: Callable[[int], Callable[[], Any]], *, workers: int, depth: int = 2) -> None:
+    def __init__(
+        self, draw: Callable[[Any], Any], source: Any, *, workers: int, seed: int, depth: int = 2
+    ) -> None:
         import multiprocessing
 
         if workers < 0:
             raise ValueError(f"workers must be 0 or more, got {workers}")
         self.inline = workers == 0
+        self._draw, self._source = draw, source
+        self._workers: list[Any] = []
+        self._queue: Any = None
+        if self.inline:
+            return
         ctx = multiprocessing.get_context("fork")
-        self._queue: Any = ctx.Queue(maxsize=max(1, depth * workers))
+        self._queue = ctx.Queue(maxsize=depth * workers)
         self._workers = [
-            ctx.Process(target=_prefetch_worker, args=(make, k, self._queue), daemon=True)
+            ctx.Process(
+                target=_prefetch_worker,
+                args=(draw, reseeded(source, worker_seed(seed, k)), self._queue),
+                daemon=True,
+            )
             for k in range(workers)
         ]
         for worker in self._workers:
             worker.start()
 
     def next(self, timeout_s: float = 600.0) -> Any:
-        """The next batch made by any worker; a RuntimeError if every worker has died, or none has made a
-        batch in `timeout_s`."""
+        """The next batch: drawn here without workers, else made by any worker; a RuntimeError if every worker
+        has died, or none has made a batch in `timeout_s`."""
         import queue
 
+        if self.inline:
+            return self._draw(self._source)
         waited = 0.0
         while True:
             try:
@@ -149,7 +180,8 @@ class Prefetch:
             worker.terminate()
         for worker in self._workers:
             worker.join(timeout=5.0)
-        self._queue.close()
+        if self._queue is not None:
+            self._queue.close()
 
     def __enter__(self) -> Prefetch:
         return self
@@ -158,13 +190,12 @@ class Prefetch:
         self.close()
 
 
-def _prefetch_worker(make: Callable[[int], Callable[[], Any]], index: int, out: Any) -> None:
+def _prefetch_worker(draw: Callable[[Any], Any], source: Any, out: Any) -> None:
     import faulthandler
 
     faulthandler.enable()  # a worker that crashes in C says where
-    draw = make(index)
     while True:
-        out.put(draw())
+        out.put(draw(source))
 
 
 def export_onnx(

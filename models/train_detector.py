@@ -10,7 +10,6 @@ Needs the `train` extra (torch==2.13.0, onnx). Two threads, time-bounded, one ri
 from __future__ import annotations
 
 import argparse
-import copy
 import time
 from functools import partial
 from pathlib import Path
@@ -109,13 +108,6 @@ class Sampler:
                 x1, y1 = round(float(b[2]) - dx), round(float(b[3]) - dy)
                 if x1 - x0 >= 8 and y1 - y0 >= 8:
                     self.patches.append((img[max(0, y0) : y1, max(0, x0) : x1].copy(), int(f)))
-
-    def reseeded(self, seed: int) -> Sampler:
-        """The same sampler (its data shared, not copied) drawing from a generator of its own: a data
-        worker's (`--data-workers`)."""
-        other = copy.copy(self)
-        other.rng = np.random.default_rng(seed)
-        return other
 
     def sample(self) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
         """One sample; a `camera_light_share` of them also under a camera's exposure and sensor noise."""
@@ -472,13 +464,11 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    with Prefetch(
-        lambda k: partial(draw_arrays, sampler.reseeded(args.seed + 7919 * (k + 1)), args.batch),
-        workers=args.data_workers,
-    ) as batches:
+    draw = partial(draw_arrays, n=args.batch)
+    with Prefetch(draw, sampler, workers=args.data_workers, seed=args.seed) as batches:
 
         def step_loss() -> tuple[torch.Tensor, str]:
-            x, t = draw_batch(sampler, args.batch) if batches.inline else to_tensors(batches.next())
+            x, t = to_tensors(batches.next())
             focal, size_l1, off_l1 = detection_loss(model(x), t)
             return focal + size_l1 + off_l1, f"focal {float(focal.detach()):.2f}"
 

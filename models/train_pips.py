@@ -20,7 +20,6 @@ Dice cut from the die-top plane (`--plane-synth`) are never drawn so.
 from __future__ import annotations
 
 import argparse
-import copy
 import time
 from functools import partial
 from pathlib import Path
@@ -116,15 +115,8 @@ class CropSampler:
     def __len__(self) -> int:
         return len(self.dice) + len(self.plane)
 
-    def reseeded(self, seed: int) -> CropSampler:
-        """The same sampler (its crops' sources shared, not copied) drawing from a generator of its own: a
-        data worker's (`--data-workers`)."""
-        other = copy.copy(self)
-        other.rng = np.random.default_rng(seed)
-        return other
-
     def draw(self, n: int) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-        """`n` crops stacked (n, CROP_PX, CROP_PX, 3) BGR uint8 and their faces: a data worker's batch."""
+        """`n` crops stacked (n, CROP_PX, CROP_PX, 3) BGR uint8 and their faces: one training batch."""
         batch = [self.sample() for _ in range(n)]
         return np.stack([c for c, _ in batch]), np.array([f for _, f in batch], np.int64)
 
@@ -362,20 +354,13 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    with Prefetch(
-        lambda k: partial(sampler.reseeded(args.seed + 7919 * (k + 1)).draw, args.batch),
-        workers=args.data_workers,
-    ) as batches:
+    draw = partial(CropSampler.draw, n=args.batch)
+    with Prefetch(draw, sampler, workers=args.data_workers, seed=args.seed) as batches:
 
         def step_loss() -> tuple[torch.Tensor, str]:
-            if batches.inline:
-                batch = [sampler.sample() for _ in range(args.batch)]
-                x = torch.from_numpy(crops_to_tensor([c for c, _ in batch]))
-                y = torch.tensor([f - 1 for _, f in batch])
-            else:
-                crops, faces = batches.next()
-                x = torch.from_numpy(crops_to_tensor(list(crops)))
-                y = torch.from_numpy(faces - 1)
+            crops, faces = batches.next()
+            x = torch.from_numpy(crops_to_tensor(list(crops)))
+            y = torch.from_numpy(faces - 1)
             return F.cross_entropy(model.logits(x), y, label_smoothing=0.05), ""
 
         run = train_for(

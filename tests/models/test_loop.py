@@ -6,12 +6,12 @@ import itertools
 import math
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from models.loop import Prefetch, lr_at
+from models.loop import Prefetch, lr_at, reseeded, worker_seed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,39 +58,57 @@ def test_a_training_script_without_torch_exits_with_the_install_command(
         module.main()
 
 
-def _counting(k: int) -> Callable[[], tuple[int, int]]:
-    """Worker k's batch function: (k, how many it has made)."""
-    made = itertools.count()
-    return lambda: (k, next(made))
+class _Counting:
+    """A sampler whose batch is (the seed of its generator, how many batches it has made)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.made = itertools.count()
+
+
+def _count(source: _Counting) -> tuple[int, int]:
+    return int(source.rng.bit_generator.seed_seq.entropy), next(source.made)  # type: ignore[attr-defined]
 
 
 def test_prefetch_hands_on_the_batches_each_worker_makes_in_its_order() -> None:
-    with Prefetch(_counting, workers=2) as batches:
+    with Prefetch(_count, _Counting(5), workers=2, seed=5) as batches:
         assert not batches.inline
         got = [batches.next() for _ in range(40)]
-    by_worker = {k: [n for w, n in got if w == k] for k in (0, 1)}
-    assert set(w for w, _ in got) <= {0, 1} and sum(len(v) for v in by_worker.values()) == 40
+    seeds = (worker_seed(5, 0), worker_seed(5, 1))
+    by_worker = {k: [n for w, n in got if w == k] for k in seeds}
+    assert set(w for w, _ in got) <= set(seeds) and sum(len(v) for v in by_worker.values()) == 40
     for made in by_worker.values():  # each worker's batches in the order it made them, none lost between
         assert made == list(range(len(made)))
     assert all(not w.is_alive() for w in batches._workers)  # closed on leaving the block
 
 
 def test_prefetch_without_workers_leaves_the_drawing_to_the_trainer() -> None:
-    with Prefetch(_counting, workers=0) as batches:
+    source = _Counting(5)
+    with Prefetch(_count, source, workers=0, seed=5) as batches:
         assert batches.inline and batches._workers == []
+        # The trainer's own sampler, drawn here in turn: a run without workers draws as before.
+        assert [batches.next() for _ in range(3)] == [(5, 0), (5, 1), (5, 2)]
     with pytest.raises(ValueError, match="workers must be 0 or more"):
-        Prefetch(_counting, workers=-1)
+        Prefetch(_count, source, workers=-1, seed=5)
 
 
-def _failing(k: int) -> Callable[[], int]:
-    def draw() -> int:
-        raise RuntimeError("a crop could not be cut")
+def test_a_reseeded_sampler_shares_its_data_and_draws_apart() -> None:
+    source = _Counting(5)
+    other = reseeded(source, worker_seed(5, 0))
+    assert other is not source and other.made is source.made  # the data shared, not copied
+    assert other.rng.integers(1 << 30) != source.rng.integers(1 << 30)
+    assert len({5, worker_seed(5, 0), worker_seed(5, 1)}) == 3
 
-    return draw
+
+def _failing(source: _Counting) -> int:
+    raise RuntimeError("a crop could not be cut")
 
 
 def test_prefetch_says_so_when_every_worker_has_died() -> None:
-    with Prefetch(_failing, workers=1) as batches, pytest.raises(RuntimeError, match="every data worker"):
+    with (
+        Prefetch(_failing, _Counting(5), workers=1, seed=5) as batches,
+        pytest.raises(RuntimeError, match="every data worker"),
+    ):
         batches.next(timeout_s=60.0)
 
 

@@ -185,9 +185,10 @@ def record_scene(
     truth = true_dice_of(scene)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())
     # A grainy frame is read smoothed, as the reader reads it (by `judge_config`'s bar, else the shipped one).
+    grain_config = judge_config or JudgeConfig()
     exposure = measure_exposure(image)  # with its grain: a sweep of the grain bars reads it
-    smoothed_px = smoothing_sigma(exposure, judge_config or JudgeConfig())
-    image = smoothed(image, exposure, judge_config or JudgeConfig())
+    smoothed_px = smoothing_sigma(exposure, grain_config)
+    image = smoothed(image, exposure, grain_config)
     weak: tuple[DieCandidate, ...] = ()
     if detect is None or read_faces is None:
         order = sorted(range(len(truth)), key=lambda i: truth[i].box_xyxy[0] + truth[i].box_xyxy[2])
