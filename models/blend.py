@@ -74,7 +74,10 @@ def blend_files(a: Path, b: Path, weight: float, out: Path) -> str:
     import onnx
 
     model = blend_models(onnx.load(str(a)), onnx.load(str(b)), weight)
-    onnx.checker.check_model(model)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise ValueError(f"the mix fails onnx's model checker: {exc}") from exc
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(out))
     return hashlib.sha256(out.read_bytes()).hexdigest()
@@ -96,8 +99,10 @@ def main() -> None:
         digest = blend_files(args.first, args.second, args.weight, args.out)
     except ValueError as exc:
         raise SystemExit(f"cannot mix {args.first} and {args.second}: {exc}") from exc
-    print(f"{args.out}: {1 - args.weight:g} x {args.first.name} + {args.weight:g} x {args.second.name}, "
-          f"SHA-256 {digest}")
+    print(
+        f"{args.out}: {1 - args.weight:g} x {args.first.name} + {args.weight:g} x {args.second.name}, "
+        f"SHA-256 {digest}"
+    )
 
 
 if __name__ == "__main__":
