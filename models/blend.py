@@ -8,21 +8,23 @@ the model it started from and the fine-tuned one often keep most of both. This i
 ("WiSE-FT", Wortsman et al., CVPR 2022; "model soups", ICML 2022), which asks that both models descend from
 one set of weights, as the detector's stages do (each was trained from the committed export before it).
 
-The two files must be the same graph: the same nodes in the same order and the same initializers by name,
-shape and type (exports of one architecture by one exporter); anything else is refused with the first
-difference. The batch norms are folded into the convolutions in an export, so what is mixed is each
-layer's effective weights and biases; non-float initializers (shapes, indices) must be equal and are kept.
+The two files must be the same graph: the same nodes (with their attributes) in the same order and the
+same initializers by name, shape and type (exports of one architecture by one exporter); anything else is
+refused with the first difference. The batch norms are folded into the convolutions in an export, so what is
+mixed is each layer's effective weights and biases; non-float initializers (shapes, indices) must be equal and
+are kept.
 Hand-written on the `onnx` package's own helpers (the `train`/`dev` extras): no library mixes two ONNX files.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from vision.onnx_session import sha256_of
 
 
 class GraphMismatchError(ValueError):
@@ -41,8 +43,15 @@ def blend_models(a: Any, b: Any, weight: float) -> Any:
 
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"the weight of the second model must be in [0, 1], got {weight}")
-    nodes_a = [(n.op_type, list(n.input), list(n.output)) for n in a.graph.node]
-    nodes_b = [(n.op_type, list(n.input), list(n.output)) for n in b.graph.node]
+
+    def node_list(model: Any) -> list[tuple[str, list[str], list[str], list[bytes]]]:
+        # Attributes too (strides, pads, groups): the same weights under other attributes are another net.
+        return [
+            (n.op_type, list(n.input), list(n.output), [x.SerializeToString() for x in n.attribute])
+            for n in model.graph.node
+        ]
+
+    nodes_a, nodes_b = node_list(a), node_list(b)
     if nodes_a != nodes_b:
         first = next((i for i, (x, y) in enumerate(zip(nodes_a, nodes_b, strict=False)) if x != y), None)
         at = f"node {first}" if first is not None else f"{len(nodes_a)} against {len(nodes_b)} nodes"
@@ -80,7 +89,7 @@ def blend_files(a: Path, b: Path, weight: float, out: Path) -> str:
         raise ValueError(f"the mix fails onnx's model checker: {exc}") from exc
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(out))
-    return hashlib.sha256(out.read_bytes()).hexdigest()
+    return sha256_of(out)
 
 
 def main() -> None:

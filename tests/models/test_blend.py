@@ -99,6 +99,13 @@ def test_a_different_node_list_is_refused() -> None:
         blend_models(conv_model(1), other, 0.5)
 
 
+def test_a_node_with_other_attributes_is_refused() -> None:
+    other = conv_model(2)
+    other.graph.node[0].attribute.append(helper.make_attribute("strides", [2, 2]))
+    with pytest.raises(GraphMismatchError, match="node 0"):
+        blend_models(conv_model(1), other, 0.5)
+
+
 @pytest.mark.parametrize("weight", [-0.1, 1.5, float("nan")])
 def test_a_share_outside_0_to_1_is_refused(weight: float) -> None:
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
