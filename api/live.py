@@ -232,9 +232,9 @@ class LiveConfig:
     calibration_id: str | None = None
     # An at-rest frame whose grain (its sensor noise's deviation in grey levels) is over this raises
     # `camera_grainy`. 6.0: over every frame the reader's models trained and were tuned on (6,900 rendered
-    # tuning frames at most 5.19, the real tuning photos 1.48; `python -m models.exposure_scan`). What grain
+    # tuning frames at most 5.19, the real tuning photos 1.48; `python -m lab.exposure_scan`). What grain
     # costs, on the held-out photos under noise of 16 per channel (a grain of about 11): photos read exactly
-    # 66 -> 24 % (nellbyler test) and 68.6 -> 19.77 % (matteop65 valid), `throwbox stress`
+    # 66 -> 24 % (nellbyler test) and 68.6 -> 19.77 % (matteop65 valid), `throwbox lab stress`
     # (reports/reader/stress/). None: no grain alerts.
     grain_alert_above: float | None = 6.0
 

@@ -68,10 +68,9 @@ class ReaderConfig:
     # On a photo read without a table, a coarse look's big die replaces the small boxes inside it only where
     # the face model reads the big box at least as surely, less this margin, as it reads those boxes on
     # average: a big die reads surely and its pips, taken for dice, do not; small dice read surely and the
-    # cluster they make does not (`Reader._big_die_reads_better`). None: the geometry alone decides. 0.1 since
-    # 2026-12-02: on the held-out matteop65 valid photos set in frames 3-4 times as large (`python -m
-    # models.small_dice`) 38-52 % of the dice found -> 96-99 % (1,280 px: 89-92 -> 94-95 %), big dice as
-    # before (docs/history/reader.md, "The face model's say on a coarse look's big die").
+    # cluster they make does not (`Reader._big_die_reads_better`). None: the geometry alone decides. Why 0.1:
+    # small dice in large photos found far more often, big dice as before
+    # (docs/history/judge-config.md#readerconfigbig_die_face_margin).
     big_die_face_margin: float | None = 0.1
 
 

@@ -30,7 +30,7 @@ MARK_MIN_IOU = 0.5
 # The detector's peaks on the empty box kept as marks: from this score up, under the judge's weak-peak floor
 # (0.25), because print near the detector's threshold scores higher once dice lie on the table: the "e" of
 # the selftest's "Five" peaks at 0.23-0.24 on the empty box under the selftest's three lights and over 0.35
-# in frames with dice (`python -m models.marker_reads`, 2026-12-02 17:50 UTC). A mark costs nothing where
+# in frames with dice (`python -m lab.marker_reads`, 2026-12-02 17:50 UTC). A mark costs nothing where
 # it is not: a detection is set aside on it only while the frame there looks like the empty box.
 MARK_MIN_SCORE = 0.15
 

@@ -29,9 +29,8 @@ class DetectorConfig:
     """Inference settings of the detector."""
 
     input_long_px: int = 640  # the frame's long side is scaled to this before the net
-    # Score threshold and box-size factor: chosen with `python -m models.tune_detector --synth
-    # /work/data/synth/train-v1` (nellbyler train photos and synthetic scenes 1500-1559, never a test split;
-    # the table is in docs/history/reader.md, "Accuracy and speed").
+    # Score threshold and box-size factor: chosen with `python -m models.tune_detector` on tuning photos and
+    # scenes, never a test split (docs/history/judge-config.md#detectorconfigscore_threshold-and-size_scale).
     score_threshold: float = 0.35
     nms_iou: float = 0.5
     max_dice: int = 64
@@ -49,16 +48,13 @@ class DetectorConfig:
     # expected count, no calibration: `throwbox read` on a photo), the detector also looks at the whole frame
     # scaled to each `coarse_long_px`: a coarse box at least `coarse_min_fraction` of the frame's short side
     # replaces the fine boxes centred inside it when all are pip-sized (under `coarse_pip_ratio` of its
-    # side), and is ignored otherwise (`merge_coarse`). Measured by `python -m models.big_dice`.
+    # side), and is ignored otherwise (`merge_coarse`). Measured by `python -m lab.big_dice`.
     coarse_long_px: tuple[int, ...] = (160, 96)
     coarse_min_fraction: float = 0.15
     coarse_pip_ratio: float = 0.4
     # ...and no more than this many of them: a die shows at most six pips on its top face and a few more on a
-    # side face seen aslant (the fine look found at most 8 inside a big die in `python -m models.big_dice`'s
-    # frames); a dozen or more small boxes under one coarse box are small dice scattered on a surface that the
-    # coarse look, seeing them as dots, took for one big die with pips (`python -m models.small_dice`). 0: no
-    # limit. Off (0) since its rule failed on 2026-12-02 (docs/history/reader.md, "Small dice in a large
-    # photo"); 9 was the candidate.
+    # side face seen aslant; more small boxes under one coarse box are small dice taken for one big die. 0: no
+    # limit. Why off: 9 failed its rule (docs/history/judge-config.md#detectorconfigcoarse_max_pips).
     coarse_max_pips: int = 0
     # ...and when the frame has `coarse_others_min` other fine boxes, the ones inside must also be smaller
     # than this share of their median: on 200 synthetic table frames read without an expected count, 4
@@ -71,8 +67,8 @@ class DetectorConfig:
     # side under `fine_below_px` at the net's input (or none is found), the detector looks again with the
     # frame scaled so that median comes to about `fine_target_px` (the frame at `fine_max_long_px` when none
     # was found), never past the frame's own size nor `fine_max_long_px`, and keeps that look's boxes where
-    # it finds more dice. 0 turns it off. Measured by `python -m models.small_dice`. Off (0) since its rule
-    # failed on 2026-12-02 (docs/history/reader.md, "Small dice in a large photo"); 1920 was the candidate.
+    # it finds more dice. 0 turns it off. Measured by `python -m lab.small_dice`. Why off: 1920 failed its
+    # rule (docs/history/judge-config.md#detectorconfigfine_max_long_px).
     fine_max_long_px: int = 0
     fine_below_px: float = 16.0
     fine_target_px: float = 28.0
@@ -81,9 +77,8 @@ class DetectorConfig:
     # a photo read at its own size (a 640x480 webcam, a 640x640 photo) comes to the net with its sensor noise
     # and JPEG blocks, where the frames it learned from were mostly averaged down from larger renders, and a
     # larger frame is averaged by the scaling already. 0: off. A weights' own value can be given in the
-    # manifest (`input_blur_sigma`, as `score_threshold`). Measured with `throwbox stress`
-    # (reports/reader/stress/): docs/history/reader.md, "The detector's input softened"
-    # (tried on tuning sets, off).
+    # manifest (`input_blur_sigma`, as `score_threshold`). Why off: on tuning sets real photos read better but
+    # more good rendered rolls were sent back (docs/history/judge-config.md#detectorconfiginput_blur_sigma).
     input_blur_sigma: float = 0.0
 
     def __post_init__(self) -> None:

@@ -76,7 +76,7 @@ def measure_exposure(image_bgr: ImageArray, *, noise: bool = True) -> FrameExpos
         raise ValueError(f"an image is needed, got shape {image_bgr.shape}")
     # Nearest-neighbour scaling takes every STRIDE-th pixel, as slicing would where the sides divide by
     # STRIDE (nearly so elsewhere), at a quarter of the cost of copying a strided slice (0.17 against
-    # 0.66 ms for 1280x960, a throwaway timing; `python -m models.exposure_scan` prints the measure's median).
+    # 0.66 ms for 1280x960, a throwaway timing; `python -m lab.exposure_scan` prints the measure's median).
     h, w = image_bgr.shape[:2]
     size = (max(1, w // STRIDE), max(1, h // STRIDE))
     small = cv2.resize(image_bgr, size, interpolation=cv2.INTER_NEAREST)

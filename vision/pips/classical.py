@@ -44,10 +44,8 @@ class PipCountConfig:
     max_centre_offset_frac: float = 0.44  # top-face pip centres lie within this of the crop centre
     # Faint pips can be made to give no opinion: the marked pixels (above the Otsu cut, inside the face,
     # after the opening: the pips and any other mark on the face) under this mean Lab distance from the face
-    # colour (blur, glare, a small die). Off (0) by default: 48 cut the count's false vetoes of sure, right
-    # faces by about a third but also let errors through that a faint count had stopped
-    # (docs/history/judge.md, "Faint pips: tried, withdrawn": on facetune-s12 dice sure and wrong 9 -> 11).
-    # A second opinion that is often wrong still stops errors when it disagrees.
+    # colour (blur, glare, a small die). 0: off. Why off: 48 let errors through that a faint count had
+    # stopped (docs/history/judge-config.md#pipcountconfigmin_pip_contrast).
     min_pip_contrast: float = 0.0
     # A count that differs from the learned face is an opinion only if the die's crop cut again with its side
     # scaled by each of these factors (same centre; the box, or under a calibrated oblique camera the square

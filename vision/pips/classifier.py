@@ -43,15 +43,15 @@ if TYPE_CHECKING:
 
 SECOND_LOOK_BELOW = 0.90
 # The wide net's share of an unsure die's log-probabilities; 1.0 = it alone. Not chosen on data yet: no wide
-# model is registered (the three tries were refused, models/pips_wide/README.md).
+# model is registered (models/pips_wide/README.md).
 SECOND_MODEL_WEIGHT = 1.0
 # The accept bar for that reading (`FaceReader.second_accept`); None = always taken. A wide model registered
 # as `pips_second` is read with these two values: set them to the ones its tries were judged with.
 SECOND_MODEL_ACCEPT: float | None = None
 # Crops cut from the die-top plane under a camera leaning at least this far from straight down (degrees);
-# None: always from the box. RECTIFY_SPAN: the crop's side in die edges. Chosen on the tuning sets tune-s3400
-# and tune-s3500 (docs/reader.md, "Under an oblique camera"); judged on fresh sets under
-# /work/data/candidates/rectify/RULE.md.
+# None: always from the box. RECTIFY_SPAN: the crop's side in die edges. Chosen on tuning sets, judged on
+# fresh ones (docs/reader.md, "Under an oblique camera";
+# docs/history/judge-config.md#rectify_min_tilt_deg-and-rectify_span).
 RECTIFY_MIN_TILT_DEG: float | None = 10.0
 RECTIFY_SPAN = 1.6
 # The second look also reads the mirror image of each of the four turns (eight looks, the square's whole
