@@ -91,3 +91,17 @@ def test_synth_set_leaves_a_whole_set_alone_and_refuses_a_folder_of_another(tmp_
     both = runner.invoke(app, ["synth-set", "cleartrain-s9400", "mix-v2", "--root", str(tmp_path)])
     assert both.exit_code == 2 and "seed=2" in both.output and "NAMES / --root" in both.output
     assert not named_set("cleartrain-s9400").folder(tmp_path).exists()
+
+
+def test_the_data_root_is_relative_unless_the_environment_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datasets.sets import SYNTH_DATA_ENV, synth_data_root
+
+    monkeypatch.delenv(SYNTH_DATA_ENV, raising=False)
+    assert synth_data_root() == Path("data") and not synth_data_root().is_absolute()
+    assert named_set("val-v1").folder() == Path("data/synth/val-v1")
+    monkeypatch.setenv(SYNTH_DATA_ENV, str(tmp_path))
+    assert named_set("mix-v2").folder() == tmp_path / "synth" / "mix-v2"
+    listed = runner.invoke(app, ["synth-set", "--list"], env={SYNTH_DATA_ENV: str(tmp_path / "e")})
+    assert f"throwbox lab synth {tmp_path}/e/synth/val-v1 " in listed.output
