@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install the project with its test tools
+install: $(STAMP)  ## create .venv and install the project, the lab and the test tools
 
 run: install  ## start the service with the demo table on http://127.0.0.1:8000 (dashboard at /)
 	$(BIN)/throwbox serve --demo
@@ -38,14 +38,14 @@ pytest:
 BENCH_OUT := reports/bench
 bench: install  ## reader latency, generator throughput, settle detector, live loop, calibration accuracy
 	mkdir -p $(BENCH_OUT)
-	$(BIN)/throwbox bench --json > $(BENCH_OUT)/reader.json
-	$(BIN)/throwbox synth-bench --scenes 120 > $(BENCH_OUT)/synth.txt
-	$(BIN)/throwbox settle-bench --throws 20 --seed 0 --json > $(BENCH_OUT)/settle.json
-	$(BIN)/throwbox live-bench --loops 2 --json > $(BENCH_OUT)/live.json
+	$(BIN)/throwbox lab bench --json > $(BENCH_OUT)/reader.json
+	$(BIN)/throwbox lab synth-bench --scenes 120 > $(BENCH_OUT)/synth.txt
+	$(BIN)/throwbox lab settle-bench --throws 20 --seed 0 --json > $(BENCH_OUT)/settle.json
+	$(BIN)/throwbox lab live-bench --loops 2 --json > $(BENCH_OUT)/live.json
 	$(BIN)/throwbox calibrate selftest --json > $(BENCH_OUT)/calibration.json
 	@echo "benchmark reports in $(BENCH_OUT)/"
 
-# The reader on the two real held-out photo sets under nine changes (`throwbox stress`); they live outside the
+# The reader on the two real held-out photo sets under nine changes (`throwbox lab stress`); they live outside the
 # repository (../shared/datasets/real), so a plain clone is told so and stops.
 REAL := ../shared/datasets/real
 STRESS_OUT := reports/reader/stress
@@ -53,9 +53,9 @@ stress: install  ## the reader on the real held-out photos, each read again unde
 	@test -d $(REAL)/d6-topdown-nellbyler -a -d $(REAL)/d6-webcam-matteop65 || \
 		{ echo "make stress needs the real photo sets in $(REAL) (not part of a clone)"; exit 2; }
 	mkdir -p $(STRESS_OUT)
-	$(BIN)/throwbox stress $(REAL)/d6-topdown-nellbyler --split test --out $(STRESS_OUT)/nellbyler-test.json \
+	$(BIN)/throwbox lab stress $(REAL)/d6-topdown-nellbyler --split test --out $(STRESS_OUT)/nellbyler-test.json \
 		--plot $(STRESS_OUT)/nellbyler-test.png --sheet $(STRESS_OUT)/nellbyler-test-sheet.jpg
-	$(BIN)/throwbox stress $(REAL)/d6-webcam-matteop65 --split valid --out $(STRESS_OUT)/matteop65-valid.json \
+	$(BIN)/throwbox lab stress $(REAL)/d6-webcam-matteop65 --split valid --out $(STRESS_OUT)/matteop65-valid.json \
 		--plot $(STRESS_OUT)/matteop65-valid.png --sheet $(STRESS_OUT)/matteop65-valid-sheet.jpg --sheet-image 57
 
 clean:

@@ -1,12 +1,13 @@
 """The named synthetic data sets the shipped models were trained on, and the held-out sets the README reads.
 
-Every figure in the README and every model card names its data by a folder under `/work/data` (not in the
-repository: it is made by the generator, and a new machine starts without it). Each folder was made by one
-`throwbox synth` command, recorded where it was first used (the cards, docs/synthetic-data.md); they are
-gathered here so that `throwbox synth-set NAME...` makes any of them again in one step, and `throwbox
-synth-set --list` prints each one's `throwbox synth` command. A set made again from its recipe has the throws
-and labels its command makes today (a seed and an index fix every scene, whatever the number of workers);
-its images may differ a little at shadow edges on some processors. Two recorded exceptions
+Every figure in the README and every model card names its data by a folder under the data root (`data/` in
+the working directory, or `$THROWBOX_SYNTH_DATA`; not in the repository: it is made by the generator, and a
+new machine starts without it). Each folder was made by one
+`throwbox lab synth` command, recorded where it was first used (the cards, docs/synthetic-data.md); they are
+gathered here so that `throwbox lab synth-set NAME...` makes any of them again in one step, and `throwbox
+synth-set --list` prints each one's `throwbox lab synth` command. A set made again from its recipe has the
+throws and labels its command makes today (a seed and an index fix every scene, whatever the number of
+workers); its images may differ a little at shadow edges on some processors. Two recorded exceptions
 (docs/synthetic-data.md, the relabel): 10 of train-v1's 2,000 scenes were made by an older generator and
 come out otherwise, and the shipped models were trained on train-v1's and train-s600's labels from before
 the relabel (5 dice differ).
@@ -18,6 +19,7 @@ once or tuned on, and its command is written beside it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,8 +27,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from datasets.synth.generator import GeneratorConfig
 
-# Where every recorded command writes (the docs' paths); `throwbox synth-set --root` writes elsewhere.
-DEFAULT_ROOT = Path("/work/data")
+# Where every recorded command writes (the docs' `data/...` paths): `data/` in the working directory (the
+# repository's, ignored by git) unless $THROWBOX_SYNTH_DATA names another; `synth-set --root` overrides both.
+SYNTH_DATA_ENV = "THROWBOX_SYNTH_DATA"
+DEFAULT_ROOT = Path("data")
+
+
+def synth_data_root() -> Path:
+    """The root of the named sets: $THROWBOX_SYNTH_DATA, else `data/` in the working directory."""
+    return Path(os.environ.get(SYNTH_DATA_ENV) or DEFAULT_ROOT)
+
 
 # The resolution mixes the recorded commands use.
 R50 = "1280x960:0.5,960x720:0.25,640x480:0.25"
@@ -39,7 +49,7 @@ MIX_V2 = (
 
 @dataclass(frozen=True)
 class NamedSet:
-    """One data set's recorded `throwbox synth` command, and what it is for."""
+    """One data set's recorded `throwbox lab synth` command, and what it is for."""
 
     name: str
     group: str  # the folder under the root: "synth" (the reader's) or "judge" (the judgement stage's)
@@ -51,18 +61,20 @@ class NamedSet:
     see_through: float = 0.0
     used_for: str = ""
 
-    def folder(self, root: Path = DEFAULT_ROOT, scenes: int | None = None) -> Path:
-        """Where the set goes under `root`; only its first `scenes` (fewer than all) go to NAME-firstN."""
+    def folder(self, root: Path | None = None, scenes: int | None = None) -> Path:
+        """Where the set goes under `root` (default `synth_data_root()`); only its first `scenes` (fewer
+        than all) go to NAME-firstN."""
         partial = scenes is not None and scenes < self.scenes
-        return root / self.group / (f"{self.name}-first{scenes}" if partial else self.name)
+        base = root if root is not None else synth_data_root()
+        return base / self.group / (f"{self.name}-first{scenes}" if partial else self.name)
 
-    def made_scenes(self, root: Path = DEFAULT_ROOT) -> int:
+    def made_scenes(self, root: Path | None = None) -> int:
         """How many scenes of it lie in its folder (labels written), 0 where there is none."""
         labels = self.folder(root) / "labels"
         return len(list(labels.glob("*.json"))) if labels.is_dir() else 0
 
     def config(self) -> GeneratorConfig:
-        """The generator's configuration, as `throwbox synth` builds it from the command."""
+        """The generator's configuration, as `throwbox lab synth` builds it from the command."""
         # Imported here: the generator loads OpenCV and the renderer, which `throwbox --help` does not need.
         from datasets.synth.generator import GeneratorConfig, parse_mix, parse_resolutions
 
@@ -74,10 +86,10 @@ class NamedSet:
             see_through=self.see_through,
         )
 
-    def command(self, root: Path = DEFAULT_ROOT, scenes: int | None = None) -> str:
-        """The equivalent `throwbox synth` command line (of its first `scenes` only, where given)."""
+    def command(self, root: Path | None = None, scenes: int | None = None) -> str:
+        """The equivalent `throwbox lab synth` command line (of its first `scenes` only, where given)."""
         n = self.scenes if scenes is None else scenes
-        parts = [f"throwbox synth {self.folder(root, scenes)} --scenes {n} --seed {self.seed}"]
+        parts = [f"throwbox lab synth {self.folder(root, scenes)} --scenes {n} --seed {self.seed}"]
         if self.mix != "normal=1":
             parts.append(f"--mix {self.mix}")
         if self.resolutions:

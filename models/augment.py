@@ -83,9 +83,9 @@ def camera_shake(img: U8, die_px: float, rng: np.random.Generator) -> U8:
 
 # A camera's light beyond `photometric`: the exposure times 0.2-1.7 (log-uniform; clipped where it
 # saturates), then sensor noise: read noise of 0-20 grey levels and shot noise growing with the light. The
-# range is throwbox stress's "dim", "glare" and "noise" changes at their mild and middle strengths, where the
-# detector's precision fell (docs/history/reader.md, detector stage 11). Half the draws are grey noise (the
-# same in each channel), half colour noise, as sensors and their JPEG streams give.
+# range is throwbox lab stress's "dim", "glare" and "noise" changes at their mild and middle strengths, where
+# the detector's precision fell (docs/history/reader.md, detector stage 11). Half the draws are grey noise
+# (the same in each channel), half colour noise, as sensors and their JPEG streams give.
 CAMERA_GAIN = (0.2, 1.7)
 CAMERA_READ_NOISE = (0.0, 20.0)
 CAMERA_SHOT_NOISE = (0.0, 1.2)

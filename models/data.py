@@ -1,6 +1,6 @@
 """Labelled images for training and evaluation: the real sets (YOLO labels) and synthetic scenes.
 
-Only numpy/OpenCV here, so `throwbox eval` can use it without torch. Real-set layouts are described in
+Only numpy/OpenCV here, so `throwbox lab eval` can use it without torch. Real-set layouts are described in
 `../shared/datasets/real/*/PROVENANCE.txt`: YOLO `class cx cy w h` (normalised), class k = face k + 1.
 """
 
@@ -114,7 +114,7 @@ def load_yolo_folder(folder: Path, *, box_kind: str) -> list[LabelledImage]:
 
 
 def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[LabelledImage]:
-    """Synthetic scenes written by `throwbox synth`, through `datasets.loaders` (the generator's loader).
+    """Synthetic scenes written by `throwbox lab synth`, through `datasets.loaders` (the generator's loader).
 
     Dice less than 30 % visible are left out, and so are dice with no face by the rules (void, off the
     table) unless `all_dice` (detection training: a wedged die or a die off the felt is still a die in the
@@ -144,7 +144,7 @@ def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[La
 
 
 def load_dataset(path: Path, *, split: str = "test") -> list[LabelledImage]:
-    """Recognise a dataset folder by its layout and load it (the `throwbox eval DATASET` entry point)."""
+    """Recognise a dataset folder by its layout and load it (the `throwbox lab eval DATASET` entry point)."""
     if not path.exists():
         raise DatasetError(f"dataset not found: {path}")
     if (path / "splits").is_dir() and (path / "labels_yolo").is_dir():

@@ -1,7 +1,7 @@
 """Distil the registered die detector into a cheaper net (`LiteDieDetector`) on CPU; export it to ONNX.
 
     .venv/bin/python -m models.distill_detector --feature-minutes 10 --minutes 40 \\
-        --synth /work/data/synth/train-v1 --synth-limit 800 --out /tmp/det_lite --no-register
+        --synth data/synth/train-v1 --synth-limit 800 --out out/det_lite --no-register
 
 Why: the detector takes most of a read's time on one thread (about 11 of 28 ms), mostly in dense 3x3
 convolutions at 1/4 to 1/32 of the frame. The student keeps the teacher's stem, lateral convolutions,

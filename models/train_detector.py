@@ -1,6 +1,6 @@
 """Train the die detector (CenterNet-style) on CPU and export it to ONNX.
 
-    .venv/bin/python -m models.train_detector --minutes 25 [--synth /work/data/synth/train-v1]
+    .venv/bin/python -m models.train_detector --minutes 25 [--synth data/synth/train-v1]
 
 Data seen: the nellbyler train split (200 photos; never the test split), optionally synthetic train
 scenes, and domain-randomised composites (real dice pasted onto random felt/wood/noise backgrounds).

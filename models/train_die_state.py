@@ -1,9 +1,9 @@
 """Train the die-state classifier (flat, cocked, wedged, on a die, under, off the table, no die) to ONNX.
 
-    .venv/bin/python -m models.train_die_state --synth /work/data/judge/train-s600 --minutes 12
+    .venv/bin/python -m models.train_die_state --synth data/judge/train-s600 --minutes 12
 
-Data seen: synthetic scenes made for it with seeds nobody evaluates on (600 by default: `throwbox synth
-/work/data/judge/train-s600 --scenes 2000 --seed 600 --mix normal=0.25,cluster=0.05,cocked=0.2,
+Data seen: synthetic scenes made for it with seeds nobody evaluates on (600 by default: `throwbox lab synth
+data/judge/train-s600 --scenes 2000 --seed 600 --mix normal=0.25,cluster=0.05,cocked=0.2,
 wedged=0.15,stacked=0.2,off_table=0.15`). Every die that is not flat gives two crops and every flat die
 one, each cut with `vision.judge.state.crop_context` around a box jittered like the detector's, the
 reference size jittered too; quarter turns, flips and colour changes on the fly. A tenth of the scenes is
@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 
 from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
+from models.die_state_truth import die_states_of
 from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
 from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
-from vision.judge.truth import die_states_of
 from vision.onnx_session import MANIFEST_PATH
 
 MODEL_DIR = Path(__file__).resolve().parent / "judge_diestate"

@@ -1,6 +1,6 @@
 """Train the top-face classifier on die crops cut exactly as the reader cuts them, export it to ONNX.
 
-    .venv/bin/python -m models.train_pips --minutes 10 [--synth /work/data/synth/train-v1]
+    .venv/bin/python -m models.train_pips --minutes 10 [--synth data/synth/train-v1]
 
 Data seen: dice of the nellbyler train split (never its test split), the matteop65 train folder (never
 valid/; its boxes hold the top face only, so they are widened to the whole die), and optionally synthetic

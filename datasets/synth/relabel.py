@@ -82,7 +82,7 @@ def config_from_manifest(folder: Path) -> GeneratorConfig:
     """The generator configuration a data set was made with (only what the physics depends on)."""
     path = folder / "manifest.json"
     if not path.is_file():
-        raise RelabelError(f"{folder} has no manifest.json: not a data set made by `throwbox synth`")
+        raise RelabelError(f"{folder} has no manifest.json: not a data set made by `throwbox lab synth`")
     try:
         m = json.loads(path.read_text(encoding="utf-8"))
         return GeneratorConfig(seed=int(m["seed"]), n_dice=int(m["n_dice"]), mix=dict(m["mix"]))

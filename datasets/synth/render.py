@@ -200,7 +200,7 @@ class SceneRenderer:
         see_through: how strongly translucent dice show the pips of their other faces (0: not at all;
             `datasets.synth.textures.ghost_pips`). Its textures make a world of their own, with the same
             bodies; a process that renders both kinds holds both worlds' bodies, which can move shadow
-            edges (see `_prefill`): `throwbox synth` makes each data set in processes of its own.
+            edges (see `_prefill`): `throwbox lab synth` makes each data set in processes of its own.
     """
 
     def __init__(

@@ -391,10 +391,10 @@ def propped_start(
 def propped(rng: Rng, layout: ThrowBoxLayout, n_dice: int) -> ScenarioOutcome:
     """A die propped against another die after the throw (cocked on one side: read by rule, 675a.4(c)).
 
-    Ordinary throws leave one now and then (`throwbox eval --verdicts` counts 2 cocked dice in tune-s1200's
-    1,000 normal throws, both read by a face the relabelled truth shows propped on a die), and the die-state
-    model, trained on dice leaning on chips, called them flat; this stages them. The truth reads such a die
-    by its uppermost face (`datasets.synth.dice.resting_side`).
+    Ordinary throws leave one now and then (`throwbox lab eval --verdicts` counts 2 cocked dice in
+    tune-s1200's 1,000 normal throws, both read by a face the relabelled truth shows propped on a die), and
+    the die-state model, trained on dice leaning on chips, called them flat; this stages them. The truth reads
+    such a die by its uppermost face (`datasets.synth.dice.resting_side`).
     """
     world = PhysicsWorld(layout)
     first = simulate(world, throw_starts(rng, layout, n_dice))

@@ -1,6 +1,6 @@
 """A whole round on rendered video: the real service, the real reader, the settle detector (issue 8).
 
-The committed round (tests/fixtures/round_clips/r0840-000000, made by `throwbox synth-round`; see its
+The committed round (tests/fixtures/round_clips/r0840-000000, made by `throwbox lab synth-round`; see its
 LICENSE) is played as one continuous recording from its video files: the first roll (empty box, the
 shaker over the dealer's edge, the throw), then the dealer's move of one kind, then, after the right move,
 the Extra Roll. Nothing is scripted: the capture (the files, in order, media time running on) feeds the

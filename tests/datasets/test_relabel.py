@@ -1,4 +1,4 @@
-"""`throwbox synth-relabel`: rule-based truth re-derived from the physics (datasets.synth.relabel)."""
+"""`throwbox lab synth-relabel`: rule-based truth re-derived from the physics (datasets.synth.relabel)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
 from datasets.synth.generator import GeneratorConfig
 from datasets.synth.relabel import BACKUP_DIR, RelabelError, relabel_dataset
 from datasets.synth.writer import generate_dataset
+from lab.cli import app
 
 runner = CliRunner()
 

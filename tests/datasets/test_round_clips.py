@@ -162,7 +162,7 @@ def test_the_hand_is_drawn_where_the_camera_sees_it(shaker: bool, colour: tuple[
 def test_synth_round_refuses_a_game_it_cannot_make(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from lab.cli import app
 
     result = CliRunner().invoke(
         app, ["synth-round", str(tmp_path / "out"), "--dice", "7"], env={"COLUMNS": "200"}

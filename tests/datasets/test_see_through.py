@@ -1,4 +1,4 @@
-"""See-through dice (`throwbox synth --see-through`): translucent dice show their other faces' pips."""
+"""See-through dice (`throwbox lab synth --see-through`): translucent dice show their other faces' pips."""
 
 from __future__ import annotations
 

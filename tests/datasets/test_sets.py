@@ -1,5 +1,6 @@
-"""The named data sets (datasets/sets.py) and `throwbox synth-set`: a set made by its name is the set its
-recorded `throwbox synth` command makes, scene for scene, and bad names are refused with the known ones."""
+"""The named data sets (datasets/sets.py) and `throwbox lab synth-set`: a set made by its name is the set its
+recorded `throwbox lab synth` command makes, scene for scene, and bad names are refused with the known
+ones."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
+from api.cli import app as throwbox
 from datasets.sets import NAMED_SETS, named_set
+from lab.cli import app
 
 runner = CliRunner()
 
@@ -33,16 +35,16 @@ def test_every_named_set_has_a_valid_recipe_and_its_own_folder() -> None:
 
 @pytest.mark.parametrize("name", ["cleartrain-s9401", "mix-v2"])
 def test_a_set_made_by_name_is_the_set_its_command_makes(tmp_path: Path, name: str) -> None:
-    """Scene for scene, byte for byte: `synth-set NAME --scenes 1` and the first scene of the `throwbox synth`
-    command it prints (mix, sizes, oblique share and see-through included)."""
+    """Scene for scene, byte for byte: `synth-set NAME --scenes 1` and the first scene of the `throwbox lab
+    synth` command it prints (mix, sizes, oblique share and see-through included)."""
     by_name = runner.invoke(
         app, ["synth-set", name, "--root", str(tmp_path / "a"), "--scenes", "1", "--workers", "1"]
     )
     assert by_name.exit_code == 0, by_name.output
     assert "wrote 1 scenes" in by_name.output
     argv = shlex.split(named_set(name).command(tmp_path / "b", 1))
-    assert argv[:2] == ["throwbox", "synth"] and argv[argv.index("--scenes") + 1] == "1"
-    by_command = runner.invoke(app, [*argv[1:], "--workers", "1"])
+    assert argv[:3] == ["throwbox", "lab", "synth"] and argv[argv.index("--scenes") + 1] == "1"
+    by_command = runner.invoke(throwbox, [*argv[1:], "--workers", "1"])
     assert by_command.exit_code == 0, by_command.output
     # the first scene only: into NAME-first1, never the whole set's folder
     a, b = named_set(name).folder(tmp_path / "a", 1), named_set(name).folder(tmp_path / "b", 1)
@@ -63,7 +65,7 @@ def test_synth_set_lists_and_refuses(tmp_path: Path) -> None:
     assert listed.exit_code == 0
     for name in NAMED_SETS:
         assert f"{name} (not made;" in listed.output
-    assert f"throwbox synth {tmp_path}/synth/val-v1 --scenes 500 --seed 2" in listed.output
+    assert f"throwbox lab synth {tmp_path}/synth/val-v1 --scenes 500 --seed 2" in listed.output
     unknown = runner.invoke(app, ["synth-set", "val-v2", "--root", str(tmp_path)])
     assert unknown.exit_code == 2 and "no data set named 'val-v2'" in unknown.output
     nothing = runner.invoke(app, ["synth-set", "--root", str(tmp_path)])
@@ -89,3 +91,17 @@ def test_synth_set_leaves_a_whole_set_alone_and_refuses_a_folder_of_another(tmp_
     both = runner.invoke(app, ["synth-set", "cleartrain-s9400", "mix-v2", "--root", str(tmp_path)])
     assert both.exit_code == 2 and "seed=2" in both.output and "NAMES / --root" in both.output
     assert not named_set("cleartrain-s9400").folder(tmp_path).exists()
+
+
+def test_the_data_root_is_relative_unless_the_environment_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datasets.sets import SYNTH_DATA_ENV, synth_data_root
+
+    monkeypatch.delenv(SYNTH_DATA_ENV, raising=False)
+    assert synth_data_root() == Path("data") and not synth_data_root().is_absolute()
+    assert named_set("val-v1").folder() == Path("data/synth/val-v1")
+    monkeypatch.setenv(SYNTH_DATA_ENV, str(tmp_path))
+    assert named_set("mix-v2").folder() == tmp_path / "synth" / "mix-v2"
+    listed = runner.invoke(app, ["synth-set", "--list"], env={SYNTH_DATA_ENV: str(tmp_path / "e")})
+    assert f"throwbox lab synth {tmp_path}/e/synth/val-v1 " in listed.output

@@ -133,7 +133,7 @@ def test_load_synth_marks_the_dice_cocked_on_chips(tmp_path: Path) -> None:
     """`LabelledImage.cocked` comes from the generator's truth: rendered throws with a die cocked on chips."""
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from lab.cli import app
     from models.data import load_synth
 
     out = tmp_path / "cocked"

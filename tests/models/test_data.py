@@ -43,7 +43,7 @@ def test_unknown_dataset_is_a_clear_error(tmp_path: Path, make: object, message:
 
 
 def test_synthetic_dice_with_no_face_are_kept_for_detection_only_when_asked(tmp_path: Path) -> None:
-    # The off-table fixture scene (tests/vision/fixtures/judge, rendered by `throwbox synth`): one die
+    # The off-table fixture scene (tests/vision/fixtures/judge, rendered by `throwbox lab synth`): one die
     # in the picture has no face by the rules (it is off the felt), nine have one.
     judge = Path(__file__).resolve().parent.parent / "vision" / "fixtures" / "judge"
     (tmp_path / "labels").mkdir()
@@ -68,10 +68,3 @@ def test_held_back_photos_are_fixed_nested_and_sized() -> None:
     assert held_back(5, 0.0) == set()
     with pytest.raises(ValueError, match="fraction"):
         held_back(10, 1.0)
-
-
-def test_a_candidate_model_file_that_is_not_there_is_a_clear_exit(tmp_path: Path) -> None:
-    from models.second_look import unregistered
-
-    with pytest.raises(SystemExit, match="no such model file"):
-        unregistered(tmp_path / "missing.onnx", "pips_second")

@@ -31,7 +31,7 @@ FIXTURES = REPO / "tests" / "vision" / "fixtures" / "judge"
 
 
 def _fixture_folder(root: Path) -> Path:
-    """The committed judge frames laid out as a `throwbox synth` folder (images beside labels/)."""
+    """The committed judge frames laid out as a `throwbox lab synth` folder (images beside labels/)."""
     (root / "labels").mkdir(parents=True)
     for label in sorted(FIXTURES.glob("*.json")):
         scene = read_scene(label)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from models.big_dice import die_with_margin, place
+from lab.big_dice import die_with_margin, place
 from models.data import load_yolo_folder
 from vision.detect.centernet import DetectorConfig, merge_coarse
 from vision.types import Frame
@@ -91,7 +91,7 @@ def test_coarse_sizes_must_be_multiples_of_32() -> None:
 
 def _big_die_frame(fraction: float) -> tuple[np.ndarray[Any, Any], int]:
     """A fixture die (the first labelled die of the first photo) scaled to `fraction` of a 1280x960 frame,
-    cut and pasted as `python -m models.big_dice` does."""
+    cut and pasted as `python -m lab.big_dice` does."""
     crop, face, side = die_with_margin(load_yolo_folder(FIXTURES, box_kind="die")[0], 0)
     frame, _ = place(crop, side, fraction, np.random.default_rng(0))
     return frame, face

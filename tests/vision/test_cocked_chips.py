@@ -29,7 +29,7 @@ import pytest
 
 from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
-from vision.judge.evaluate import record_scene
+from lab.judge_eval.evaluate import record_scene
 from vision.judge.exposure import FrameExposure, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
@@ -139,9 +139,10 @@ def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_p
 
 @pytest.mark.parametrize("path", SCENES, ids=lambda p: p.stem)
 def test_the_evaluation_reads_a_scene_as_the_reader_does(reader: Reader, path: Path) -> None:
-    """`throwbox eval --verdicts` (`record_scene`) and the reader take the same steps (`look_again` against
-    `probe_wedged` + `read_looked`): the same dice, states and readings, die for die; and `record_scene`
-    refuses a detector without a face reader (or the other way round), which would mean neither mode."""
+    """`throwbox lab eval --verdicts` (`record_scene`) and the reader take the same steps (`look_again`
+    against `probe_wedged` + `read_looked`): the same dice, states and readings, die for die; and
+    `record_scene` refuses a detector without a face reader (or the other way round), which would mean neither
+    mode."""
     scene = read_scene(path)
     image = np.asarray(cv2.imread(str(FIXTURES / scene.image), cv2.IMREAD_COLOR), np.uint8)
     geometry = TableGeometry(camera=scene.camera, layout=ThrowBoxLayout())

@@ -1,6 +1,6 @@
 """A frame washed out or too dark is judged by no rule, and, with the grain bars set (off by default), a
 grainy one is read smoothed (vision/judge/exposure.py): measures, findings, the reader's verdict, and the
-judge's records (`throwbox eval --verdicts`)."""
+judge's records (`throwbox lab eval --verdicts`)."""
 
 from __future__ import annotations
 
@@ -127,30 +127,6 @@ def test_the_reader_leaves_a_washed_out_frame_to_a_person(tmp_path: Path) -> Non
     off = ReaderConfig(validity=ValidityConfig(judge=JudgeConfig(max_clipped_share=None)))
     # With the bar off the same dice (the fakes read them whatever the picture) would be read valid.
     assert reader(off, "b").read(Frame(image=washed), expected_dice=3).verdict is Verdict.VALID
-
-
-def test_the_scan_reads_a_set_as_the_reader_measures_it(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    import cv2
-
-    from models.exposure_scan import scan
-
-    fixtures = sorted((Path(__file__).resolve().parent / "fixtures").glob("IMG_*.jpg"))  # three real photos
-    plain_scan = scan(fixtures, change_kind=None, level=0.0, quiet=True)
-    least = min(measure_exposure(cv2.imread(str(p))).bright_level for p in fixtures)
-    assert plain_scan["frames"] == 3 and plain_scan["least_bright_level"] == least
-    assert plain_scan["fail_clipped_bar"] == plain_scan["fail_dark_bar"] == 0
-    # A sixth of the light takes each of these photos under the dark bar (their 99th percentile is ~190).
-    dark = scan(fixtures, change_kind="dim", level=0.15, quiet=True)
-    assert dark["fail_dark_bar"] == 3 and dark["least_bright_level"] < 60
-    missing = subprocess.run(
-        [sys.executable, "-m", "models.exposure_scan", str(tmp_path / "nowhere")],
-        capture_output=True,
-        text=True,
-    )
-    assert missing.returncode == 2 and "dataset not found" in missing.stderr
 
 
 def test_exposure_failure_finds_the_frame_finding_among_others() -> None:

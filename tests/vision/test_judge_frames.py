@@ -18,9 +18,9 @@ import pytest
 
 from calibration.layout import ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
+from lab.judge_eval.evaluate import MIN_VISIBLE, one_hot
 from vision.annotate import RED, annotate
 from vision.judge.config import JudgeConfig
-from vision.judge.evaluate import MIN_VISIBLE, one_hot
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import DieStateClassifier
 from vision.onnx_session import load_model, manifest_lists

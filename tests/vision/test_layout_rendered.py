@@ -39,9 +39,9 @@ from datasets.format import (
 )
 from datasets.synth.generator import GeneratorConfig, simulate_scene
 from datasets.synth.truth import physical_truth
+from lab.layout_eval import expected_problems
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import LayoutCheck, check_layout_move
-from vision.layout_eval import expected_problems
 from vision.types import DieCandidate, DieReading, Frame
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
@@ -256,10 +256,10 @@ def test_593_4_e_layout_move_read_by_the_whole_reader(case: str, reader: Any) ->
 
 @pytest.mark.parametrize("case", [c for c, _ in CASES])
 def test_the_move_evaluation_reads_and_checks_as_the_live_loop(case: str, reader: Any) -> None:
-    """`vision.layout_eval.check_scene` (behind `throwbox eval --layout-moves`) reads the frame as the live
+    """`lab.layout_eval.check_scene` (behind `throwbox lab eval --layout-moves`) reads the frame as the live
     loop does (no expected count, the frame's calibration), checks it with the table's dice count, and records
     what the check named, right or not."""
-    from vision.layout_eval import check_scene
+    from lab.layout_eval import check_scene
 
     scene, image, move = load_case(case)
     roll = reader.read(Frame(image=image, frame_id=case), expected_dice=None, geometry=geometry_of(scene))

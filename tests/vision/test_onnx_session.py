@@ -41,7 +41,8 @@ def test_fake_session_runs_through_the_wrapper(tmp_path: Path) -> None:
 
 
 def test_the_wrapper_sums_the_time_spent_in_the_session(tmp_path: Path) -> None:
-    """`OnnxModel.run_ms` and `runs`: what `throwbox bench` subtracts to split a read into models and rest."""
+    """`OnnxModel.run_ms` and `runs`: what `throwbox lab bench` subtracts to split a read into models and
+    rest."""
     import time
 
     class SlowSession(FakeFaceSession):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.evaluate import Tally
 from models.data import load_yolo_folder
-from models.evaluate import Tally
 from vision.image import load_image
 from vision.reader import Reader
 from vision.types import Frame
@@ -22,7 +22,8 @@ from vision.types import Frame
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
 # The committed models reach 89.5 / 73.9 / 79.4 % (recall / precision / learned face of matched dice)
-# on these 38 dice (`throwbox eval tests/vision/fixtures`); the floors leave room for onnxruntime drift only.
+# on these 38 dice (`throwbox lab eval tests/vision/fixtures`); the floors leave room for onnxruntime drift
+# only.
 RECALL_MIN, PRECISION_MIN, FACE_MIN = 85.0, 65.0, 75.0
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from datasets.format import read_scene
-from vision.judge.evaluate import box_iou
+from lab.judge_eval.evaluate import box_iou
 from vision.onnx_session import manifest_lists
 from vision.reader import Reader
 from vision.types import Frame, Verdict

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lab.small_dice import enlarge, tally
 from models.data import load_yolo_folder
-from models.small_dice import enlarge, tally
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.detect.centernet import DetectorConfig, merge_coarse
 from vision.detect.detector import DieDetector

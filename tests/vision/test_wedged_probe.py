@@ -322,8 +322,8 @@ def test_the_closer_look_can_send_a_cocked_die_read_surely_once_to_a_person() ->
 
 
 def test_look_again_takes_the_closer_look_only_when_given_the_turned_reader() -> None:
-    """The reader and `throwbox eval --verdicts` both call `look_again`: with `read_turned` the dice called
-    cocked are read again turned; without it (the oracle) they are not."""
+    """The reader and `throwbox lab eval --verdicts` both call `look_again`: with `read_turned` the dice
+    called cocked are read again turned; without it (the oracle) they are not."""
     cands = (_cand(10.0), _cand(50.0), _cand(90.0))
     states = (_state("flat", 0.99), _state("flat", 0.99), _state("cocked", 0.95))
     fake = FakeStates(wedged_at=(999.0, 999.0))

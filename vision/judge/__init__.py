@@ -11,7 +11,7 @@ One module per idea (design.md, style.md rule 1):
 - `cocked`: a die that does not lie flat: read by the face opposite the side resting on the chips when one
   side rests (675a.4(c)), void when more than one does, no decision when too close to call;
 - `size`: a rethrow call on a detection far larger than the frame's dice (a chip stack?) goes to a person;
-- `decide`: the findings of all of the above, in order of precedence, into one verdict with reasons;
-- `evaluate`: verdict figures on labelled synthetic scenes for `throwbox eval --verdicts`;
-- `misses`: why labelled-valid rolls were not read valid, counted (`throwbox eval --verdicts --misses`).
+- `decide`: the findings of all of the above, in order of precedence, into one verdict with reasons.
+
+Its figures on labelled scenes are the lab's (`lab/judge_eval/`, `throwbox lab eval --verdicts`).
 """

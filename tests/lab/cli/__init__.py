@@ -1,0 +1,1 @@
+"""Tests of lab/cli/: the `throwbox lab ...` commands."""
