@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from api import audit
+from api.alerts import raise_alert
 from api.audit import load_evidence
 from api.auth import Role, authenticate, create_key, revoke_key
 from api.db.models import GameTable
@@ -37,7 +38,6 @@ from api.db.session import Database
 from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
 from api.metrics import Metrics
 from api.read_records import record_read
-from api.routes.alerts import raise_alert
 from api.settings import Settings
 
 if TYPE_CHECKING:

@@ -18,12 +18,12 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from api import audit
+from api.alerts import raise_alert
 from api.audit import canonical_json
 from api.db.models import Evidence, GameTable, Read, Roll, Round
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
 from api.events import publish
 from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, advance, now_utc
-from api.routes.alerts import raise_alert
 from api.routes.rounds import http_error, steps_of, wager_documents
 from api.schemas import DB_INT_MAX
 from api.schemas.rounds import RollIn, RollOut

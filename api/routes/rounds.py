@@ -12,11 +12,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import audit
+from api.alerts import raise_alert
 from api.db.models import Correction, GameTable, Round, Wager
 from api.deps import AnyRole, DatabaseDep, Dealer, IdPath, MetricsDep, SettingsDep, Viewer
 from api.events import publish
 from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, advance, wager_document
-from api.routes.alerts import raise_alert
 from api.schemas.rounds import (
     CorrectionIn,
     CorrectionOut,
