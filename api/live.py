@@ -58,7 +58,7 @@ from vision.judge.exposure import exposure_failure, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
-from vision.types import Finding, Frame, Roll, Verdict
+from vision.types import Finding, FindingReason, Frame, Roll, Verdict
 
 log = logging.getLogger("throwbox.live")
 
@@ -382,7 +382,7 @@ class LiveLoop:
     def _note_camera_position(self, roll: Roll, frame_id: str) -> Finding | None:
         """The read's `camera_moved` finding, if any; a `camera_moved` alert when it first appears, and a
         `camera_in_place` alert when a read through the calibration no longer finds it."""
-        moved = next((f for f in roll.findings if f.reason == "camera_moved"), None)
+        moved = next((f for f in roll.findings if f.reason == FindingReason.CAMERA_MOVED), None)
         if moved is not None and not self.camera_moved:
             self._alert(
                 "camera_moved",

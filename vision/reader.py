@@ -44,6 +44,7 @@ from vision.types import (
     DieCandidate,
     FaceReading,
     Finding,
+    FindingReason,
     Frame,
     ImageArray,
     Roll,
@@ -227,7 +228,7 @@ class Reader:
                 # The calibration no longer fits this camera: read the frame as a photo, for a person.
                 finding = Finding(
                     verdict=Verdict.NO_DECISION,
-                    reason="camera_moved",
+                    reason=FindingReason.CAMERA_MOVED,
                     die_ids=(),
                     detail=f"the corner markers lie {shift:.1f} px from where the table was calibrated "
                     f"(limit {bar:g} px): the camera moved, so the roll is read from the image alone; "
