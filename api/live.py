@@ -535,8 +535,6 @@ class LiveLoop:
                 reasons=(f"the reader failed: {exc}",),
                 expected_dice=self.config.expected_dice,
                 faces=(),
-                winner=None,
-                match_count=None,
                 frame_id=frame.frame_id,
                 table_id=frame.table_id,
                 models={},

@@ -83,12 +83,12 @@ class DatabaseRecorder:
         """Annotate and store the frame, store the read, audit it and publish a `read` event."""
         import cv2
 
-        from vision.annotate import annotate
+        from api.read_document import annotate_read, read_document
 
-        ok, encoded = cv2.imencode(".jpg", annotate(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
+        ok, encoded = cv2.imencode(".jpg", annotate_read(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
         jpeg = bytes(encoded) if ok else None
         read_id = uuid.uuid4().hex
-        document = {**roll.as_dict(), **extra, "frame_id": frame.frame_id, "source": "live"}
+        document = {**read_document(roll), **extra, "frame_id": frame.frame_id, "source": "live"}
         with self.database.session() as session:
             sha256 = record_read(
                 session,

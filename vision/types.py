@@ -307,8 +307,6 @@ class Roll:
     reasons: tuple[str, ...]
     expected_dice: int | None
     faces: tuple[int, ...]  # read faces of the certain dice, left to right
-    winner: int | None
-    match_count: int | str | None
     frame_id: str
     table_id: str | None
     models: dict[str, str]
@@ -320,15 +318,14 @@ class Roll:
     set_aside: tuple[SetAside, ...] = ()  # detections left out of the count, with why (`SetAside`)
 
     def as_dict(self) -> dict[str, Any]:
-        """The stable JSON contract of `throwbox read --json` and `POST /v1/reads`."""
+        """JSON-ready form: the contract of `throwbox read --json` and `POST /v1/reads` but for the Pip Street
+        winner and Like Kind count, which the api adds from the rules engine (`api.read_document`)."""
         return {
             "verdict": self.verdict.value,
             "reasons": list(self.reasons),
             "expected_dice": self.expected_dice,
             "dice": [d.as_dict() for d in self.dice],
             "faces": list(self.faces),
-            "winner": self.winner,
-            "match_count": self.match_count,
             "frame_id": self.frame_id,
             "table_id": self.table_id,
             "timing_ms": {k: round(v, 2) for k, v in self.timing_ms.items()},

@@ -45,7 +45,6 @@ from api.metrics import Metrics
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CaptureConfig, CapturedFrame, CaptureEvent, ClipStarted, Grab
 from vision.judge.geometry import TableGeometry
-from vision.reader import classify_faces
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
 
@@ -71,15 +70,12 @@ def die(face: int | None, box: str | None = None, x: float = 0.0) -> DieReading:
 
 def roll_of(dice: Sequence[DieReading], frame: Frame, *, verdict: Verdict = Verdict.VALID) -> Roll:
     faces = tuple(d.face for d in dice if d.face is not None)
-    winner, match_count = classify_faces(faces) if verdict is Verdict.VALID else (None, None)
     return Roll(
         dice=tuple(dice),
         verdict=verdict,
         reasons=() if verdict is Verdict.VALID else ("made up for the test",),
         expected_dice=10,
         faces=faces,
-        winner=winner,
-        match_count=match_count,
         frame_id=frame.frame_id,
         table_id=frame.table_id,
         models={"detector": "stand-in"},
