@@ -52,7 +52,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
+from pydantic import ValidationError
 
+from api.schemas.rolls import RollSubmission
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
 from vision.judge.exposure import exposure_failure, measure_exposure
 from vision.judge.geometry import TableGeometry
@@ -184,13 +186,22 @@ class RulesClient:
             raise RollRejectedError(response.status_code, _detail(response))
         return str(response.json()["sha256"])
 
-    def post_roll(self, table_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Submit a roll; the engine's answer (a repeat of the first answer for a roll id already applied)."""
-        response = self._send("POST", f"/v1/tables/{table_id}/rolls", json=body)
+    def post_roll(self, table_id: str, submission: RollSubmission) -> dict[str, Any]:
+        """Submit a roll; the engine's answer as it came (a `RollAnswer`; a repeat of the first answer for a
+        roll id already applied)."""
+        response = self._send("POST", f"/v1/tables/{table_id}/rolls", json=submission.wire())
         if response.status_code >= 400:
             raise RollRejectedError(response.status_code, _detail(response))
         answer: dict[str, Any] = response.json()
         return answer
+
+
+def _submission(fields: dict[str, Any]) -> RollSubmission:
+    """The roll to post; one the engine's door would refuse (422) is refused here the same way."""
+    try:
+        return RollSubmission.model_validate(fields)
+    except ValidationError as exc:
+        raise RollRejectedError(422, exc.errors(include_url=False, include_context=False)) from exc
 
 
 def _detail(response: httpx.Response) -> object:
@@ -594,20 +605,22 @@ class LiveLoop:
         if verdict != Verdict.VALID.value and len(faces) > self.config.expected_dice:
             faces = ()  # more dice than in play: the faces mean nothing; the reasons say what was seen
         stored = self.recorder.store_read(table_id=self.config.table_id, frame=frame, roll=roll, extra=extra)
-        body: dict[str, Any] = {
-            "roll_id": frame.frame_id,
-            "source": "reader",
-            "verdict": verdict,
-            "faces": list(faces),
-            "reasons": reasons[:MAX_REASONS],
-            "evidence_sha256": stored.evidence_sha256,
-        }
         answer: dict[str, Any] | None = None
         error: str | None = None
         try:
             if self.upload_evidence and stored.evidence_jpeg is not None:
                 self.rules.upload_evidence(stored.evidence_jpeg)
-            answer = self.rules.post_roll(self.config.table_id, body)
+            submission = _submission(
+                {
+                    "roll_id": frame.frame_id,
+                    "source": "reader",
+                    "verdict": verdict,
+                    "faces": list(faces),
+                    "reasons": reasons[:MAX_REASONS],
+                    "evidence_sha256": stored.evidence_sha256,
+                }
+            )
+            answer = self.rules.post_roll(self.config.table_id, submission)
         except LiveError as exc:
             error = str(exc)
             self._alert(

@@ -38,6 +38,7 @@ from api.db.session import Database
 from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
 from api.metrics import Metrics
 from api.read_records import record_read
+from api.schemas.rolls import RollSubmission
 from api.settings import Settings
 
 if TYPE_CHECKING:
@@ -375,14 +376,14 @@ class DemoCroupier:
                 f"demo round's ({truth['first_roll']['faces']}): the croupier cannot key it; a person must"
             )
         self.rolls_keyed += 1
-        roll = {
-            "roll_id": f"demo-keyed-{current['id']}-{self.rolls_keyed}",
-            "source": "dealer",
-            "verdict": "valid",
-            "faces": list(truth["extra_roll"]["thrown_faces"]),
-            "round_id": current["id"],
-        }
-        self._ok(self.client.post(f"/v1/tables/{self.table_id}/rolls", json=roll))
+        roll = RollSubmission(
+            roll_id=f"demo-keyed-{current['id']}-{self.rolls_keyed}",
+            source="dealer",
+            verdict="valid",
+            faces=list(truth["extra_roll"]["thrown_faces"]),
+            round_id=current["id"],
+        )
+        self._ok(self.client.post(f"/v1/tables/{self.table_id}/rolls", json=roll.wire()))
 
 
 # --------------------------------------------------------------------------------------------- service
