@@ -52,13 +52,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
+from pydantic import ValidationError
 
+from api.schemas.rolls import RollSubmission
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
 from vision.judge.exposure import exposure_failure, measure_exposure
 from vision.judge.geometry import TableGeometry
 from vision.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
-from vision.types import Finding, Frame, Roll, Verdict
+from vision.types import Finding, FindingReason, Frame, Roll, Verdict
 
 log = logging.getLogger("throwbox.live")
 
@@ -184,13 +186,22 @@ class RulesClient:
             raise RollRejectedError(response.status_code, _detail(response))
         return str(response.json()["sha256"])
 
-    def post_roll(self, table_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Submit a roll; the engine's answer (a repeat of the first answer for a roll id already applied)."""
-        response = self._send("POST", f"/v1/tables/{table_id}/rolls", json=body)
+    def post_roll(self, table_id: str, submission: RollSubmission) -> dict[str, Any]:
+        """Submit a roll; the engine's answer as it came (a `RollAnswer`; a repeat of the first answer for a
+        roll id already applied)."""
+        response = self._send("POST", f"/v1/tables/{table_id}/rolls", json=submission.wire())
         if response.status_code >= 400:
             raise RollRejectedError(response.status_code, _detail(response))
         answer: dict[str, Any] = response.json()
         return answer
+
+
+def _submission(fields: dict[str, Any]) -> RollSubmission:
+    """The roll to post; one the engine's door would refuse (422) is refused here the same way."""
+    try:
+        return RollSubmission.model_validate(fields)
+    except ValidationError as exc:
+        raise RollRejectedError(422, exc.errors(include_url=False, include_context=False)) from exc
 
 
 def _detail(response: httpx.Response) -> object:
@@ -382,7 +393,7 @@ class LiveLoop:
     def _note_camera_position(self, roll: Roll, frame_id: str) -> Finding | None:
         """The read's `camera_moved` finding, if any; a `camera_moved` alert when it first appears, and a
         `camera_in_place` alert when a read through the calibration no longer finds it."""
-        moved = next((f for f in roll.findings if f.reason == "camera_moved"), None)
+        moved = next((f for f in roll.findings if f.reason == FindingReason.CAMERA_MOVED), None)
         if moved is not None and not self.camera_moved:
             self._alert(
                 "camera_moved",
@@ -535,8 +546,6 @@ class LiveLoop:
                 reasons=(f"the reader failed: {exc}",),
                 expected_dice=self.config.expected_dice,
                 faces=(),
-                winner=None,
-                match_count=None,
                 frame_id=frame.frame_id,
                 table_id=frame.table_id,
                 models={},
@@ -596,20 +605,22 @@ class LiveLoop:
         if verdict != Verdict.VALID.value and len(faces) > self.config.expected_dice:
             faces = ()  # more dice than in play: the faces mean nothing; the reasons say what was seen
         stored = self.recorder.store_read(table_id=self.config.table_id, frame=frame, roll=roll, extra=extra)
-        body: dict[str, Any] = {
-            "roll_id": frame.frame_id,
-            "source": "reader",
-            "verdict": verdict,
-            "faces": list(faces),
-            "reasons": reasons[:MAX_REASONS],
-            "evidence_sha256": stored.evidence_sha256,
-        }
         answer: dict[str, Any] | None = None
         error: str | None = None
         try:
             if self.upload_evidence and stored.evidence_jpeg is not None:
                 self.rules.upload_evidence(stored.evidence_jpeg)
-            answer = self.rules.post_roll(self.config.table_id, body)
+            submission = _submission(
+                {
+                    "roll_id": frame.frame_id,
+                    "source": "reader",
+                    "verdict": verdict,
+                    "faces": list(faces),
+                    "reasons": reasons[:MAX_REASONS],
+                    "evidence_sha256": stored.evidence_sha256,
+                }
+            )
+            answer = self.rules.post_roll(self.config.table_id, submission)
         except LiveError as exc:
             error = str(exc)
             self._alert(

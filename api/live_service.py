@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from api import audit
+from api.alerts import raise_alert
 from api.audit import load_evidence
 from api.auth import Role, authenticate, create_key, revoke_key
 from api.db.models import GameTable
@@ -37,7 +38,7 @@ from api.db.session import Database
 from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
 from api.metrics import Metrics
 from api.read_records import record_read
-from api.routes.alerts import raise_alert
+from api.schemas.rolls import RollSubmission
 from api.settings import Settings
 
 if TYPE_CHECKING:
@@ -83,12 +84,12 @@ class DatabaseRecorder:
         """Annotate and store the frame, store the read, audit it and publish a `read` event."""
         import cv2
 
-        from vision.annotate import annotate
+        from api.read_document import annotate_read, read_document
 
-        ok, encoded = cv2.imencode(".jpg", annotate(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
+        ok, encoded = cv2.imencode(".jpg", annotate_read(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
         jpeg = bytes(encoded) if ok else None
         read_id = uuid.uuid4().hex
-        document = {**roll.as_dict(), **extra, "frame_id": frame.frame_id, "source": "live"}
+        document = {**read_document(roll), **extra, "frame_id": frame.frame_id, "source": "live"}
         with self.database.session() as session:
             sha256 = record_read(
                 session,
@@ -375,14 +376,14 @@ class DemoCroupier:
                 f"demo round's ({truth['first_roll']['faces']}): the croupier cannot key it; a person must"
             )
         self.rolls_keyed += 1
-        roll = {
-            "roll_id": f"demo-keyed-{current['id']}-{self.rolls_keyed}",
-            "source": "dealer",
-            "verdict": "valid",
-            "faces": list(truth["extra_roll"]["thrown_faces"]),
-            "round_id": current["id"],
-        }
-        self._ok(self.client.post(f"/v1/tables/{self.table_id}/rolls", json=roll))
+        roll = RollSubmission(
+            roll_id=f"demo-keyed-{current['id']}-{self.rolls_keyed}",
+            source="dealer",
+            verdict="valid",
+            faces=list(truth["extra_roll"]["thrown_faces"]),
+            round_id=current["id"],
+        )
+        self._ok(self.client.post(f"/v1/tables/{self.table_id}/rolls", json=roll.wire()))
 
 
 # --------------------------------------------------------------------------------------------- service

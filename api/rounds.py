@@ -6,22 +6,42 @@ row keeps its configuration (paytable and settings at opening), its wagers, and 
 through the engine's own transitions, so what is stored is exactly what the engine was given, and a
 replay always reproduces the same decisions.
 
+`submit_roll` is the rules engine's door for a throw (the reader's or one keyed by a dealer): it advances
+and settles the round, stores the roll with its answer, audits it, publishes its events and raises the
+alert a `no_decision` calls for, all in one transaction.
+
 Exceptions (routes turn them into HTTP answers)::
 
     ServiceError
     ├── RulesRefusedError      the rules engine refused a wager or roll: every problem, by clause
-    ├── StateConflictError     the request does not fit the round or table (wrong phase, no round)
-    └── NotFoundError          no such table, round or evidence
+    ├── StateConflictError     the request does not fit the round or table (wrong phase, no round, a roll
+    │                          id used for another roll or at the same time at another table)
+    └── NotFoundError          no such table, round, read or evidence
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from api import audit
+from api.alerts import raise_alert
+from api.audit import canonical_json
+from api.db.models import Evidence, GameTable, Read, Round
+from api.db.models import Roll as RollRow
+from api.db.models import Wager as WagerRow
+from api.db.session import Database
+from api.events import publish
+from api.metrics import Metrics
+from api.schemas.rolls import RollAnswer, RollSubmission
 from rules.games import DocumentRefusedError, Problem, RulesError
 from rules.hrd import round as engine
 from rules.hrd.dice import NO_MATCH
@@ -261,3 +281,244 @@ def advance(
 def now_utc() -> datetime:
     """Timezone-aware now."""
     return datetime.now(UTC)
+
+
+# --- rolls --------------------------------------------------------------------------------------------
+
+
+def wager_documents(session: Session, round_id: int) -> list[dict[str, Any]]:
+    """The round's wagers in the order placed."""
+    rows = session.scalars(select(WagerRow).where(WagerRow.round_id == round_id).order_by(WagerRow.id)).all()
+    return [row.document for row in rows]
+
+
+def steps_of(row: Round) -> list[dict[str, Any]]:
+    """The steps taken so far."""
+    return list(row.state.get("steps", []))
+
+
+def roll_answer(row: RollRow, *, duplicate: bool) -> RollAnswer:
+    """The answer a stored roll gave (`duplicate`: this is a repeat of it)."""
+    return RollAnswer.model_validate({**row.outcome, "duplicate": duplicate, "created_at": row.created_at})
+
+
+@dataclass(frozen=True)
+class SubmittedRoll:
+    """What `submit_roll` did: the answer, and whether it repeats the first answer to this roll id."""
+
+    answer: RollAnswer
+    duplicate: bool
+
+
+def submit_roll(
+    *,
+    database: Database,
+    table_id: str,
+    body: RollSubmission,
+    actor: str,
+    webhook_urls: list[str],
+    metrics: Metrics,
+) -> SubmittedRoll:
+    """Apply a throw to the table's open round and commit it with its answer, audit entry and events.
+
+    A roll id sent again with the same body is answered from the first (`duplicate`), applied once.
+    "invalid" and "void" advance nothing (`rethrow`); "no_decision" advances nothing and raises an alert.
+
+    Raises:
+        NotFoundError: no such table, evidence frame or read.
+        StateConflictError: no open round, another round named, a roll id reused with other data, or one
+            roll id at two tables at once.
+        RulesRefusedError: the rules engine refused the roll, by clause.
+    """
+    request_sha256 = hashlib.sha256(canonical_json(body.model_dump()).encode()).hexdigest()
+    try:
+        with database.session() as session:
+
+            def earlier() -> RollAnswer | None:
+                """The first answer to this roll id, when it was already applied."""
+                existing = session.scalars(
+                    select(RollRow)
+                    .where(RollRow.id == body.roll_id)
+                    .execution_options(populate_existing=True)
+                ).first()
+                if existing is None:
+                    return None
+                if existing.request_sha256 != request_sha256 or existing.table_id != table_id:
+                    raise StateConflictError(f"roll id {body.roll_id!r} was already used for another roll")
+                return roll_answer(existing, duplicate=True)
+
+            if (answer := earlier()) is not None:
+                return SubmittedRoll(answer, duplicate=True)
+            if session.get(GameTable, table_id) is None:
+                raise NotFoundError(f"no table {table_id!r}")
+            if body.evidence_sha256 is not None and session.get(Evidence, body.evidence_sha256) is None:
+                raise NotFoundError(f"no evidence frame {body.evidence_sha256}; upload it first")
+            if body.read_id is not None and session.get(Read, body.read_id) is None:
+                raise NotFoundError(f"no read {body.read_id!r}")
+            row = session.scalars(
+                select(Round).where(Round.table_id == table_id, Round.closed_at.is_(None)).with_for_update()
+            ).first()
+            # Look again under the round's lock: the same roll sent twice at once (PostgreSQL lets both
+            # transactions pass the first look) is applied by the first and answered from it for the second.
+            if (answer := earlier()) is not None:
+                return SubmittedRoll(answer, duplicate=True)
+            if row is None:
+                raise StateConflictError(f"no open round at table {table_id!r}")
+            if body.round_id is not None and body.round_id != row.id:
+                raise StateConflictError(f"round {body.round_id} is not the open round ({row.id})")
+            taken = _take_roll(session, row=row, table_id=table_id, body=body)
+            roll = RollRow(
+                id=body.roll_id,
+                table_id=table_id,
+                round_id=row.id,
+                request_sha256=request_sha256,
+                source=body.source,
+                verdict=body.verdict,
+                faces=body.faces,
+                evidence_sha256=body.evidence_sha256,
+                applied=taken.outcome["applied"],
+                outcome=taken.outcome,
+                submitted_by=actor,
+            )
+            session.add(roll)
+            _record_roll(
+                session,
+                taken=taken,
+                row=row,
+                table_id=table_id,
+                body=body,
+                actor=actor,
+                webhook_urls=webhook_urls,
+                metrics=metrics,
+            )
+            session.flush()
+            answer = roll_answer(roll, duplicate=False)
+    except IntegrityError as exc:  # a race the locks above do not cover (one roll id at two tables at once)
+        raise StateConflictError(f"roll {body.roll_id!r} conflicts with another; send it again") from exc
+    metrics.verdicts.labels(verdict=body.verdict, applied=str(answer.applied).lower()).inc()
+    return SubmittedRoll(answer, duplicate=False)
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """What the engine made of a throw: the answer's fields and the decisions it added."""
+
+    outcome: dict[str, Any]
+    new_decisions: list[dict[str, Any]]
+
+
+def _take_roll(session: Session, *, row: Round, table_id: str, body: RollSubmission) -> _Taken:
+    """Let the engine take the throw: a valid one advances the round (`row`, updated) and may settle it."""
+    steps = steps_of(row)
+    applied = False
+    settled = False
+    new_decisions: list[dict[str, Any]] = []
+    if body.verdict == "no_decision":
+        message = "the reader could not decide: a person must look, and the dealer keys the roll"
+        summary = row.state.get("summary", {})
+    else:
+        step = {
+            "op": "roll",
+            "faces": body.faces,
+            "verdict": body.verdict,
+            "reason": "; ".join(body.reasons),
+            "roll_id": body.roll_id,
+        }
+        before = len(row.state.get("summary", {}).get("settlements", []))
+        result = advance(
+            config=row.config, wagers=wager_documents(session, row.id), steps=steps, new_step=step
+        )
+        summary = result.summary
+        row.state = {"steps": [*steps, step], "summary": summary}
+        row.phase = result.round.phase.value
+        applied = body.verdict == "valid"
+        new_decisions = summary["settlements"][before:] if applied else []
+        if applied and result.complete:
+            settled = True
+            row.settlement = result.answer()
+            row.settled_at = now_utc()
+            row.closed_at = row.settled_at
+        if applied:
+            message = "round settled" if settled else f"roll applied; round now {row.phase}"
+        else:
+            message = f"{body.verdict} throw: nothing advances; rethrow the dice"
+    outcome: dict[str, Any] = {
+        "roll_id": body.roll_id,
+        "table_id": table_id,
+        "round_id": row.id,
+        "applied": applied,
+        "rethrow": body.verdict in ("invalid", "void"),
+        "needs_review": body.verdict == "no_decision",
+        "verdict": body.verdict,
+        "source": body.source,
+        "faces": body.faces,
+        "message": message,
+        "phase": row.phase,
+        "settled": settled,
+        "round": summary,
+    }
+    return _Taken(outcome=outcome, new_decisions=new_decisions)
+
+
+def _record_roll(
+    session: Session,
+    *,
+    taken: _Taken,
+    row: Round,
+    table_id: str,
+    body: RollSubmission,
+    actor: str,
+    webhook_urls: list[str],
+    metrics: Metrics,
+) -> None:
+    """Audit the roll, publish its events (roll or invalid_roll, settlement) and raise a no_decision alert."""
+    outcome = taken.outcome
+    audit.append(
+        session,
+        actor=actor,
+        action="roll.submit",
+        subject=f"round:{row.id}",
+        payload={
+            "roll": body.model_dump(),
+            "applied": outcome["applied"],
+            "phase": row.phase,
+            "decisions": taken.new_decisions,
+        },
+    )
+    event_data = {k: outcome[k] for k in ("roll_id", "round_id", "verdict", "source", "faces", "phase")}
+    event_data["evidence_sha256"] = body.evidence_sha256
+    if outcome["applied"]:
+        publish(session, event_type="roll", table_id=table_id, data=event_data, webhook_urls=webhook_urls)
+    else:
+        publish(
+            session,
+            event_type="invalid_roll",
+            table_id=table_id,
+            data={**event_data, "reasons": body.reasons, "rethrow": outcome["rethrow"]},
+            webhook_urls=webhook_urls,
+        )
+    if taken.new_decisions:
+        publish(
+            session,
+            event_type="settlement",
+            table_id=table_id,
+            data={
+                "round_id": row.id,
+                "final": outcome["settled"],
+                "decisions": taken.new_decisions,
+                "seats": outcome["round"]["seats"],
+            },
+            webhook_urls=webhook_urls,
+        )
+    if body.verdict == "no_decision":
+        raise_alert(
+            session,
+            kind="no_decision",
+            message=outcome["message"],
+            actor=actor,
+            table_id=table_id,
+            round_id=row.id,
+            data={"roll_id": body.roll_id, "reasons": body.reasons},
+            webhook_urls=webhook_urls,
+            metrics=metrics,
+        )

@@ -34,7 +34,7 @@ from calibration.table import calibrate_table
 from datasets.calib_scenes import Finish, TableScene, table_camera_pose, table_camera_truth
 from vision.judge.geometry import TableGeometry
 from vision.reader import Reader
-from vision.types import Frame
+from vision.types import FindingReason, Frame
 
 LIGHTS = (Finish(), Finish(gain=0.75, offset=6.0, gradient=0.25), Finish(gain=1.15, noise_sigma=4.0))
 
@@ -140,7 +140,7 @@ def measure(*, reads: int, dice: int, seed: int = 0) -> MarkerReads:
         out.verdicts[roll.verdict.value] += 1
         out.counted_right += int(found_once)
         out.faces_right += int(roll.verdict.value == "valid" and sorted(roll.faces) == sorted(faces))
-        out.camera_moved += int(any(f.reason == "camera_moved" for f in roll.findings))
+        out.camera_moved += int(any(f.reason == FindingReason.CAMERA_MOVED for f in roll.findings))
         out.die_set_aside += int(
             any(np.hypot(*(aside - t).T).min() < 2.0 * half_px for t in truth_px) if len(aside) else False
         )

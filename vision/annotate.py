@@ -23,8 +23,11 @@ def tile_grid(tiles: list[ImageArray], columns: int) -> ImageArray:
     return np.vstack([np.hstack(padded[i : i + columns]) for i in range(0, len(padded), columns)])
 
 
-def annotate(image_bgr: ImageArray, roll: Roll) -> ImageArray:
-    """A copy of the frame with the read drawn on it (green: read, amber: uncertain; banner: verdict)."""
+def annotate(
+    image_bgr: ImageArray, roll: Roll, *, winner: int | None = None, match_count: int | str | None = None
+) -> ImageArray:
+    """A copy of the frame with the read drawn on it (green: read, amber: uncertain; banner: verdict, and the
+    winner and match count where the caller gives them: the rules engine's, `api.read_document`)."""
     out = image_bgr.copy()
     h, w = out.shape[:2]
     scale = max(0.4, min(w, h) / 900.0)
@@ -84,8 +87,8 @@ def annotate(image_bgr: ImageArray, roll: Roll) -> ImageArray:
             )
     banner = {Verdict.VALID: GREEN, Verdict.NO_DECISION: AMBER}.get(roll.verdict, RED)
     text = f"{roll.verdict.value}  faces {list(roll.faces)}"
-    if roll.winner is not None:
-        text += f"  winner {roll.winner}  match {roll.match_count}"
+    if winner is not None:
+        text += f"  winner {winner}  match {match_count}"
     bar_h = round(28 * scale) + 6
     cv2.rectangle(out, (0, 0), (w, bar_h), banner, -1)
     cv2.putText(out, text, (6, bar_h - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.6 * scale, (0, 0, 0), thick)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from calibration.layout import LAYOUT_LABELS
 from vision.judge.decide import verdict_of
 from vision.judge.exposure import exposure_failure
-from vision.types import DieReading, Finding, Roll, Verdict
+from vision.types import DieReading, Finding, FindingReason, Roll, Verdict
 
 # Problems that are the reader's doubt, not the dealer's error: a die in the box it cannot read, a box short
 # by no more dice than it did not find of the table's (the move keeps them all on the layout), a box over-full
@@ -314,7 +314,7 @@ def decide_extra_roll(roll: Roll, *, winner: int, kept: int, expected_dice: int)
         f
         for f in roll.findings
         if f.die_ids
-        and f.reason != "object_unclear"
+        and f.reason != FindingReason.OBJECT_UNCLEAR
         and all(roll.dice[i - 1].layout_box == box for i in f.die_ids)
     )
     verdict, reasons = roll.verdict, tuple(roll.reasons)
@@ -327,7 +327,7 @@ def decide_extra_roll(roll: Roll, *, winner: int, kept: int, expected_dice: int)
     if (
         verdict is Verdict.INVALID
         and deciding
-        and all(f.reason == "die_off_table" and not f.die_ids for f in deciding)
+        and all(f.reason == FindingReason.DIE_OFF_TABLE and not f.die_ids for f in deciding)
         and sum(1 for d in roll.dice if d.layout_box is None) == expected_dice - kept
         and short > 0
         and kept - split.kept == short

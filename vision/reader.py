@@ -2,9 +2,8 @@
 entry point). The die-state model runs before the faces so that each die is read once, by the face model its
 state calls for (vision/judge/probe.py::read_by_state).
 
-The winner and match count come from the rules engine's pure classification function
-(`rules.hrd.dice`): vision knows nothing of wagers, but the Pip Street winner and Like Kind count are
-properties of the roll itself, and rules imports nothing of ours, so there is no cycle.
+Vision knows nothing of the game: the Pip Street winner and Like Kind count of the faces read are the rules
+engine's, added at the api edge (`api.read_document`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from numpy.typing import NDArray
 from calibration.images import to_gray
 from calibration.marks import TableMark
 from calibration.table import TableCalibration
-from rules.hrd.dice import NO_MATCH, DiceCount, classify, face_counts, winner_of_counts
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.exposure import exposure_findings, grain_bars_set, measure_exposure, smoothed
@@ -44,6 +42,7 @@ from vision.types import (
     DieCandidate,
     FaceReading,
     Finding,
+    FindingReason,
     Frame,
     ImageArray,
     Roll,
@@ -89,20 +88,6 @@ def _unsure(sifted: Sifted, sure: float) -> tuple[SetAside, ...]:
     return tuple(
         a for a in sifted.set_aside + sifted.peaks_set_aside if a.likeness is None or a.likeness < sure
     )
-
-
-def classify_faces(faces: tuple[int, ...]) -> tuple[int | None, int | str | None]:
-    """Pip Street winner and Like Kind count of a roll (rules.hrd.dice); "no match" for 6 distinct dice."""
-    if not faces:
-        return None, None
-    if len(faces) in (6, 10):
-        rc = classify(faces, dice=DiceCount(len(faces)))
-        if len(faces) == 6 and rc.match_count == NO_MATCH:
-            return rc.winner, "no match"
-        return rc.winner, rc.match_count
-    # Any other number of dice (a photo read without a game): same rule, most frequent face, ties by rank.
-    counts = face_counts(faces)
-    return winner_of_counts(counts), max(counts)
 
 
 class Reader:
@@ -226,7 +211,7 @@ class Reader:
                 # The calibration no longer fits this camera: read the frame as a photo, for a person.
                 finding = Finding(
                     verdict=Verdict.NO_DECISION,
-                    reason="camera_moved",
+                    reason=FindingReason.CAMERA_MOVED,
                     die_ids=(),
                     detail=f"the corner markers lie {shift:.1f} px from where the table was calibrated "
                     f"(limit {bar:g} px): the camera moved, so the roll is read from the image alone; "
@@ -335,9 +320,6 @@ class Reader:
             frame_findings=(*exposure_findings(exposure, judge_config), *table.findings),
         )
         faces = tuple(d.face for d in verdict.dice if d.face is not None)
-        winner, match_count = (None, None)
-        if verdict.verdict is Verdict.VALID:
-            winner, match_count = classify_faces(faces)
         t4 = time.perf_counter()
         return Roll(
             dice=verdict.dice,
@@ -345,8 +327,6 @@ class Reader:
             reasons=verdict.reasons,
             expected_dice=expected_dice,
             faces=faces,
-            winner=winner,
-            match_count=match_count,
             frame_id=frame.frame_id,
             table_id=frame.table_id,
             models=dict(self.models),

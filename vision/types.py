@@ -159,22 +159,42 @@ class DieReading:
         }
 
 
+class FindingReason(StrEnum):
+    """Why a finding was made: the machine-readable reason of a `Finding` (it serialises as its value)."""
+
+    DIE_OFF_TABLE = "die_off_table"
+    EXTRA_DICE = "extra_dice"
+    DIE_ON_DIE = "die_on_die"
+    COCKED_MULTI_SIDE = "cocked_multi_side"  # void
+    COCKED_UNCLEAR = "cocked_unclear"
+    COCKED_READ_BY_RULE = "cocked_read_by_rule"  # valid
+    STACKED_UNCLEAR = "stacked_unclear"
+    STACKED_RULED_OUT = "stacked_ruled_out"  # valid
+    OBJECT_UNCLEAR = "object_unclear"
+    STATE_UNCERTAIN = "state_uncertain"
+    FACE_UNCERTAIN = "face_uncertain"
+    COUNT_MISMATCH = "count_mismatch"
+    NO_DICE = "no_dice"
+    # A table's camera moved since its calibration; of the frame, no die.
+    CAMERA_MOVED = "camera_moved"
+    # The frame washed out, too dark or too grainy: the roll goes to a person whatever else is found; of the
+    # frame, no die.
+    FRAME_EXPOSURE = "frame_exposure"
+    # Valid: a grainy frame was smoothed before it was read; of the frame, no die.
+    FRAME_SMOOTHED = "frame_smoothed"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One judgement about the roll: what it makes the verdict, a machine-readable reason, the dice concerned.
 
-    `reason` codes: die_off_table, extra_dice, die_on_die, cocked_multi_side (void), cocked_unclear,
-    cocked_read_by_rule (valid), stacked_unclear, stacked_ruled_out (valid), object_unclear,
-    state_uncertain, face_uncertain, count_mismatch, no_dice, camera_moved (a table's camera moved since
-    its calibration; of the frame, no die), frame_exposure (the frame washed out, too dark or too grainy:
-    the roll goes to a person whatever else is found; of the frame, no die), frame_smoothed (valid: a grainy
-    frame was smoothed before it was read; of the frame, no die). `die_ids` are 1-based positions in
+    `reason`: a `FindingReason`. `die_ids` are 1-based positions in
     `Roll.dice` (the numbers on the annotated frame); empty when the finding concerns no die found.
     `detail` is the human sentence that `Roll.reasons` lists.
     """
 
     verdict: Verdict
-    reason: str
+    reason: FindingReason
     die_ids: tuple[int, ...]
     detail: str
 
@@ -182,7 +202,7 @@ class Finding:
         """JSON-ready form."""
         return {
             "verdict": self.verdict.value,
-            "reason": self.reason,
+            "reason": str(self.reason),
             "dice": list(self.die_ids),
             "detail": self.detail,
         }
@@ -287,8 +307,6 @@ class Roll:
     reasons: tuple[str, ...]
     expected_dice: int | None
     faces: tuple[int, ...]  # read faces of the certain dice, left to right
-    winner: int | None
-    match_count: int | str | None
     frame_id: str
     table_id: str | None
     models: dict[str, str]
@@ -300,15 +318,14 @@ class Roll:
     set_aside: tuple[SetAside, ...] = ()  # detections left out of the count, with why (`SetAside`)
 
     def as_dict(self) -> dict[str, Any]:
-        """The stable JSON contract of `throwbox read --json` and `POST /v1/reads`."""
+        """JSON-ready form: the contract of `throwbox read --json` and `POST /v1/reads` but for the Pip Street
+        winner and Like Kind count, which the api adds from the rules engine (`api.read_document`)."""
         return {
             "verdict": self.verdict.value,
             "reasons": list(self.reasons),
             "expected_dice": self.expected_dice,
             "dice": [d.as_dict() for d in self.dice],
             "faces": list(self.faces),
-            "winner": self.winner,
-            "match_count": self.match_count,
             "frame_id": self.frame_id,
             "table_id": self.table_id,
             "timing_ms": {k: round(v, 2) for k, v in self.timing_ms.items()},

@@ -43,10 +43,10 @@ def register(app: typer.Typer) -> None:
         """Find every die and read its top face; exit 1 if any image could not be read."""
         import cv2
 
+        from api.read_document import annotate_read, read_document
         from calibration.errors import CalibrationError, CalibrationNotFoundError
         from calibration.store import load_table
         from calibration.table import TableCalibration, stale_marks_message
-        from vision.annotate import annotate
         from vision.image import UnreadableImageError, load_image
         from vision.judge.geometry import TableGeometry
         from vision.onnx_session import MANIFEST_PATH, ModelError
@@ -107,18 +107,19 @@ def register(app: typer.Typer) -> None:
             roll = reader.read(frame, expected_dice=expect, geometry=geometry)
             doc = {
                 "image": str(path),
-                **roll.as_dict(),
+                **read_document(roll),
                 "calibration_id": None if calibration is None else calibration.calibration_id,
             }
             if annotate_dir is not None:
                 out_path = annotate_dir / f"{path.stem}.annotated.jpg"
-                cv2.imwrite(str(out_path), annotate(image, roll))
+                cv2.imwrite(str(out_path), annotate_read(image, roll))
                 doc["annotated"] = str(out_path)
             if as_json:
                 typer.echo(json.dumps(doc))
             else:
                 faces = " ".join(str(d.face) if d.face is not None else "?" for d in roll.dice)
-                extra = f" winner {roll.winner}, match {roll.match_count}" if roll.winner is not None else ""
+                winner, match_count = doc["winner"], doc["match_count"]
+                extra = f" winner {winner}, match {match_count}" if winner is not None else ""
                 typer.echo(f"{path}: {roll.verdict.value}: {len(roll.dice)} dice [{faces}]{extra}")
                 for reason in roll.reasons:
                     typer.echo(f"  - {reason}")

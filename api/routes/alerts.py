@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from api import audit
+from api.alerts import raise_alert
 from api.db.models import Alert
 from api.deps import Admin, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer, Watcher
-from api.events import publish
-from api.metrics import Metrics
 from api.schemas.admin import AlertIn, AlertOut
 
 router = APIRouter(prefix="/v1/alerts", tags=["alerts"])
@@ -22,40 +20,6 @@ router = APIRouter(prefix="/v1/alerts", tags=["alerts"])
 def alert_out(row: Alert) -> AlertOut:
     """Response form of an alert."""
     return AlertOut.model_validate(row, from_attributes=True)
-
-
-def raise_alert(
-    session: Session,
-    *,
-    kind: str,
-    message: str,
-    actor: str,
-    table_id: str | None,
-    round_id: int | None,
-    data: dict[str, Any],
-    webhook_urls: list[str],
-    metrics: Metrics,
-) -> Alert:
-    """Store an alert, audit it and publish it as an event, in the caller's transaction."""
-    row = Alert(kind=kind, message=message, table_id=table_id, round_id=round_id, data=data, raised_by=actor)
-    session.add(row)
-    session.flush()
-    audit.append(
-        session,
-        actor=actor,
-        action="alert.raise",
-        subject=f"alert:{row.id}",
-        payload={"kind": kind, "message": message, "table_id": table_id, "round_id": round_id, "data": data},
-    )
-    publish(
-        session,
-        event_type="alert",
-        table_id=table_id,
-        data={"alert_id": row.id, "kind": kind, "message": message, "round_id": round_id, "data": data},
-        webhook_urls=webhook_urls,
-    )
-    metrics.alerts.labels(kind=kind).inc()
-    return row
 
 
 @router.get("", response_model=list[AlertOut])

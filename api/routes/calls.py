@@ -14,9 +14,9 @@ from fastapi import APIRouter, HTTPException, status
 from sqlalchemy import select
 
 from api import audit
+from api.alerts import raise_alert
 from api.db.models import GameTable, Roll, Round
 from api.deps import DatabaseDep, Dealer, MetricsDep, SettingsDep
-from api.routes.alerts import raise_alert
 from api.schemas.calls import TableCallIn, TableCallOut
 
 router = APIRouter(tags=["rounds"])

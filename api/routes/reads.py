@@ -72,7 +72,7 @@ def create_read(
     """Read the dice in one image: verdict, reasons, every die's face and box, winner, match count."""
     import cv2
 
-    from vision.annotate import annotate
+    from api.read_document import annotate_read, read_document
     from vision.image import UnreadableImageError, decode_image
     from vision.types import Frame
 
@@ -104,10 +104,10 @@ def create_read(
         Frame(image=frame_bgr, frame_id=read_id, table_id=table_id), expected_dice=expect, geometry=geometry
     )
     document = {
-        **roll.as_dict(),
+        **read_document(roll),
         "calibration_id": None if calibration is None else calibration.calibration_id,
     }
-    ok, encoded = cv2.imencode(".jpg", annotate(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
+    ok, encoded = cv2.imencode(".jpg", annotate_read(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
     evidence = bytes(encoded) if ok else b""
     with database.session() as session:
         sha256 = record_read(

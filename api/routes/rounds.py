@@ -12,11 +12,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api import audit
+from api.alerts import raise_alert
 from api.db.models import Correction, GameTable, Round, Wager
 from api.deps import AnyRole, DatabaseDep, Dealer, IdPath, MetricsDep, SettingsDep, Viewer
 from api.events import publish
-from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, advance, wager_document
-from api.routes.alerts import raise_alert
+from api.rounds import (
+    NotFoundError,
+    RulesRefusedError,
+    StateConflictError,
+    advance,
+    steps_of,
+    wager_document,
+    wager_documents,
+)
 from api.schemas.rounds import (
     CorrectionIn,
     CorrectionOut,
@@ -45,17 +53,6 @@ def load_round(session: Session, round_id: int, *, lock: bool = False) -> Round:
     if row is None:
         raise NotFoundError(f"no round {round_id}")
     return row
-
-
-def wager_documents(session: Session, round_id: int) -> list[dict[str, Any]]:
-    """The round's wagers in the order placed."""
-    rows = session.scalars(select(Wager).where(Wager.round_id == round_id).order_by(Wager.id)).all()
-    return [row.document for row in rows]
-
-
-def steps_of(row: Round) -> list[dict[str, Any]]:
-    """The steps taken so far."""
-    return list(row.state.get("steps", []))
 
 
 def round_out(session: Session, row: Round) -> RoundOut:

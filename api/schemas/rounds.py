@@ -1,4 +1,4 @@
-"""Rounds, wagers, rolls, dealer calls and corrections."""
+"""Rounds, wagers, dealer calls and corrections (rolls: api/schemas/rolls.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,6 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from api.schemas import DB_INT_MAX
-
-ROLL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
-SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
 
 class WagerIn(BaseModel):
@@ -36,47 +31,6 @@ class WagersIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     wagers: list[WagerIn] = Field(min_length=1, max_length=200)
-
-
-class RollIn(BaseModel):
-    """A throw, from the reader or keyed by the dealer. Sending the same `roll_id` again applies it once."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    roll_id: str = Field(pattern=ROLL_ID_PATTERN, description="The submitter's id of this throw.")
-    source: Literal["reader", "dealer"]
-    verdict: Literal["valid", "invalid", "void", "no_decision"]
-    faces: list[int] = Field(
-        max_length=10, description="The faces read (only the rethrown dice on an Extra Roll)."
-    )
-    reasons: list[str] = Field(default_factory=list, max_length=20)
-    round_id: int | None = Field(
-        default=None, ge=1, le=DB_INT_MAX, description="The round the submitter means; checked."
-    )
-    evidence_sha256: str | None = Field(
-        default=None, pattern=SHA256_PATTERN, description="An evidence frame uploaded to /v1/evidence."
-    )
-    read_id: str | None = Field(default=None, max_length=64, description="The read this roll came from.")
-
-
-class RollOut(BaseModel):
-    """What a roll did: applied or not, whether to rethrow, the round's phase and any settlement."""
-
-    roll_id: str
-    table_id: str
-    round_id: int | None
-    applied: bool
-    duplicate: bool
-    rethrow: bool
-    needs_review: bool
-    verdict: str
-    source: str
-    faces: list[int]
-    message: str
-    phase: str | None
-    settled: bool
-    round: dict[str, Any] | None = None
-    created_at: datetime | None = None
 
 
 class DealerCallIn(BaseModel):

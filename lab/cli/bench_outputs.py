@@ -103,7 +103,9 @@ def _images(names: list[str]) -> Iterator[tuple[str, Any]]:
 
 
 def _document(roll: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = roll.as_dict()
+    from api.read_document import read_document
+
+    doc: dict[str, Any] = read_document(roll)
     doc.pop("timing_ms")
     doc["raw"] = {
         "box_xyxy": [list(d.candidate.box_xyxy) for d in roll.dice],

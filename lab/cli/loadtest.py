@@ -69,6 +69,8 @@ def _play_table(
 ) -> None:
     import httpx
 
+    from api.schemas.rolls import RollSubmission
+
     rng = random.Random(seed)
     dealer_h = {"Authorization": f"Bearer {dealer}"}
     reader_h = {"Authorization": f"Bearer {reader}"}
@@ -116,18 +118,18 @@ def _play_table(
                     files = {"image": ("frame.jpg", image, "image/jpeg")}
                     call("read", "POST", "/v1/reads", reader_h, 201, files=files, data={"table_id": table})
                 if rng.random() < 0.1:
-                    body: dict[str, Any] = {
-                        "roll_id": roll_id,
-                        "source": "reader",
-                        "verdict": "invalid",
-                        "faces": [],
-                        "reasons": ["a die left the table"],
-                    }
-                    call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body)
+                    body = RollSubmission(
+                        roll_id=roll_id,
+                        source="reader",
+                        verdict="invalid",
+                        faces=[],
+                        reasons=["a die left the table"],
+                    )
+                    call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body.wire())
                     continue
                 faces = [rng.randint(1, 6) for _ in range(dice)]
-                body = {"roll_id": roll_id, "source": "reader", "verdict": "valid", "faces": faces}
-                answer = call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body)
+                body = RollSubmission(roll_id=roll_id, source="reader", verdict="valid", faces=faces)
+                answer = call("roll", "POST", f"/v1/tables/{table}/rolls", reader_h, 201, json=body.wire())
                 if answer is None or answer["settled"]:
                     break
                 dice = answer["round"]["dice_to_rethrow"]

@@ -101,10 +101,11 @@ def _run(
     import numpy as np
     from rich.progress import track
 
+    from api.read_document import annotate_read
     from lab import stress as st
     from lab.evaluate import Tally
     from models.data import DatasetError, load_dataset
-    from vision.annotate import annotate, tile_grid
+    from vision.annotate import tile_grid
     from vision.image import UnreadableImageError, load_image
     from vision.onnx_session import MANIFEST_PATH, ModelError
     from vision.reader import Reader
@@ -158,7 +159,7 @@ def _run(
             )
             if sheet is not None and i == sheet_image and (kind == "none" or (kind, index) in strongest):
                 name = "unchanged" if kind == "none" else f"{kind} {level:g}"
-                tiles.append((name, annotate(changed, roll)))
+                tiles.append((name, annotate_read(changed, roll)))
     rows = []
     for kind, level, index in plan:
         rows.append(

@@ -42,7 +42,7 @@ from vision.judge.exposure import (
 from vision.judge.geometry import TableGeometry
 from vision.judge.probe import look_again
 from vision.judge.state import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
-from vision.types import DieCandidate, DieReading, FaceReading, Finding, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, FindingReason, Verdict
 from vision.validity import Judgement, ValidityConfig, judge
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
@@ -274,14 +274,14 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         codes = {f.reason for f in j.findings if f.verdict is j.verdict}
         if "stacked" in rec.truth_reasons:
             kinds["die_on_die"][1] += 1
-            on_die = int(j.verdict is Verdict.INVALID and "die_on_die" in codes)
+            on_die = int(j.verdict is Verdict.INVALID and FindingReason.DIE_ON_DIE in codes)
             kinds["die_on_die"][0] += on_die
             on_die_invalid += int(j.verdict is Verdict.INVALID)
             if any(td.state == UNDER for td in rec.true_dice):
                 on_die_beneath_seen[1] += 1
                 on_die_beneath_seen[0] += on_die
         if "off_table" in rec.truth_reasons or "missing" in rec.truth_reasons:
-            called = int(j.verdict is Verdict.INVALID and "die_off_table" in codes)
+            called = int(j.verdict is Verdict.INVALID and FindingReason.DIE_OFF_TABLE in codes)
             kinds["die_off_table"][1] += 1
             kinds["die_off_table"][0] += called
             if rec.geometry.box_in_view():
@@ -313,7 +313,9 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         # must be the subject of a `cocked_read_by_rule` finding (a cocked call too close to call, which
         # keeps its face but sends the roll to a person, is not a reading; before commit e87b580 it was
         # counted).
-        by_rule = {k - 1 for f in j.findings if f.reason == "cocked_read_by_rule" for k in f.die_ids}
+        by_rule = {
+            k - 1 for f in j.findings if f.reason == FindingReason.COCKED_READ_BY_RULE for k in f.die_ids
+        }
         for td in rec.true_dice:
             if td.state != COCKED:
                 continue

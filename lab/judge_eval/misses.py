@@ -34,7 +34,7 @@ from lab.judge_eval.evaluate import MATCH_IOU, MIN_VISIBLE, SceneRecord, box_iou
 from models.die_state_truth import die_states_of
 from vision.annotate import tile_grid
 from vision.judge.state import STATE_LABELS, crop_context, reference_die_px
-from vision.types import DieReading, Verdict
+from vision.types import DieReading, FindingReason, Verdict
 from vision.validity import ValidityConfig
 
 NEAR_WALL_MM = 19.0  # a die whose centre is within one die edge of an inner wall lies against it
@@ -98,7 +98,7 @@ def _where(k: int, scene: SceneTruth) -> list[str]:
     return tags
 
 
-def _named_cause(reason: str, boxes: Sequence[Sequence[float]], scene: SceneTruth) -> str:
+def _named_cause(reason: FindingReason, boxes: Sequence[Sequence[float]], scene: SceneTruth) -> str:
     """The cause of a finding that names dice: what the named dice truly are, and where they lie."""
     states = die_states_of(scene)
     matches = [_best_match(b, scene) for b in boxes]
@@ -113,7 +113,7 @@ def _named_cause(reason: str, boxes: Sequence[Sequence[float]], scene: SceneTrut
         state = STATE_LABELS[states[k]]
         parts.append(" ".join([state, *(f"({t})" for t in _where(k, scene))]))
     text = " + ".join(parts)
-    if reason == "die_on_die" and len(boxes) == 2 and None not in matches:
+    if reason == FindingReason.DIE_ON_DIE and len(boxes) == 2 and None not in matches:
         return f"boxes of two dice: {text}"
     return text
 
@@ -169,9 +169,9 @@ def find_misses(
             boxes = tuple(j.dice[i - 1].candidate.box_xyxy for i in f.die_ids)
             if f.die_ids:
                 cause = _named_cause(f.reason, boxes, scene)
-            elif f.reason in ("die_off_table", "count_mismatch"):
+            elif f.reason in (FindingReason.DIE_OFF_TABLE, FindingReason.COUNT_MISMATCH):
                 cause = _count_cause(j.dice, scene, extra=False)
-            elif f.reason == "extra_dice":
+            elif f.reason == FindingReason.EXTRA_DICE:
                 cause = _count_cause(j.dice, scene, extra=True)
             else:
                 cause = ""

@@ -35,7 +35,6 @@ from datasets.format import SceneTruth, read_scene
 from tests.api.conftest import Service, running_service
 from vision.capture import CapturedFrame
 from vision.judge.geometry import TableGeometry
-from vision.reader import classify_faces
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
 
@@ -95,15 +94,12 @@ class FirstRollThenModels:
                 )
                 for i, f in enumerate(self.first)
             )
-            winner, count = classify_faces(self.first)
             return Roll(
                 dice=dice,
                 verdict=Verdict.VALID,
                 reasons=(),
                 expected_dice=expected_dice,
                 faces=self.first,
-                winner=winner,
-                match_count=count,
                 frame_id=frame.frame_id,
                 table_id=frame.table_id,
                 models={"detector": "scripted first roll"},

@@ -42,10 +42,10 @@ from api.live_service import (
     clip_geometry,
 )
 from api.metrics import Metrics
+from api.schemas.rolls import RollSubmission
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CaptureConfig, CapturedFrame, CaptureEvent, ClipStarted, Grab
 from vision.judge.geometry import TableGeometry
-from vision.reader import classify_faces
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
 
@@ -71,15 +71,12 @@ def die(face: int | None, box: str | None = None, x: float = 0.0) -> DieReading:
 
 def roll_of(dice: Sequence[DieReading], frame: Frame, *, verdict: Verdict = Verdict.VALID) -> Roll:
     faces = tuple(d.face for d in dice if d.face is not None)
-    winner, match_count = classify_faces(faces) if verdict is Verdict.VALID else (None, None)
     return Roll(
         dice=tuple(dice),
         verdict=verdict,
         reasons=() if verdict is Verdict.VALID else ("made up for the test",),
         expected_dice=10,
         faces=faces,
-        winner=winner,
-        match_count=match_count,
         frame_id=frame.frame_id,
         table_id=frame.table_id,
         models={"detector": "stand-in"},
@@ -209,14 +206,14 @@ def test_one_read_per_throw_none_while_moving_each_posted_and_settled(svc: Servi
     # Posting again (a retry after a lost answer) is answered from the first, applied once.
     again = loop.rules.post_roll(
         TABLE,
-        {
-            "roll_id": loop.reads[0].roll_id,
-            "source": "reader",
-            "verdict": "valid",
-            "faces": list(loop.reads[0].faces),
-            "reasons": [],
-            "evidence_sha256": loop.reads[0].evidence_sha256,
-        },
+        RollSubmission(
+            roll_id=loop.reads[0].roll_id,
+            source="reader",
+            verdict="valid",
+            faces=list(loop.reads[0].faces),
+            reasons=[],
+            evidence_sha256=loop.reads[0].evidence_sha256,
+        ),
     )
     assert again["duplicate"] is True
     # Each read kept its annotated evidence frame, which the roll refers to.
@@ -543,7 +540,8 @@ def test_rules_client_retries_server_errors_and_not_refusals() -> None:
         backoff_s=0.1,
         sleep=slept.append,
     )
-    assert client.post_roll("T", {"roll_id": "r1"})["phase"] == "complete"
+    r1 = RollSubmission(roll_id="r1", source="reader", verdict="valid", faces=[])
+    assert client.post_roll("T", r1)["phase"] == "complete"
     assert len(calls) == 3 and slept == [0.1, 0.2]  # doubling back-off
     with pytest.raises(RollRejectedError, match="409"):
         client.upload_evidence(b"jpeg")
@@ -560,7 +558,7 @@ def test_rules_client_retries_server_errors_and_not_refusals() -> None:
         sleep=slept.append,
     )
     with pytest.raises(RulesUnreachableError, match="no answer after 3 tries"):
-        gone.post_roll("T", {"roll_id": "r1"})
+        gone.post_roll("T", r1)
     with pytest.raises(ValueError, match="must start with http"):
         RulesClient(base_url="engine.test", key="k")
 

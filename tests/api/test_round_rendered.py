@@ -284,8 +284,6 @@ class Scripted:
             reasons=tuple(f.detail for f in findings),
             expected_dice=expected_dice,
             faces=faces,
-            winner=None,
-            match_count=None,
             frame_id=frame.frame_id,
             table_id=frame.table_id,
             models={"detector": "scripted"},

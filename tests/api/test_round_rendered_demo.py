@@ -34,7 +34,6 @@ from api.metrics import Metrics
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, SourceSpecError
 from vision.judge.geometry import TableGeometry
-from vision.reader import classify_faces
 from vision.settle import SettleDetector
 from vision.types import DieCandidate, DieReading, Finding, Frame, Roll, Verdict
 
@@ -128,15 +127,12 @@ class ThrowClipsAsTruth:
             )
             for i, f in enumerate(faces)
         )
-        winner, count = classify_faces(faces)
         return Roll(
             dice=dice,
             verdict=Verdict.VALID,
             reasons=(),
             expected_dice=expected_dice,
             faces=faces,
-            winner=winner,
-            match_count=count,
             frame_id=frame.frame_id,
             table_id=frame.table_id,
             models={"detector": "video.json"},

@@ -27,7 +27,7 @@ def _die(
 
 def _roll(*dice: DieReading) -> Roll:
     faces = tuple(d.face for d in dice if d.face is not None)
-    return Roll(tuple(dice), Verdict.NO_DECISION, (), None, faces, None, None, "f", None, {}, {})
+    return Roll(tuple(dice), Verdict.NO_DECISION, (), None, faces, "f", None, {}, {})
 
 
 GT = np.asarray([(0, 0, 20, 20), (40, 0, 60, 20), (80, 0, 100, 20), (120, 0, 140, 20)], np.float32)

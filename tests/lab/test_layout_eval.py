@@ -104,7 +104,7 @@ class _StubReader:
             face = (t.face % 6) + 1 if i == self.wrong else t.face
             dice.append(die(face, LAYOUT_LABELS[t.layout_box] if t.layout_box else None, x=30.0 * i))
         faces = tuple(d.face for d in dice)
-        return Roll(tuple(dice), Verdict.VALID, (), expected_dice, faces, None, None, "f", None, {}, {})
+        return Roll(tuple(dice), Verdict.VALID, (), expected_dice, faces, "f", None, {}, {})
 
 
 def test_an_extra_roll_scene_is_decided_as_the_live_loop_and_checked_against_the_rethrown_truth() -> None:

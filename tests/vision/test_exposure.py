@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from api.read_document import winner_and_count
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.judge.config import JudgeConfig
@@ -123,7 +124,7 @@ def test_the_reader_leaves_a_washed_out_frame_to_a_person(tmp_path: Path) -> Non
     roll = shipped.read(Frame(image=washed), expected_dice=3)
     assert roll.verdict is Verdict.NO_DECISION
     assert any("washed out" in r for r in roll.reasons), roll.reasons
-    assert roll.winner is None  # nothing settled from it
+    assert winner_and_count(roll) == (None, None)  # nothing settled from it
     off = ReaderConfig(validity=ValidityConfig(judge=JudgeConfig(max_clipped_share=None)))
     # With the bar off the same dice (the fakes read them whatever the picture) would be read valid.
     assert reader(off, "b").read(Frame(image=washed), expected_dice=3).verdict is Verdict.VALID

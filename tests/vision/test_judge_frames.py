@@ -140,8 +140,6 @@ def test_annotated_frame_marks_the_dice_a_decision_concerns(die_state: DieStateC
         reasons=out.reasons,
         expected_dice=10,
         faces=(),
-        winner=None,
-        match_count=None,
         frame_id="stacked",
         table_id=None,
         models={},

@@ -159,8 +159,6 @@ def _extra_roll(dice: list[DieReading], *findings: Finding) -> Roll:
         tuple(f.detail for f in findings),
         10,
         faces,
-        None,
-        None,
         "f",
         None,
         {},

@@ -1,7 +1,8 @@
-"""The whole reader (detect -> faces -> judge -> classify -> JSON) with fake sessions on drawn dice.
+"""The whole reader (detect -> faces -> judge -> JSON, classified at the api edge) with fake sessions on
+drawn dice.
 
 The fake detector and classifier stand in for the ONNX models; the classical pip count, the judge, the
-rules engine's classification and the JSON contract are the real ones.
+rules engine's classification (`api.read_document`) and the JSON contract are the real ones.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import cv2
 import numpy as np
 import pytest
 
+from api.read_document import read_document, winner_and_count
 from tests.vision.drawn import draw_die, plain
 from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, one_hot, write_manifest
 from vision.annotate import annotate
 from vision.detect.centernet import preprocess
 from vision.pips.classifier import SECOND_LOOK_BELOW
-from vision.reader import Reader, ReaderConfig, classify_faces
+from vision.reader import Reader, ReaderConfig
 from vision.types import Frame, Verdict
 
 FACES = (6, 6, 2)  # left to right
@@ -46,8 +48,8 @@ def test_reads_a_valid_roll_and_fills_the_json_contract(tmp_path: Path) -> None:
     assert roll.verdict is Verdict.VALID, roll.reasons
     assert roll.faces == FACES
     assert [d.pip_count for d in roll.dice] == list(FACES)  # the classical count agrees, independently
-    assert (roll.winner, roll.match_count) == (6, 2)
-    doc = json.loads(json.dumps(roll.as_dict()))
+    assert winner_and_count(roll) == (6, 2)
+    doc = json.loads(json.dumps(read_document(roll)))
     assert set(doc) >= {"verdict", "reasons", "dice", "faces", "winner", "match_count", "timing_ms", "models"}
     die = doc["dice"][0]
     assert set(die) >= {"face", "confidence", "box_xyxy", "top_quad", "cocked", "stacked", "layout_box"}
@@ -134,7 +136,7 @@ def test_disagreeing_classifier_gives_no_decision_not_a_guess(tmp_path: Path) ->
     roll = reader.read(Frame(image=img), expected_dice=3)
     assert roll.verdict is Verdict.NO_DECISION
     assert roll.dice[1].face is None and roll.dice[1].uncertain
-    assert roll.winner is None and roll.match_count is None
+    assert winner_and_count(roll) == (None, None)
     assert any("classifier reads 5 but the pip count is 6" in r for r in roll.reasons)
 
 
@@ -153,22 +155,6 @@ def test_annotated_frame_is_drawn_on_a_copy(tmp_path: Path) -> None:
     out = annotate(img, roll)
     assert out.shape == img.shape and np.array_equal(img, before)
     assert not np.array_equal(out, img)
-
-
-@pytest.mark.parametrize(
-    ("faces", "winner", "match_count"),
-    [
-        ((5, 5, 5, 5, 6, 6, 6, 1, 1, 4), 5, 4),  # design.md's example
-        ((1, 1, 6, 6, 2, 3, 4, 5, 2, 3), 1, 2),  # ties go to the higher rank: the ace
-        ((1, 2, 3, 4, 5, 6), 1, "no match"),  # six dice, all different (675a.6(d)(2))
-        ((3, 3, 2), 3, 2),  # a photo of three dice: same rule
-        ((), None, None),
-    ],
-)
-def test_classify_faces_uses_the_rules_engine(
-    faces: tuple[int, ...], winner: int | None, match_count: int | str | None
-) -> None:
-    assert classify_faces(faces) == (winner, match_count)
 
 
 def test_frame_rejects_non_images() -> None:

@@ -102,8 +102,6 @@ def test_set_aside_is_in_the_json_and_drawn_grey() -> None:
         reasons=out.reasons,
         expected_dice=3,
         faces=(3, 3, 3),
-        winner=3,
-        match_count=3,
         frame_id="f",
         table_id=None,
         models={},

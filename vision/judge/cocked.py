@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from vision.judge.config import JudgeConfig
 from vision.judge.state import COCKED, WEDGED, DieState
 from vision.judge.weak import weak_rethrow_call
-from vision.types import DieReading, Finding, Verdict
+from vision.types import DieReading, Finding, FindingReason, Verdict
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def cocked_dice(
             findings.append(
                 Finding(
                     verdict=Verdict.VOID,
-                    reason="cocked_multi_side",
+                    reason=FindingReason.COCKED_MULTI_SIDE,
                     die_ids=(i + 1,),
                     detail=f"die {i + 1} is cocked with more than one side resting (p={p_more:.2f}, "
                     f"tilt {st.tilt_deg:.0f} deg){PROBED if st.probed else ''}: void, rethrow (675a.4(c))",
@@ -132,7 +132,10 @@ def cocked_dice(
         if unclear is not None:
             findings.append(
                 Finding(
-                    verdict=Verdict.NO_DECISION, reason="cocked_unclear", die_ids=(i + 1,), detail=unclear
+                    verdict=Verdict.NO_DECISION,
+                    reason=FindingReason.COCKED_UNCLEAR,
+                    die_ids=(i + 1,),
+                    detail=unclear,
                 )
             )
             calls.append(CockedCall(i, st.tilt_deg, void=False, unclear=True))
@@ -153,7 +156,7 @@ def cocked_dice(
         findings.append(
             Finding(
                 verdict=Verdict.VALID,
-                reason="cocked_read_by_rule",
+                reason=FindingReason.COCKED_READ_BY_RULE,
                 die_ids=(i + 1,),
                 detail=f"die {i + 1} is cocked {st.tilt_deg:.0f} deg on one side (p={p_one:.2f}): {read}",
             )

@@ -25,7 +25,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.stacked import overlap_of_smaller
 from vision.judge.state import OUTSIDE, DieState
 from vision.judge.weak import weak_rethrow_call
-from vision.types import DieCandidate, DieReading, Finding, SetAside, Verdict
+from vision.types import DieCandidate, DieReading, Finding, FindingReason, SetAside, Verdict
 
 EXPLAINED_OVERLAP = 0.3  # a weak peak whose box overlaps a found die this much is that die, seen again
 
@@ -74,7 +74,7 @@ def outside_dice(
         return weak + [
             Finding(
                 verdict=Verdict.NO_DECISION,
-                reason="extra_dice",
+                reason=FindingReason.EXTRA_DICE,
                 die_ids=(i + 1,),
                 detail=f"die {i + 1} looks off the table ({why[i]}), but the {on_table} dice on the table "
                 f"are already the game's {expected_dice}: an object off the table or a die found twice, "
@@ -85,7 +85,7 @@ def outside_dice(
     findings = weak + [
         Finding(
             verdict=Verdict.INVALID,
-            reason="die_off_table",
+            reason=FindingReason.DIE_OFF_TABLE,
             die_ids=(i + 1,),
             detail=f"die {i + 1} is off the table: {why[i]}",
         )
@@ -136,7 +136,9 @@ def oversized_boxes(ratios: Sequence[float], *, config: JudgeConfig) -> list[tup
 
 def _count_unclear(detail: str, die_ids: tuple[int, ...] = ()) -> Finding:
     """A short count that cannot be judged: `no_decision`, count_mismatch, saying why."""
-    return Finding(verdict=Verdict.NO_DECISION, reason="count_mismatch", die_ids=die_ids, detail=detail)
+    return Finding(
+        verdict=Verdict.NO_DECISION, reason=FindingReason.COUNT_MISMATCH, die_ids=die_ids, detail=detail
+    )
 
 
 def _at(box_xyxy: Sequence[float]) -> str:
@@ -165,7 +167,11 @@ def count_findings(
     moved since calibration, so whether the throw box is wholly in view is not known.
     """
     if n_found == 0:
-        return [Finding(verdict=Verdict.NO_DECISION, reason="no_dice", die_ids=(), detail="no dice found")]
+        return [
+            Finding(
+                verdict=Verdict.NO_DECISION, reason=FindingReason.NO_DICE, die_ids=(), detail="no dice found"
+            )
+        ]
     if expected_dice is None or n_found == expected_dice:
         return []
     text = f"expected {expected_dice} dice, found {n_found}"
@@ -173,7 +179,7 @@ def count_findings(
         return [
             Finding(
                 verdict=Verdict.NO_DECISION,
-                reason="extra_dice",
+                reason=FindingReason.EXTRA_DICE,
                 die_ids=(),
                 detail=f"{text}: extra dice or foreign objects",
             )
@@ -235,7 +241,7 @@ def count_findings(
     return [
         Finding(
             verdict=Verdict.INVALID,
-            reason="die_off_table",
+            reason=FindingReason.DIE_OFF_TABLE,
             die_ids=(),
             detail=f"{text}: {missing} {'dice' if missing > 1 else 'die'} left the table "
             "(or lie wholly hidden under other dice: invalid either way, 675a.4(b))",

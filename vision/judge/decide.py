@@ -18,7 +18,7 @@ from vision.judge.geometry import TableGeometry
 from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
 from vision.judge.state import DieState
-from vision.types import DieCandidate, DieReading, Finding, SetAside, Verdict
+from vision.types import DieCandidate, DieReading, Finding, FindingReason, SetAside, Verdict
 
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
 
@@ -57,7 +57,7 @@ def judge_roll(
             findings.append(
                 Finding(
                     verdict=Verdict.NO_DECISION,
-                    reason="face_uncertain",
+                    reason=FindingReason.FACE_UNCERTAIN,
                     die_ids=(i + 1,),
                     detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) uncertain: {why}",
                 )
@@ -72,7 +72,7 @@ def judge_roll(
                 findings.append(
                     Finding(
                         verdict=Verdict.NO_DECISION,
-                        reason="object_unclear",
+                        reason=FindingReason.OBJECT_UNCLEAR,
                         die_ids=(i + 1,),
                         detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) looks like no die "
                         f"to the die-state classifier (p={st.p('no_die'):.2f}): a chip stack or another "
@@ -83,7 +83,7 @@ def judge_roll(
                 findings.append(
                     Finding(
                         verdict=Verdict.NO_DECISION,
-                        reason="state_uncertain",
+                        reason=FindingReason.STATE_UNCERTAIN,
                         die_ids=(i + 1,),
                         detail=f"cannot tell whether die {i + 1} lies flat: most likely {st.kind} "
                         f"at only p={st.kind_confidence():.2f} < {config.min_state_confidence:.2f}",
@@ -93,7 +93,7 @@ def judge_roll(
     # neither short nor full for sure: no rule may lean on it either way (vision/markers.py).
     short = expected_dice is not None and len(dice) < expected_dice
     # The same where the camera moved since calibration: part of the box may now be out of view.
-    moved = any(f.reason == "camera_moved" for f in frame_findings)
+    moved = any(f.reason == FindingReason.CAMERA_MOVED for f in frame_findings)
     count_unsure = short and (bool(unsure_set_aside) or moved)
     off_findings, off = outside_dice(
         dice,
@@ -118,7 +118,7 @@ def judge_roll(
             len(dice),
             expected_dice=expected_dice,
             states_known=states is not None,
-            stacked_found=any(f.reason == "die_on_die" for f in stack_findings),
+            stacked_found=any(f.reason == FindingReason.DIE_ON_DIE for f in stack_findings),
             geometry=geometry,
             unsure=unexplained_peaks(weak_peaks, dice, geometry=geometry, config=config),
             oversized=oversized_boxes(size_ratios(dice), config=config),

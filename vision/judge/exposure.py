@@ -38,10 +38,10 @@ import cv2
 import numpy as np
 
 from vision.judge.config import JudgeConfig
-from vision.types import Finding, ImageArray, Verdict
+from vision.types import Finding, FindingReason, ImageArray, Verdict
 
-FRAME_EXPOSURE = "frame_exposure"  # the reason of a frame washed out, too dark or too grainy
-FRAME_SMOOTHED = "frame_smoothed"  # the note of a grainy frame smoothed before it was read (valid)
+FRAME_EXPOSURE = FindingReason.FRAME_EXPOSURE  # the reason of a frame washed out, too dark or too grainy
+FRAME_SMOOTHED = FindingReason.FRAME_SMOOTHED  # a grainy frame smoothed before it was read (valid)
 CLIPPED_GREY = 250  # a grey level this high or higher is taken as clipped white
 STRIDE = 4  # every fourth pixel of every fourth row
 # Immerkaer's operator: the difference of two Laplacians, zero on any plane; its response to white noise of

@@ -21,7 +21,7 @@ import numpy as np
 from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import reference_die_px
-from vision.types import DieReading, Finding, Verdict
+from vision.types import DieReading, Finding, FindingReason, Verdict
 
 RETHROW = (Verdict.INVALID, Verdict.VOID)
 MIN_DICE_FOR_MEDIAN = 3  # with fewer, "the frame's typical die" means nothing
@@ -51,7 +51,7 @@ def object_unclear(
         out.append(
             Finding(
                 verdict=Verdict.NO_DECISION,
-                reason="object_unclear",
+                reason=FindingReason.OBJECT_UNCLEAR,
                 die_ids=f.die_ids,
                 detail=f"{f.detail}; but {which} times the frame's typical die (over "
                 f"{config.max_die_size_ratio:.1f}): maybe a chip stack or another object, not a die, "
@@ -119,7 +119,7 @@ def small_aces(
         out.append(
             Finding(
                 verdict=Verdict.NO_DECISION,
-                reason="object_unclear",
+                reason=FindingReason.OBJECT_UNCLEAR,
                 die_ids=(i + 1,),
                 detail=f"{why}: maybe one pip of a die whose body does not show, a person must look",
             )

@@ -33,7 +33,7 @@ from vision.judge.config import JudgeConfig
 from vision.judge.geometry import TableGeometry
 from vision.judge.state import STACKED, UNDER, DieState
 from vision.judge.weak import weak_rethrow_call
-from vision.types import DieReading, Finding, Verdict
+from vision.types import DieReading, Finding, FindingReason, Verdict
 
 
 def overlap_of_smaller(a: Sequence[float], b: Sequence[float]) -> float:
@@ -66,7 +66,7 @@ def _felt_too_rough(geometry: TableGeometry | None, config: JudgeConfig) -> floa
     return float(geometry.camera.pose.tilt_deg)
 
 
-def _looks_stacked_but(i: int, st: DieState, *, verdict: Verdict, reason: str, but: str) -> Finding:
+def _looks_stacked_but(i: int, st: DieState, *, verdict: Verdict, reason: FindingReason, but: str) -> Finding:
     """A finding on die `i` (0-based), which the classifier sees on a die, and why that is not the call."""
     return Finding(
         verdict=verdict,
@@ -114,7 +114,7 @@ def stacked_dice(
                         i,
                         st,
                         verdict=Verdict.NO_DECISION,
-                        reason="stacked_unclear",
+                        reason=FindingReason.STACKED_UNCLEAR,
                         but="no box overlaps it and the count is short beside something set aside as part "
                         "of the table: a die beneath or a die there, a person must look",
                     )
@@ -126,7 +126,7 @@ def stacked_dice(
                         i,
                         st,
                         verdict=Verdict.VALID,
-                        reason="stacked_ruled_out",
+                        reason=FindingReason.STACKED_RULED_OUT,
                         but="no die lies under or over it: no box overlaps it and every die of the game is "
                         "found",
                     )
@@ -141,7 +141,7 @@ def stacked_dice(
                         i,
                         st,
                         verdict=Verdict.NO_DECISION,
-                        reason="stacked_unclear",
+                        reason=FindingReason.STACKED_UNCLEAR,
                         but=f"the box nearest over it covers only {most:.0%} of the smaller and every die of "
                         "the game is found: a die beneath or touching dice, a person must look",
                     )
@@ -153,7 +153,7 @@ def stacked_dice(
                         i,
                         st,
                         verdict=Verdict.NO_DECISION,
-                        reason="stacked_unclear",
+                        reason=FindingReason.STACKED_UNCLEAR,
                         but="more dice are found than the game has: the die under or over it may be itself "
                         "found twice, a person must look",
                     )
@@ -175,7 +175,9 @@ def stacked_dice(
                 ids = (j + 1, i + 1) if near else (i + 1,)
                 partner = f"die {j + 1}" if near else "a die"
                 detail = f"{partner} rests on die {i + 1} (p={st.probs[UNDER]:.2f} that it has a die on it)"
-            findings.append(Finding(verdict=Verdict.INVALID, reason="die_on_die", die_ids=ids, detail=detail))
+            findings.append(
+                Finding(verdict=Verdict.INVALID, reason=FindingReason.DIE_ON_DIE, die_ids=ids, detail=detail)
+            )
     for i in range(len(dice)):
         for j in range(i + 1, len(dice)):
             ov = float(overlaps[i, j])
@@ -198,7 +200,7 @@ def stacked_dice(
                 findings.append(
                     Finding(
                         verdict=Verdict.NO_DECISION,
-                        reason="stacked_unclear",
+                        reason=FindingReason.STACKED_UNCLEAR,
                         die_ids=(i + 1, j + 1),
                         detail=f"{boxes_text}, but more dice are found than the game has: one die found "
                         "twice or a die on a die, a person must look",
@@ -210,7 +212,7 @@ def stacked_dice(
                 # dice side by side boxed loosely; otherwise touching dice or a die on a die, for a person.
                 tilt = _tilt_from_above(geometry, config)
                 if tilt is not None and gap_mm is not None and not count_short and not count_unsure:
-                    verdict, reason = Verdict.VALID, "stacked_ruled_out"
+                    verdict, reason = Verdict.VALID, FindingReason.STACKED_RULED_OUT
                     why = (
                         f"the die-state classifier sees no die on a die (p={p:.2f}), their felt positions "
                         f"are {gap_mm:.0f} mm apart and the camera looks from above ({tilt:.0f} deg): two "
@@ -218,7 +220,7 @@ def stacked_dice(
                     )
                 else:
                     apart = "" if gap_mm is None else f", their felt positions {gap_mm:.0f} mm apart{rough}"
-                    verdict, reason = Verdict.NO_DECISION, "stacked_unclear"
+                    verdict, reason = Verdict.NO_DECISION, FindingReason.STACKED_UNCLEAR
                     why = (
                         f"nothing else says one lies on the other (die-state p={p:.2f}{apart}): touching "
                         "dice or a die on a die, a person must look"
@@ -233,7 +235,7 @@ def stacked_dice(
             findings.append(
                 Finding(
                     verdict=Verdict.INVALID,
-                    reason="die_on_die",
+                    reason=FindingReason.DIE_ON_DIE,
                     die_ids=(i + 1, j + 1),
                     detail=f"{boxes_text} and {' and '.join(backing)}: one lies on the other",
                 )

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from vision.judge.config import JudgeConfig
 from vision.judge.state import DieState
-from vision.types import Finding, Verdict
+from vision.types import Finding, FindingReason, Verdict
 
 
 def weak_rethrow_call(i: int, what: str, st: DieState, config: JudgeConfig) -> Finding:
     """`state_uncertain` for die `i` (0-based) that may be one that `what`, below `min_rethrow_confidence`."""
     return Finding(
         verdict=Verdict.NO_DECISION,
-        reason="state_uncertain",
+        reason=FindingReason.STATE_UNCERTAIN,
         die_ids=(i + 1,),
         detail=f"die {i + 1} may be one that {what} (p={st.kind_confidence():.2f}), below the "
         f"{config.min_rethrow_confidence:.2f} needed to call a rethrow: a person must look",

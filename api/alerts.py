@@ -1,0 +1,51 @@
+"""Alerts: raised by the service itself (a reader that cannot decide, a dealer's call or payment the dice do
+not show, a live camera lost) or by surveillance, stored with their audit entry and published as events.
+
+Routes (`api/routes/alerts.py`, rolls, rounds, calls) and the live service (`api/live_service.py`) raise
+them here, in the caller's transaction; only the routes speak HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from api import audit
+from api.db.models import Alert
+from api.events import publish
+from api.metrics import Metrics
+
+
+def raise_alert(
+    session: Session,
+    *,
+    kind: str,
+    message: str,
+    actor: str,
+    table_id: str | None,
+    round_id: int | None,
+    data: dict[str, Any],
+    webhook_urls: list[str],
+    metrics: Metrics,
+) -> Alert:
+    """Store an alert, audit it and publish it as an event, in the caller's transaction."""
+    row = Alert(kind=kind, message=message, table_id=table_id, round_id=round_id, data=data, raised_by=actor)
+    session.add(row)
+    session.flush()
+    audit.append(
+        session,
+        actor=actor,
+        action="alert.raise",
+        subject=f"alert:{row.id}",
+        payload={"kind": kind, "message": message, "table_id": table_id, "round_id": round_id, "data": data},
+    )
+    publish(
+        session,
+        event_type="alert",
+        table_id=table_id,
+        data={"alert_id": row.id, "kind": kind, "message": message, "round_id": round_id, "data": data},
+        webhook_urls=webhook_urls,
+    )
+    metrics.alerts.labels(kind=kind).inc()
+    return row
