@@ -26,9 +26,10 @@ from api.rounds import NotFoundError, RulesRefusedError, StateConflictError, adv
 from api.routes.alerts import raise_alert
 from api.routes.rounds import http_error, steps_of, wager_documents
 from api.schemas import DB_INT_MAX
+from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.rounds import RollIn, RollOut
 
-router = APIRouter(tags=["rolls"])
+router = APIRouter(tags=["rolls"], responses=AUTH_RESPONSES)
 
 
 def _roll_out(row: Roll, *, duplicate: bool) -> RollOut:
@@ -44,9 +45,13 @@ def _roll_out(row: Roll, *, duplicate: bool) -> RollOut:
             "description": "This roll id was already applied; the first answer is repeated.",
             "model": RollOut,
         },
-        404: {},
-        409: {"description": "No open round, wrong round, wrong phase, or a roll id reused with other data."},
-        422: {"description": "Refused by the rules engine (e.g. the wrong number of dice), by clause."},
+        **errors(
+            400,
+            (404, "No such table, evidence frame or read."),
+            (409, "No open round, wrong round, wrong phase, or a roll id reused with other data."),
+            (422, "A malformed roll, or refused by the rules engine (e.g. wrong number of dice), by clause."),
+            unprocessable=RULES_OR_VALIDATION,
+        ),
     },
 )
 def submit_roll(
@@ -247,7 +252,7 @@ def list_rolls(
         return [_roll_out(row, duplicate=False) for row in rows]
 
 
-@router.get("/v1/rolls/{roll_id}", response_model=RollOut, responses={404: {}})
+@router.get("/v1/rolls/{roll_id}", response_model=RollOut, responses=errors(404))
 def get_roll(roll_id: str, _: Viewer, database: DatabaseDep) -> RollOut:
     """One roll and what it did (dealer, surveillance, admin)."""
     with database.read_session() as session:
