@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from api.auth import ALL_ROLES
 from api.db.session import Database
@@ -19,6 +22,7 @@ from api.routes import (
     audit,
     calls,
     dashboard,
+    docs,
     events,
     evidence,
     health,
@@ -30,9 +34,37 @@ from api.routes import (
     settle,
     tables,
 )
+from api.schemas.errors import AUTH_RESPONSES
 from api.settings import Settings
 
 API_TITLE = "throwbox"
+
+
+def _documented_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods the OpenAPI document gives the path (HEAD with GET, as Starlette serves it)."""
+    methods: set[str] = set()
+    for template, item in app.openapi()["paths"].items():
+        if compile_path(template)[0].match(path):
+            methods |= {method.upper() for method in item}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
+async def _http_error_with_allow(request: Request, exc: Exception) -> Response:
+    """FastAPI's answer to an HTTP error, with a 405's `Allow` naming every method the path has.
+
+    Starlette's 405 names only the methods of the first route whose path matched, so where GET and POST
+    of one path are two routes, `OPTIONS` or `PUT` there would be told only one of them. The methods are
+    read from the OpenAPI document, which is what clients go by.
+    """
+    if not isinstance(exc, StarletteHTTPException):  # registered for this class only
+        raise exc
+    if exc.status_code == 405:
+        methods = _documented_methods(request.app, request.url.path)
+        if methods:
+            exc = StarletteHTTPException(405, detail=exc.detail, headers={"Allow": ", ".join(methods)})
+    return await http_exception_handler(request, exc)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -76,6 +108,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Dice reader and High Roll Dice rules engine (58 Pa. Code ch. 593, 675a).",
         lifespan=lifespan,
+        # Served by api.routes.docs from the service's own files, not a CDN.
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.settings = settings
     app.state.database = database
@@ -93,8 +129,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(audit.router)
     app.include_router(keys.router)
     # The settle calculator changes nothing, but like every route it needs a key (any role).
-    app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))])
+    app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))], responses=AUTH_RESPONSES)
     app.include_router(reads.router)
     app.include_router(read_results.router)
     dashboard.install(app)
+    docs.install(app)
+    app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)
     return app

@@ -9,13 +9,44 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import JSON, Boolean, DateTime, Dialect, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> datetime:
     """Timezone-aware now, in UTC."""
     return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A moment stored in UTC and read back timezone-aware in UTC, on every backend.
+
+    PostgreSQL keeps `timestamptz` and hands back the session's zone; SQLite has no zone at all and hands
+    back naive values (its DATETIME drops the offset of what it is given, without converting). So values are
+    converted to UTC on the way in (stored naive on SQLite, as before) and marked UTC on the way out. A naive
+    value is refused: it names no moment.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """UTC for the database (naive UTC on SQLite); a naive value is a programming error."""
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"a naive datetime names no moment; give it a zone: {value!r}")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Timezone-aware UTC, whatever the backend handed back."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):
@@ -35,8 +66,8 @@ class ApiKey(Base):
     supervisor: Mapped[bool] = mapped_column(Boolean, default=False)
     key_prefix: Mapped[str] = mapped_column(String(32), unique=True)
     key_hash: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class GameTable(Base):
@@ -50,8 +81,8 @@ class GameTable(Base):
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     calibration_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     camera_source: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class Round(Base):
@@ -77,9 +108,9 @@ class Round(Base):
     state: Mapped[dict[str, Any]] = mapped_column(JSON)
     settlement: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     opened_by: Mapped[str] = mapped_column(String(100))
-    opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    opened_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    settled_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    closed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class Wager(Base):
@@ -91,7 +122,7 @@ class Wager(Base):
     round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id"), index=True)
     document: Mapped[dict[str, Any]] = mapped_column(JSON)
     placed_by: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class Roll(Base):
@@ -110,7 +141,7 @@ class Roll(Base):
     applied: Mapped[bool] = mapped_column(Boolean)
     outcome: Mapped[dict[str, Any]] = mapped_column(JSON)
     submitted_by: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class Correction(Base):
@@ -124,7 +155,7 @@ class Correction(Base):
     reason: Mapped[str] = mapped_column(Text)
     settlement: Mapped[dict[str, Any]] = mapped_column(JSON)
     made_by: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class AuditEntry(Base):
@@ -161,7 +192,7 @@ class Event(Base):
     type: Mapped[str] = mapped_column(String(40), index=True)
     table_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class WebhookDelivery(Base):
@@ -173,9 +204,9 @@ class WebhookDelivery(Base):
     event_id: Mapped[int] = mapped_column(ForeignKey("events.id"), index=True)
     url: Mapped[str] = mapped_column(String(1000))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
-    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    failed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    next_attempt_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, index=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    failed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
@@ -191,8 +222,8 @@ class Alert(Base):
     message: Mapped[str] = mapped_column(Text)
     data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     raised_by: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    acknowledged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     acknowledged_by: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
@@ -204,7 +235,7 @@ class Evidence(Base):
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     size_bytes: Mapped[int] = mapped_column(Integer)
     media_type: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class Read(Base):
@@ -217,4 +248,4 @@ class Read(Base):
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     evidence_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_by: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

@@ -18,8 +18,9 @@ from sqlalchemy import select
 from api import audit
 from api.db.models import Alert, AuditEntry
 from api.deps import DatabaseDep, IdPath, Viewer, Watcher
+from api.schemas.errors import AUTH_RESPONSES, errors
 
-router = APIRouter(prefix="/v1/alerts", tags=["alerts"])
+router = APIRouter(prefix="/v1/alerts", tags=["alerts"], responses=AUTH_RESPONSES)
 
 REVIEW_ACTION = "alert.review"
 
@@ -50,7 +51,10 @@ def _review_out(alert_id: int, entry: AuditEntry) -> ReviewOut:
 
 
 @router.post(
-    "/{alert_id}/reviews", status_code=status.HTTP_201_CREATED, response_model=ReviewOut, responses={404: {}}
+    "/{alert_id}/reviews",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ReviewOut,
+    responses=errors(400, 404),
 )
 def review(alert_id: IdPath, body: ReviewIn, principal: Watcher, database: DatabaseDep) -> ReviewOut:
     """Mark an alert reviewed with a note (surveillance, admin): an audit entry; the alert stays as it was."""
@@ -67,7 +71,7 @@ def review(alert_id: IdPath, body: ReviewIn, principal: Watcher, database: Datab
         return _review_out(alert_id, entry)
 
 
-@router.get("/{alert_id}/reviews", response_model=list[ReviewOut], responses={404: {}})
+@router.get("/{alert_id}/reviews", response_model=list[ReviewOut], responses=errors(404))
 def reviews(alert_id: IdPath, _: Viewer, database: DatabaseDep) -> list[ReviewOut]:
     """An alert's reviews, oldest first (dealer, surveillance, admin)."""
     with database.read_session() as session:

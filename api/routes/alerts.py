@@ -13,8 +13,9 @@ from api.alerts import raise_alert
 from api.db.models import Alert
 from api.deps import Admin, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer, Watcher
 from api.schemas.admin import AlertIn, AlertOut
+from api.schemas.errors import AUTH_RESPONSES, errors
 
-router = APIRouter(prefix="/v1/alerts", tags=["alerts"])
+router = APIRouter(prefix="/v1/alerts", tags=["alerts"], responses=AUTH_RESPONSES)
 
 
 def alert_out(row: Alert) -> AlertOut:
@@ -40,7 +41,7 @@ def list_alerts(
         return [alert_out(row) for row in session.scalars(query.order_by(Alert.id.desc()).limit(limit))]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=AlertOut)
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=AlertOut, responses=errors(400))
 def raise_review(
     body: AlertIn, principal: Watcher, database: DatabaseDep, settings: SettingsDep, metrics: MetricsDep
 ) -> AlertOut:
@@ -60,7 +61,11 @@ def raise_review(
         return alert_out(row)
 
 
-@router.post("/{alert_id}/acknowledge", response_model=AlertOut)
+@router.post(
+    "/{alert_id}/acknowledge",
+    response_model=AlertOut,
+    responses=errors(404, (409, "The alert is already acknowledged.")),
+)
 def acknowledge(alert_id: IdPath, principal: Admin, database: DatabaseDep) -> AlertOut:
     """Mark an alert as dealt with (admin); the alert itself stays."""
     with database.session() as session:

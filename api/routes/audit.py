@@ -13,8 +13,9 @@ from api.db.models import AuditEntry
 from api.deps import DatabaseDep, Watcher
 from api.schemas import DB_INT_MAX
 from api.schemas.admin import AuditEntryOut, AuditVerifyOut
+from api.schemas.errors import AUTH_RESPONSES
 
-router = APIRouter(prefix="/v1/audit", tags=["audit"])
+router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=AUTH_RESPONSES)
 
 
 @router.get("", response_model=list[AuditEntryOut])

@@ -18,8 +18,9 @@ from api.alerts import raise_alert
 from api.db.models import GameTable, Roll, Round
 from api.deps import DatabaseDep, Dealer, MetricsDep, SettingsDep
 from api.schemas.calls import TableCallIn, TableCallOut
+from api.schemas.errors import AUTH_RESPONSES, errors
 
-router = APIRouter(tags=["rounds"])
+router = APIRouter(tags=["rounds"], responses=AUTH_RESPONSES)
 
 
 def _camera_shows(row: Round, roll: int) -> dict[str, Any] | None:
@@ -38,7 +39,7 @@ def _camera_shows(row: Round, roll: int) -> dict[str, Any] | None:
 @router.post(
     "/v1/tables/{table_id}/calls",
     response_model=TableCallOut,
-    responses={404: {}, 409: {"description": "No round at this table has that roll yet."}},
+    responses=errors(400, 404, (409, "No recent round at this table has that roll yet.")),
 )
 def table_call(
     table_id: str,

@@ -11,8 +11,9 @@ from api.audit import EvidenceError, load_evidence, store_evidence
 from api.db.models import Evidence
 from api.deps import DatabaseDep, RollSubmitter, SettingsDep, Viewer
 from api.schemas.admin import EvidenceOut
+from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
-router = APIRouter(prefix="/v1/evidence", tags=["evidence"])
+router = APIRouter(prefix="/v1/evidence", tags=["evidence"], responses=AUTH_RESPONSES)
 
 MEDIA_TYPES = ("image/jpeg", "image/png", "image/webp")
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -22,10 +23,18 @@ SHA256_PATTERN = r"^[0-9a-f]{64}$"
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=EvidenceOut,
+    responses=errors(
+        (415, "The body is not declared as JPEG, PNG or WebP."),
+        (422, "The body is empty or larger than the service keeps."),
+        unprocessable=MESSAGE_OR_VALIDATION,
+    ),
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {media: {"schema": {"type": "string", "format": "binary"}} for media in MEDIA_TYPES},
+            "content": {
+                media: {"schema": {"type": "string", "format": "binary", "minLength": 1}}
+                for media in MEDIA_TYPES
+            },
         }
     },
 )
@@ -34,7 +43,7 @@ async def upload(
     principal: RollSubmitter,
     database: DatabaseDep,
     settings: SettingsDep,
-    content_type: Annotated[str | None, Header()] = None,
+    content_type: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> EvidenceOut:
     """Store a frame (the raw image as the body); refer to it from a roll by its SHA-256."""
     media_type = (content_type or "").split(";")[0].strip().lower()
@@ -68,7 +77,12 @@ async def upload(
 @router.get(
     "/{sha256}",
     response_class=Response,
-    responses={200: {"content": {media: {} for media in MEDIA_TYPES}}, 404: {}, 409: {}},
+    responses={
+        200: {
+            "content": {media: {"schema": {"type": "string", "format": "binary"}} for media in MEDIA_TYPES}
+        },
+        **errors(404, (409, "The stored frame no longer matches its SHA-256.")),
+    },
 )
 def fetch(
     sha256: Annotated[str, Path(pattern=SHA256_PATTERN)],

@@ -10,11 +10,12 @@ from api.auth import Role, create_key, revoke_key
 from api.db.models import ApiKey
 from api.deps import Admin, DatabaseDep, IdPath
 from api.schemas.admin import KeyIn, KeyOut, NewKeyOut
+from api.schemas.errors import AUTH_RESPONSES, errors
 
-router = APIRouter(prefix="/v1/keys", tags=["keys"])
+router = APIRouter(prefix="/v1/keys", tags=["keys"], responses=AUTH_RESPONSES)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=NewKeyOut)
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=NewKeyOut, responses=errors(400))
 def create(body: KeyIn, principal: Admin, database: DatabaseDep) -> NewKeyOut:
     """Create a key (admin). The response is the only place the key ever appears."""
     with database.session() as session:
@@ -37,7 +38,11 @@ def list_keys(_: Admin, database: DatabaseDep) -> list[KeyOut]:
         return [KeyOut.model_validate(row, from_attributes=True) for row in rows]
 
 
-@router.delete("/{key_id}", response_model=KeyOut)
+@router.delete(
+    "/{key_id}",
+    response_model=KeyOut,
+    responses=errors(404, (409, "The last active admin key: the service must keep one.")),
+)
 def revoke(key_id: IdPath, principal: Admin, database: DatabaseDep) -> KeyOut:
     """Revoke a key (admin); it stops working at once."""
     with database.session() as session:

@@ -11,13 +11,14 @@ from api.audit import EvidenceError, load_evidence
 from api.db.models import Read
 from api.deps import DatabaseDep, SettingsDep, Viewer
 from api.events import as_utc
+from api.schemas.errors import AUTH_RESPONSES, errors
 
-router = APIRouter(prefix="/v1/reads", tags=["reads"])
+router = APIRouter(prefix="/v1/reads", tags=["reads"], responses=AUTH_RESPONSES)
 
 ReadId = Annotated[str, Path(max_length=64)]
 
 
-@router.get("/{read_id}", responses={404: {}})
+@router.get("/{read_id}", responses=errors(404))
 def get_read(read_id: ReadId, _: Viewer, database: DatabaseDep) -> dict[str, Any]:
     """A stored read: the same document `POST /v1/reads` answered, with who made it and when."""
     with database.read_session() as session:
@@ -37,7 +38,10 @@ def get_read(read_id: ReadId, _: Viewer, database: DatabaseDep) -> dict[str, Any
 @router.get(
     "/{read_id}/frame",
     response_class=Response,
-    responses={200: {"content": {"image/jpeg": {}}}, 404: {}, 409: {}},
+    responses={
+        200: {"content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
+        **errors(404, (409, "The stored frame no longer matches its SHA-256.")),
+    },
 )
 def get_read_frame(read_id: ReadId, _: Viewer, database: DatabaseDep, settings: SettingsDep) -> Response:
     """The read's annotated frame, after checking it against its SHA-256 (409 when it no longer matches)."""

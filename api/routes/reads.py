@@ -15,10 +15,12 @@ import uuid
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile, status
+from pydantic import WithJsonSchema
 
 from api.db.models import GameTable
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
 from api.read_records import record_read
+from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
 if TYPE_CHECKING:
     from api.db.session import Database
@@ -26,10 +28,18 @@ if TYPE_CHECKING:
     from calibration.table import TableCalibration
     from vision.reader import Reader
 
-router = APIRouter(prefix="/v1/reads", tags=["reads"])
+router = APIRouter(prefix="/v1/reads", tags=["reads"], responses=AUTH_RESPONSES)
 
 _READER_LOCK = threading.Lock()
 MAX_UPLOAD_BYTES = 40 * 1024 * 1024
+# The optional form fields, as the schema says them: left out when unused (a form has no null).
+EXPECT_SCHEMA = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": 100,
+    "description": "How many dice the roll must have.",
+}
+TABLE_ID_SCHEMA = {"type": "string", "maxLength": 64, "description": "Table the frame comes from."}
 
 
 def get_reader(request: Request) -> Reader:
@@ -53,11 +63,14 @@ def get_reader(request: Request) -> Reader:
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={
-        415: {"description": "The upload is not declared as an image."},
-        422: {"description": "The upload is empty, corrupt, or not an image; or a bad form field."},
-        503: {"description": "The reader's models could not be loaded."},
-    },
+    responses=errors(
+        400,
+        (413, "The upload (or the image it holds) is larger than the reader accepts."),
+        (415, "The upload is not an image of a format the reader reads."),
+        (422, "The upload is empty, corrupt, or not an image; or a bad form field."),
+        (503, "The reader is busy (see Retry-After) or its models could not be loaded."),
+        unprocessable=MESSAGE_OR_VALIDATION,
+    ),
 )
 def create_read(
     request: Request,
@@ -66,8 +79,8 @@ def create_read(
     settings: SettingsDep,
     metrics: MetricsDep,
     image: Annotated[UploadFile, File(description="The frame: JPEG, PNG, WebP, BMP or TIFF.")],
-    expect: Annotated[int | None, Form(ge=1, le=100, description="How many dice the roll must have.")] = None,
-    table_id: Annotated[str | None, Form(max_length=64, description="Table the frame comes from.")] = None,
+    expect: Annotated[int | None, Form(ge=1, le=100), WithJsonSchema(EXPECT_SCHEMA)] = None,
+    table_id: Annotated[str | None, Form(max_length=64), WithJsonSchema(TABLE_ID_SCHEMA)] = None,
 ) -> dict[str, Any]:
     """Read the dice in one image: verdict, reasons, every die's face and box, winner, match count."""
     import cv2

@@ -20,9 +20,10 @@ from api.db.models import Roll
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
 from api.routes.rounds import http_error
 from api.schemas import DB_INT_MAX
+from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.rolls import RollAnswer, RollSubmission
 
-router = APIRouter(tags=["rolls"])
+router = APIRouter(tags=["rolls"], responses=AUTH_RESPONSES)
 
 
 @router.post(
@@ -34,9 +35,13 @@ router = APIRouter(tags=["rolls"])
             "description": "This roll id was already applied; the first answer is repeated.",
             "model": RollAnswer,
         },
-        404: {},
-        409: {"description": "No open round, wrong round, wrong phase, or a roll id reused with other data."},
-        422: {"description": "Refused by the rules engine (e.g. the wrong number of dice), by clause."},
+        **errors(
+            400,
+            (404, "No such table, evidence frame or read."),
+            (409, "No open round, wrong round, wrong phase, or a roll id reused with other data."),
+            (422, "A malformed roll, or refused by the rules engine (e.g. wrong number of dice), by clause."),
+            unprocessable=RULES_OR_VALIDATION,
+        ),
     },
 )
 def submit_roll(
@@ -85,7 +90,7 @@ def list_rolls(
         return [rounds.roll_answer(row, duplicate=False) for row in rows]
 
 
-@router.get("/v1/rolls/{roll_id}", response_model=RollAnswer, responses={404: {}})
+@router.get("/v1/rolls/{roll_id}", response_model=RollAnswer, responses=errors(404))
 def get_roll(roll_id: str, _: Viewer, database: DatabaseDep) -> RollAnswer:
     """One roll and what it did (dealer, surveillance, admin)."""
     with database.read_session() as session:

@@ -25,6 +25,7 @@ from api.rounds import (
     wager_document,
     wager_documents,
 )
+from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.rounds import (
     CorrectionIn,
     CorrectionOut,
@@ -36,11 +37,12 @@ from api.schemas.rounds import (
     WagersIn,
 )
 
-router = APIRouter(tags=["rounds"])
+router = APIRouter(tags=["rounds"], responses=AUTH_RESPONSES)
 
-REFUSED: dict[int | str, dict[str, Any]] = {
-    422: {"description": "Refused by the rules engine; every problem names its clause."}
-}
+REFUSED = errors(
+    (422, "A malformed request, or refused by the rules engine: every problem names its clause."),
+    unprocessable=RULES_OR_VALIDATION,
+)
 
 
 def load_round(session: Session, round_id: int, *, lock: bool = False) -> Round:
@@ -91,7 +93,7 @@ def http_error(exc: Exception) -> HTTPException:
     "/v1/tables/{table_id}/rounds",
     status_code=status.HTTP_201_CREATED,
     response_model=RoundOut,
-    responses={404: {}, 409: {"description": "A round is already open at this table."}, **REFUSED},
+    responses={**errors(404, (409, "A round is already open at this table.")), **REFUSED},
 )
 def open_round(table_id: str, principal: Dealer, database: DatabaseDep, settings: SettingsDep) -> RoundOut:
     """Open a round for betting (dealer); one open round per table."""
@@ -140,7 +142,11 @@ def open_round(table_id: str, principal: Dealer, database: DatabaseDep, settings
         raise http_error(exc) from exc
 
 
-@router.get("/v1/tables/{table_id}/rounds/current", response_model=RoundOut, responses={404: {}})
+@router.get(
+    "/v1/tables/{table_id}/rounds/current",
+    response_model=RoundOut,
+    responses=errors((404, "No open round at this table.")),
+)
 def current_round(table_id: str, _: Viewer, database: DatabaseDep) -> RoundOut:
     """The open round at a table (dealer, surveillance, admin)."""
     with database.read_session() as session:
@@ -169,7 +175,7 @@ def list_rounds(
         ]
 
 
-@router.get("/v1/rounds/{round_id}", response_model=RoundOut, responses={404: {}})
+@router.get("/v1/rounds/{round_id}", response_model=RoundOut, responses=errors(404))
 def get_round(round_id: IdPath, _: Viewer, database: DatabaseDep) -> RoundOut:
     """One round with its wagers, steps, settlement and corrections (dealer, surveillance, admin)."""
     try:
@@ -183,7 +189,7 @@ def get_round(round_id: IdPath, _: Viewer, database: DatabaseDep) -> RoundOut:
     "/v1/rounds/{round_id}/wagers",
     status_code=status.HTTP_201_CREATED,
     response_model=RoundOut,
-    responses={404: {}, 409: {}, **REFUSED},
+    responses={**errors(400, 404, (409, "The round is closed.")), **REFUSED},
 )
 def place_wagers(
     round_id: IdPath, body: WagersIn, principal: Dealer, database: DatabaseDep, settings: SettingsDep
@@ -224,7 +230,11 @@ def place_wagers(
         raise http_error(exc) from exc
 
 
-@router.post("/v1/rounds/{round_id}/no-more-bets", response_model=RoundOut, responses={404: {}, 409: {}})
+@router.post(
+    "/v1/rounds/{round_id}/no-more-bets",
+    response_model=RoundOut,
+    responses={**errors(404, (409, "The round is closed.")), **REFUSED},
+)
 def no_more_bets(
     round_id: IdPath, principal: Dealer, database: DatabaseDep, settings: SettingsDep
 ) -> RoundOut:
@@ -261,7 +271,11 @@ def no_more_bets(
         raise http_error(exc) from exc
 
 
-@router.post("/v1/rounds/{round_id}/dealer-calls", response_model=DealerCallOut, responses={404: {}, 409: {}})
+@router.post(
+    "/v1/rounds/{round_id}/dealer-calls",
+    response_model=DealerCallOut,
+    responses=errors(400, 404, (409, "The round has no such roll yet.")),
+)
 def dealer_call(
     round_id: IdPath,
     body: DealerCallIn,
@@ -313,7 +327,11 @@ def dealer_call(
         raise http_error(exc) from exc
 
 
-@router.post("/v1/rounds/{round_id}/payouts", response_model=PayoutOut, responses={404: {}, 409: {}})
+@router.post(
+    "/v1/rounds/{round_id}/payouts",
+    response_model=PayoutOut,
+    responses=errors(400, 404, (409, "The round is not settled: nothing is due yet.")),
+)
 def record_payout(
     round_id: IdPath,
     body: PayoutIn,
@@ -371,7 +389,15 @@ def record_payout(
     "/v1/rounds/{round_id}/corrections",
     status_code=status.HTTP_201_CREATED,
     response_model=CorrectionOut,
-    responses={403: {}, 404: {}, 409: {}, **REFUSED},
+    responses={
+        **errors(
+            400,
+            (403, "Only a supervisor key or an admin may correct a round."),
+            404,
+            (409, "The round is not settled, or the corrected dice do not settle it."),
+        ),
+        **REFUSED,
+    },
 )
 def correct(
     round_id: IdPath, body: CorrectionIn, principal: AnyRole, database: DatabaseDep, settings: SettingsDep

@@ -17,7 +17,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from rules.games import DocumentRefusedError, Problem, settle
+from api.schemas.errors import ProblemOut
+from rules.games import DocumentRefusedError, Problem, game_ids, settle
+from rules.hrd.settings import ExtraRollReach, MillionaireRowAlone, NoMatchPipStreet, PayoutRounding
 
 router = APIRouter(prefix="/v1", tags=["rules"])
 
@@ -47,7 +49,11 @@ _HRD_SCHEMA: dict[str, Any] = {
     "required": ["game", "wagers", "rolls"],
     "description": "A round to settle. Other games registered in rules.games take their own shapes.",
     "properties": {
-        "game": {"type": "string", "description": "hrd10 (ten dice) or hrd6 (six dice); or another game id"},
+        "game": {
+            "type": "string",
+            "enum": list(game_ids()),
+            "description": "hrd10 (ten dice) or hrd6 (six dice); or another game the engine knows",
+        },
         "wagers": {
             "type": "array",
             "items": {
@@ -74,21 +80,19 @@ _HRD_SCHEMA: dict[str, Any] = {
             "description": "the first roll; then only the rethrown dice, when an Extra Roll was bought",
         },
         "settings": {
-            "type": "object",
-            "description": "interpretations: extra_roll_reach (all_circles|one_circle), no_match_pip_street "
-            "(ace|none), payout_rounding (down|half_up), millionaire_row_alone (allowed|refused)",
+            "type": ["object", "null"],
+            "description": "interpretations (rules.hrd.settings); null or left out: the literal readings",
+            "additionalProperties": False,
+            "properties": {
+                "extra_roll_reach": {"enum": [m.value for m in ExtraRollReach]},
+                "no_match_pip_street": {"enum": [m.value for m in NoMatchPipStreet]},
+                "payout_rounding": {"enum": [m.value for m in PayoutRounding]},
+                "millionaire_row_alone": {"enum": [m.value for m in MillionaireRowAlone]},
+            },
         },
         "paytable": {"type": "object", "description": "a paytable document (throwbox-hrd-paytable/1)"},
     },
 }
-
-
-class ProblemOut(BaseModel):
-    """One broken rule."""
-
-    clause: str
-    message: str
-    field: str | None
 
 
 class Refused(BaseModel):

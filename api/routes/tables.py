@@ -11,9 +11,10 @@ from api import audit
 from api.db.models import GameTable
 from api.deps import Admin, AnyRole, DatabaseDep
 from api.rounds import RulesRefusedError, check_table_config
+from api.schemas.errors import ANY_UNPROCESSABLE, AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.tables import TableIn, TableOut, TableUpdate
 
-router = APIRouter(prefix="/v1/tables", tags=["tables"])
+router = APIRouter(prefix="/v1/tables", tags=["tables"], responses=AUTH_RESPONSES)
 
 
 def table_out(row: GameTable) -> TableOut:
@@ -21,7 +22,17 @@ def table_out(row: GameTable) -> TableOut:
     return TableOut.model_validate(row, from_attributes=True)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=TableOut)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TableOut,
+    responses=errors(
+        400,
+        (409, "A table with this id exists."),
+        (422, "A malformed table, or a paytable or settings the rules engine refuses, by clause."),
+        unprocessable=RULES_OR_VALIDATION,
+    ),
+)
 def create_table(body: TableIn, principal: Admin, database: DatabaseDep) -> TableOut:
     """Create a table (admin). The paytable and settings are checked by the rules engine."""
     try:
@@ -51,7 +62,7 @@ def list_tables(_: AnyRole, database: DatabaseDep) -> list[TableOut]:
         return [table_out(row) for row in session.scalars(select(GameTable).order_by(GameTable.id))]
 
 
-@router.get("/{table_id}", response_model=TableOut)
+@router.get("/{table_id}", response_model=TableOut, responses=errors(404))
 def get_table(table_id: str, _: AnyRole, database: DatabaseDep) -> TableOut:
     """One table (any role)."""
     with database.read_session() as session:
@@ -61,7 +72,16 @@ def get_table(table_id: str, _: AnyRole, database: DatabaseDep) -> TableOut:
         return table_out(row)
 
 
-@router.patch("/{table_id}", response_model=TableOut)
+@router.patch(
+    "/{table_id}",
+    response_model=TableOut,
+    responses=errors(
+        400,
+        404,
+        (422, "A malformed change, settings set to null, or a paytable or settings the engine refuses."),
+        unprocessable=ANY_UNPROCESSABLE,
+    ),
+)
 def update_table(table_id: str, body: TableUpdate, principal: Admin, database: DatabaseDep) -> TableOut:
     """Change a table (admin); rounds already open keep the configuration they were opened with."""
     changes = body.model_dump(exclude_unset=True)

@@ -17,7 +17,7 @@ class KeyIn(BaseModel):
 
     role: RoleName
     name: str = Field(min_length=1, max_length=100)
-    supervisor: bool = False
+    supervisor: bool = Field(default=False, strict=True)
 
 
 class KeyOut(BaseModel):

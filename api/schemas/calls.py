@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Face = Annotated[int, Field(ge=1, le=6)]
 
 
 class TableCallIn(BaseModel):
     """The face the dealer announced, the match count, or a full roll keyed at a dealer terminal."""
 
-    model_config = ConfigDict(extra="forbid")
+    # At least one of winner, match_count and faces: said in the schema too, so clients see it.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+                for name in ("winner", "match_count", "faces")
+            ]
+        },
+    )
 
     roll: Literal[1, 2] = Field(default=1, description="1: the first roll; 2: the Extra Roll.")
     winner: int | None = Field(default=None, ge=1, le=6, description="The winning face announced.")
     match_count: int | None = Field(
         default=None, ge=0, le=10, description="The Like Kind count announced (the final count on roll 2)."
     )
-    faces: list[int] | None = Field(
+    faces: list[Face] | None = Field(
         default=None,
         min_length=1,
         max_length=10,
@@ -28,8 +39,6 @@ class TableCallIn(BaseModel):
     def _something_called(self) -> TableCallIn:
         if self.winner is None and self.match_count is None and self.faces is None:
             raise ValueError("call a winner, a match count or the faces")
-        if self.faces is not None and any(not 1 <= f <= 6 for f in self.faces):
-            raise ValueError("faces must be 1..6")
         return self
 
 

@@ -2,11 +2,43 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+# Money is decimal text, never a JSON number (a float cannot hold every sum of cents). A stake: up to 14
+# digits, 6 after the point (the rules engine refuses what is not a positive sum of whole cents, by clause);
+# a payment: whole cents, not negative.
+STAKE_PATTERN = r"^-?[0-9]{1,8}(\.[0-9]{1,6})?$"
+PAID_PATTERN = r"^[0-9]{1,12}(\.[0-9]{1,2})?$"
+
+
+def _money_text(pattern: str) -> Callable[[object], object]:
+    """A check that money came as text fitting `pattern` (searched as JSON Schema does), before Decimal."""
+    compiled = re.compile(pattern)
+
+    def check(value: object) -> object:
+        if not isinstance(value, str) or compiled.search(value) is None:
+            raise ValueError(f'money must be decimal text matching {pattern}, e.g. "5.00"')
+        return value
+
+    return check
+
+
+Stake = Annotated[
+    Decimal,
+    BeforeValidator(_money_text(STAKE_PATTERN)),
+    WithJsonSchema({"type": "string", "pattern": STAKE_PATTERN, "examples": ["5.00"]}),
+]
+Paid = Annotated[
+    Decimal,
+    BeforeValidator(_money_text(PAID_PATTERN)),
+    WithJsonSchema({"type": "string", "pattern": PAID_PATTERN, "examples": ["20.00"]}),
+]
 
 
 class WagerIn(BaseModel):
@@ -16,8 +48,8 @@ class WagerIn(BaseModel):
 
     seat: int = Field(ge=-1000, le=1000, description="Betting position (1..5 in High Roll Dice).")
     kind: Literal["pip_street", "like_kind", "extra_roll", "millionaire_row"]
-    amount: Decimal = Field(
-        max_digits=14, decimal_places=6, description='The stake; send a string ("5.00"): money is decimal.'
+    amount: Stake = Field(
+        max_digits=14, decimal_places=6, description='The stake as decimal text ("5.00"): money is decimal.'
     )
     face: int | None = Field(default=None, ge=-1000, le=1000, description="Pip Street face 1..6.")
     count: Annotated[int, Field(ge=-1000, le=1000)] | Literal["no_match"] | None = Field(
@@ -49,7 +81,7 @@ class PayoutIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seat: int = Field(ge=1, le=1000)
-    paid: Decimal = Field(ge=0, max_digits=14, decimal_places=2, description='Money as a string: "20.00".')
+    paid: Paid = Field(ge=0, max_digits=14, decimal_places=2, description='Money as decimal text: "20.00".')
 
 
 class PayoutOut(BaseModel):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 TABLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 GameId = Literal["hrd10", "hrd6"]
@@ -33,8 +33,12 @@ class TableUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    paytable: dict[str, Any] | None = None
-    settings: dict[str, Any] | None = None
+    paytable: dict[str, Any] | None = Field(default=None, description="A paytable; null: the default table.")
+    # Settings may be changed, never set to null (the route refuses it): the schema says so.
+    settings: Annotated[
+        dict[str, Any] | None,
+        WithJsonSchema({"type": "object", "description": "Interpretation settings of the rules engine."}),
+    ] = None
     calibration_id: str | None = Field(default=None, max_length=200)
     camera_source: str | None = Field(default=None, max_length=500)
 
