@@ -454,12 +454,12 @@ def gen_huge_metadata(rng: random.Random) -> tuple[str, bytes]:
         segment = b"\xff\xe1" + struct.pack(">H", len(app1) + 2) + app1
         return "jpeg exif 65535 entries", jpg[:2] + segment + jpg[2:]
     # TIFF whose tag claims 2^30 values past the end of the file
-    tiff = bytearray(_encode(bgr, ".tiff"))
-    ifd = struct.unpack("<I", tiff[4:8])[0]
-    count = struct.unpack("<H", tiff[ifd : ifd + 2])[0]
+    page = bytearray(_encode(bgr, ".tiff"))
+    ifd = struct.unpack("<I", page[4:8])[0]
+    count = struct.unpack("<H", page[ifd : ifd + 2])[0]
     entry = ifd + 2 + 12 * rng.randrange(count)
-    tiff[entry + 4 : entry + 12] = struct.pack("<II", 2**30, 0x7FFFFFF0)
-    return "tiff tag of 2^30 values", bytes(tiff)
+    page[entry + 4 : entry + 12] = struct.pack("<II", 2**30, 0x7FFFFFF0)
+    return "tiff tag of 2^30 values", bytes(page)
 
 
 def gen_jpeg_scans(rng: random.Random) -> tuple[str, bytes]:
