@@ -245,3 +245,12 @@ def test_reads_beyond_the_slots_get_503_with_retry_after(tmp_path: Path) -> None
     assert busy.headers["Retry-After"] == "1"
     assert busy.json()["detail"] == "busy: 1 reads in progress; retry shortly"
     assert after.status_code == 201, after.text  # the slot was given back
+
+
+def test_the_service_limits_default_to_the_readers(tmp_path: Path) -> None:
+    # `throwbox read` (vision/image.py's defaults) and the service refuse the same images out of the box.
+    from vision.image import MAX_IMAGE_BYTES, MAX_PIXELS, MAX_SIDE_PX
+
+    settings = Settings(data_dir=tmp_path)
+    assert (settings.max_image_side_px, settings.max_image_pixels) == (MAX_SIDE_PX, MAX_PIXELS)
+    assert settings.max_request_bytes > MAX_IMAGE_BYTES
