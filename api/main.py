@@ -81,7 +81,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # 413 "Content Too Large" (plain text when the declared Content-Length is over it, as it is read).
         max_body_size=settings.max_request_bytes,
     )
-
     app.state.settings = settings
     # Reads in progress at once (api/routes/reads.py waits settings.read_queue_s for a slot, then 503s).
     app.state.read_slots = asyncio.Semaphore(settings.max_concurrent_reads)

@@ -41,7 +41,8 @@ class Settings(BaseSettings):
     max_evidence_bytes: int = Field(
         default=20_000_000, ge=1, description="Largest evidence frame or uploaded image accepted."
     )
-    # Hostile input (vision/image.py refuses an oversize image from its header, before decoding it).
+    # Hostile input (vision/image.py refuses an oversize image from its header, before decoding it). The
+    # upper bounds stay inside OpenCV's own limits (2^30 pixels, 2^20 px a side), so ours always decide.
     max_request_bytes: int = Field(
         default=44_000_000,
         ge=1024,
