@@ -36,10 +36,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Annotated, Any
 
+import cv2
 import httpx
 import typer
 
-from lab.hostile_images import HostileCase, generate
+from lab.hostile_images import HostileCase, fixture_photos, generate
 
 DECLARED_TYPES = ("image/jpeg", "image/png", "application/octet-stream", "text/plain", "image/webp", "")
 # `throwbox serve`, as the console script runs it (api.cli has no __main__).
@@ -199,6 +200,16 @@ class _Server:
             )
             response.raise_for_status()
             self.key = response.json()["key"]
+        # One good read first: the service loads its models on the first read, which is no case's cost.
+        ok, photo = cv2.imencode(".jpg", fixture_photos()[0])
+        warm = httpx.post(
+            f"{self.base_url}/v1/reads",
+            files={"image": ("warm.jpg", photo.tobytes(), "image/jpeg")},
+            headers={"Authorization": f"Bearer {self.key}"},
+            timeout=300,
+        )
+        if not ok or warm.status_code != 201:
+            raise RuntimeError(f"the warm-up read failed: {warm.status_code} {warm.text[:300]}")
 
     def healthy(self) -> bool:
         try:
