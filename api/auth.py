@@ -89,6 +89,20 @@ def _split(key: str) -> str | None:
     return parts[1]
 
 
+def key_from_authorization(value: str | None) -> str | None:
+    """The key an `Authorization` header carries: `Bearer KEY` (the scheme in any case) or the bare `KEY`.
+
+    The bare form is accepted because many clients and hand-written scripts send it; any other scheme
+    (`Basic ...`) carries no key. None when there is none.
+    """
+    parts = (value or "").split()
+    if len(parts) == 2 and parts[0].lower() == "bearer":
+        return parts[1]
+    if len(parts) == 1 and parts[0].lower() != "bearer":
+        return parts[0]
+    return None
+
+
 def create_key(session: Session, *, role: Role, name: str, supervisor: bool = False) -> NewKey:
     """Store a new key's hash and return the key itself (once)."""
     prefix = secrets.token_hex(6)

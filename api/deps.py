@@ -7,14 +7,26 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import HTTPConnection
 
-from api.auth import ALL_ROLES, Principal, Role, authenticate
+from api.auth import ALL_ROLES, Principal, Role, authenticate, key_from_authorization
 from api.db.session import Database
 from api.metrics import Metrics
 from api.schemas import DB_INT_MAX
 from api.settings import Settings
 
-_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer tbx_...`")
+
+class _KeyBearer(HTTPBearer):
+    """The Bearer scheme (as OpenAPI documents it) that also takes a bare key, `Authorization: tbx_...`."""
+
+    async def __call__(self, request: HTTPConnection) -> HTTPAuthorizationCredentials | None:
+        key = key_from_authorization(request.headers.get("Authorization"))
+        return None if key is None else HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
+
+
+_bearer = _KeyBearer(
+    auto_error=False, description="An API key: `Authorization: Bearer tbx_...` (or the bare key)."
+)
 
 
 def get_settings(request: Request) -> Settings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -112,8 +113,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        # A body over the cap is refused as it arrives, not after it was stored: FastAPI's own limit answers
+        # 413 "Content Too Large" (plain text when the declared Content-Length is over it, as it is read).
+        max_body_size=settings.max_request_bytes,
     )
     app.state.settings = settings
+    # Reads in progress at once (api/routes/reads.py waits settings.read_queue_s for a slot, then 503s).
+    app.state.read_slots = asyncio.Semaphore(settings.max_concurrent_reads)
     app.state.database = database
     app.state.metrics = metrics
     install(app, metrics)

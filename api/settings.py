@@ -41,6 +41,31 @@ class Settings(BaseSettings):
     max_evidence_bytes: int = Field(
         default=20_000_000, ge=1, description="Largest evidence frame or uploaded image accepted."
     )
+    # Hostile input (vision/image.py refuses an oversize image from its header, before decoding it). The
+    # upper bounds stay inside OpenCV's own limits (2^30 pixels, 2^20 px a side), so ours always decide.
+    max_request_bytes: int = Field(
+        default=44_000_000,
+        ge=1024,
+        description="Largest request body accepted (413 beyond): a 40 MiB image and its form fields.",
+    )
+    max_image_side_px: int = Field(
+        default=12_000, ge=16, le=100_000, description="Longest side of an uploaded image (422 beyond)."
+    )
+    max_image_pixels: int = Field(
+        default=50_000_000,
+        ge=256,
+        le=1_000_000_000,
+        description="Most pixels in an uploaded image (422 beyond): 50 MP holds a 48 MP photo.",
+    )
+    max_concurrent_reads: int = Field(
+        default=4, ge=1, le=256, description="Reads (decode and models) in progress at once."
+    )
+    read_queue_s: float = Field(
+        default=2.0,
+        ge=0,
+        le=60,
+        description="How long a read waits for a free slot before a 503 with Retry-After.",
+    )
     # The live table (api/live.py, api/live_service.py).
     demo: bool = Field(default=False, description="Run the demo table (`throwbox serve --demo`).")
     live_tables: bool = Field(

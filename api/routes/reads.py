@@ -6,15 +6,24 @@ once per app, on the first read. A `table_id` naming a table with a stored calib
 `calibration_id`) reads the frame as that table's camera sees it, as `throwbox read --table` does: the judge
 places the dice on the felt and, under an oblique camera, faces are cut from the die-top plane; the answer
 names the calibration used (`calibration_id`, null when the frame was read from the image alone).
+
+Hostile uploads: the image's format is told by its first bytes, not by the part's declared type (a JPEG
+sent as `application/octet-stream` is read; text sent as `image/jpeg` is a 415); an image over the size
+limits is refused from its header before it is decoded (422, vision/image.py); the request body is capped
+(413, `THROWBOX_MAX_REQUEST_BYTES`); and at most `THROWBOX_MAX_CONCURRENT_READS` reads run at once, the
+next waiting up to `THROWBOX_READ_QUEUE_S` for a slot and then answered 503 with `Retry-After`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 import threading
 import uuid
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile, status
 from pydantic import WithJsonSchema
 
 from api.db.models import GameTable
@@ -60,14 +69,35 @@ def get_reader(request: Request) -> Reader:
     return reader
 
 
+async def read_slot(request: Request, settings: SettingsDep) -> AsyncIterator[None]:
+    """Hold one of the app's read slots for the request; 503 with Retry-After when none frees in time."""
+    slots: asyncio.Semaphore = request.app.state.read_slots
+    try:
+        async with asyncio.timeout(settings.read_queue_s):
+            await slots.acquire()
+    except TimeoutError:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail=f"busy: {settings.max_concurrent_reads} reads in progress; retry shortly",
+            headers={"Retry-After": str(max(1, math.ceil(settings.read_queue_s)))},
+        ) from None
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+ReadSlot = Annotated[None, Depends(read_slot)]
+
+
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
     responses=errors(
         400,
-        (413, "The upload (or the image it holds) is larger than the reader accepts."),
-        (415, "The upload is not an image of a format the reader reads."),
-        (422, "The upload is empty, corrupt, or not an image; or a bad form field."),
+        (413, "The request body or the image is over the byte limit."),
+        (415, "The upload's bytes are not a JPEG, PNG, WebP, BMP or TIFF file."),
+        (422, "The upload is empty, corrupt or over the size limits; or a bad form field."),
         (503, "The reader is busy (see Retry-After) or its models could not be loaded."),
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
@@ -78,6 +108,7 @@ def create_read(
     database: DatabaseDep,
     settings: SettingsDep,
     metrics: MetricsDep,
+    _slot: ReadSlot,
     image: Annotated[UploadFile, File(description="The frame: JPEG, PNG, WebP, BMP or TIFF.")],
     expect: Annotated[int | None, Form(ge=1, le=100), WithJsonSchema(EXPECT_SCHEMA)] = None,
     table_id: Annotated[str | None, Form(max_length=64), WithJsonSchema(TABLE_ID_SCHEMA)] = None,
@@ -86,23 +117,29 @@ def create_read(
     import cv2
 
     from api.read_document import annotate_read, read_document
-    from vision.image import UnreadableImageError, decode_image
+    from vision.image import UnreadableImageError, UnsupportedImageFormatError, decode_image
     from vision.types import Frame
 
-    media_type = (image.content_type or "").split(";")[0].strip().lower()
-    if not media_type.startswith("image/"):
-        raise HTTPException(
-            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-            detail="the 'image' part must be an image (image/jpeg, image/png, ...), "
-            f"got {media_type or 'none'!r}",
-        )
+    # The declared type is not used: the bytes say what they are (vision/image.py, sniff_format).
     data = image.file.read(MAX_UPLOAD_BYTES + 1)
     if len(data) > MAX_UPLOAD_BYTES:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the image is larger than {MAX_UPLOAD_BYTES} bytes"
         )
     try:
-        frame_bgr = decode_image(data, source=image.filename or "upload")
+        frame_bgr = decode_image(
+            data,
+            source=image.filename or "upload",
+            max_side_px=settings.max_image_side_px,
+            max_pixels=settings.max_image_pixels,
+        )
+    except UnsupportedImageFormatError as exc:
+        declared = (image.content_type or "").split(";")[0].strip().lower()
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            detail=f"the 'image' part must be an image, told by its bytes (declared {declared or 'none'!r}): "
+            f"{exc}",
+        ) from exc
     except UnreadableImageError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
     calibration = _table_calibration(database, settings, table_id, frame_bgr.shape[1], frame_bgr.shape[0])
