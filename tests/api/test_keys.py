@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
@@ -103,3 +107,32 @@ def test_cli_refuses_to_revoke_the_last_admin_key(tmp_path: Path, monkeypatch: p
     assert revoked.exit_code == 0, revoked.output
     assert f"revoked key {key_id}" in revoked.stdout
     assert f"{key_id}\tadmin\trevoked\tops" in runner.invoke(app, ["keys", "list"]).stdout
+
+
+def test_two_admins_revoking_each_other_at_once_leave_one(service: Service) -> None:
+    svc = service
+    (first,) = admin_ids(svc)
+    survivor: tuple[int, str] = (first, svc.keys["admin"])
+    for n in range(5):
+        as_survivor = {"Authorization": f"Bearer {survivor[1]}"}
+        other = svc.client.post(
+            f"{svc.base_url}/v1/keys", headers=as_survivor, json={"role": "admin", "name": f"admin-{n}"}
+        ).json()
+        admins = [survivor, (other["id"], other["key"])]
+        barrier = threading.Barrier(2)
+
+        def revoke_other(me: int, barrier: threading.Barrier = barrier, admins: list[Any] = admins) -> int:
+            (_, key), (target, _) = admins[me], admins[1 - me]
+            with httpx.Client(timeout=30) as client:
+                barrier.wait()
+                url = f"{svc.base_url}/v1/keys/{target}"
+                return client.delete(url, headers={"Authorization": f"Bearer {key}"}).status_code
+
+        with ThreadPoolExecutor(2) as pool:
+            codes = list(pool.map(revoke_other, [0, 1]))
+        # One wins; the other is refused as the last admin (409) or is already revoked itself (401).
+        assert sorted(codes) in ([200, 401], [200, 409]), codes
+        survivor = admins[codes.index(200)]
+        listed = svc.client.get(f"{svc.base_url}/v1/keys", headers={"Authorization": f"Bearer {survivor[1]}"})
+        active = [k["id"] for k in listed.json() if k["role"] == "admin" and k["revoked_at"] is None]
+        assert active == [survivor[0]]
