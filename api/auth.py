@@ -128,12 +128,34 @@ def authenticate(session: Session, key: str) -> Principal | None:
     return Principal(key_id=row.id, name=row.name, role=Role(row.role), supervisor=row.supervisor)
 
 
+class LastAdminKeyError(Exception):
+    """Raised by `revoke_key` when the key is the last active admin key (the service would lose its admin)."""
+
+
 def revoke_key(session: Session, key_id: int) -> bool:
-    """Revoke a key; False when there is no such key."""
+    """Revoke a key; False when there is no such key.
+
+    Raises:
+        LastAdminKeyError: the key is the only active admin key. Without one, nobody could create keys or
+            tables again without shell access to the host, so the last one is kept (create another first).
+    """
     row = session.get(ApiKey, key_id)
     if row is None:
         return False
     if row.revoked_at is None:
+        if row.role == Role.ADMIN.value:
+            # FOR UPDATE on PostgreSQL: two admins revoking each other at once are ordered, and the second
+            # sees the first's revocation (SQLite writers are serialised by BEGIN IMMEDIATE already).
+            active_admins = session.scalars(
+                select(ApiKey.id)
+                .where(ApiKey.role == Role.ADMIN.value, ApiKey.revoked_at.is_(None))
+                .with_for_update()
+            ).all()
+            if set(active_admins) <= {key_id}:
+                raise LastAdminKeyError(
+                    f"key {key_id} is the last active admin key: revoking it would leave no one able to "
+                    "administer the service; create another admin key first"
+                )
         row.revoked_at = datetime.now(UTC)
     return True
 

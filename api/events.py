@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.audit import canonical_json
@@ -92,6 +92,30 @@ def events_after(
         query = query.where(Event.table_id == table_id)
     rows = session.scalars(query.order_by(Event.id).limit(limit)).all()
     return [event_document(row) for row in rows]
+
+
+def head_event_id(session: Session) -> int:
+    """The newest event's id (0 when there is none): where a stream "from now" starts."""
+    return session.scalar(select(func.max(Event.id))) or 0
+
+
+def latest_events(
+    session: Session,
+    *,
+    after_id: int,
+    up_to_id: int,
+    limit: int,
+    types: set[str] | None,
+    table_id: str | None,
+) -> list[dict[str, Any]]:
+    """The newest `limit` events with `after_id < id <= up_to_id`, oldest first (the recent past)."""
+    query = select(Event).where(Event.id > after_id, Event.id <= up_to_id)
+    if types:
+        query = query.where(Event.type.in_(sorted(types)))
+    if table_id is not None:
+        query = query.where(Event.table_id == table_id)
+    rows = session.scalars(query.order_by(Event.id.desc()).limit(limit)).all()
+    return [event_document(row) for row in reversed(rows)]
 
 
 def sse_message(document: dict[str, Any]) -> str:

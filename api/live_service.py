@@ -335,7 +335,7 @@ class DemoCroupier:
         round_dir = Path(clip).parent if clip and (Path(clip).parent / "round.json").is_file() else None
         response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
         keyed = False
-        if response.status_code != 404 and round_dir is None and self.last_round is not None:
+        if response.status_code != 204 and round_dir is None and self.last_round is not None:
             waiting = self._ok(response)
             if waiting["phase"] == "awaiting_extra_roll":
                 self._key_extra_roll(waiting, self.last_round)
@@ -353,7 +353,7 @@ class DemoCroupier:
 
     def _ready(self, response: httpx.Response, *, extra_roll_wager: bool) -> None:
         """Open a round if `response` (the table's current round) says none is open; bet; no more bets."""
-        if response.status_code == 404:
+        if response.status_code == 204:  # no open round (a 404 would mean no such table: `_ok` raises)
             current = self._ok(self.client.post(f"/v1/tables/{self.table_id}/rounds"))
             self.rounds_opened += 1
         else:

@@ -115,15 +115,20 @@ def register(app: typer.Typer) -> None:
 
     @keys.command("revoke")
     def revoke(key_id: int = typer.Argument(..., help="The key's id (see `throwbox keys list`).")) -> None:
-        """Revoke a key; it stops working at once."""
+        """Revoke a key; it stops working at once (never the last active admin key: exit 1)."""
         from api import audit
-        from api.auth import revoke_key
+        from api.auth import LastAdminKeyError, revoke_key
         from api.settings import Settings
 
         database = open_database(Settings())
         try:
             with database.session() as session:
-                if not revoke_key(session, key_id):
+                try:
+                    found = revoke_key(session, key_id)
+                except LastAdminKeyError as exc:
+                    typer.echo(f"error: {exc}", err=True)
+                    raise typer.Exit(1) from exc
+                if not found:
                     typer.echo(f"error: no key {key_id}", err=True)
                     raise typer.Exit(1)
                 audit.append(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Header, HTTPException, Query, Request, status
@@ -12,7 +13,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import WithJsonSchema
 
 from api.deps import DatabaseDep, SettingsDep, Viewer
-from api.events import EVENT_TYPES, events_after, sse_message
+from api.events import EVENT_TYPES, events_after, head_event_id, latest_events, sse_message
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, errors
 
@@ -38,6 +39,17 @@ SSE_EVENT_SCHEMA: dict[str, object] = {
     },
 }
 BATCH = 500
+LAST_MAX = 1000
+HEAD_HEADER = "X-Throwbox-Head-Id"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Events read in one go, the newest event id when they were read, and whether they are all up to it."""
+
+    documents: list[dict[str, Any]]
+    head: int
+    complete: bool
 
 
 @router.get(
@@ -75,11 +87,24 @@ async def stream(
             {"type": "integer", "minimum": 0, "maximum": DB_INT_MAX, "description": "Resume after it."}
         ),
     ] = None,
+    last: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=LAST_MAX,
+            description="Begin with only the newest `last` matching events above `after`, then follow; "
+            "`last=0` sends only events from now on.",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """Rolls, settlements, invalid rolls, alerts and round steps as server-sent events with ids.
 
     A client that reconnects with `Last-Event-ID` (or `?after=`) gets everything after that id.
-    `follow=false` sends what is there and ends.
+    `follow=false` sends what is there and ends. `last=N` begins with the recent past instead of all of
+    it: the newest N matching events (above `after` or `Last-Event-ID`), then whatever comes next; a
+    dashboard opens with `?last=100` and never replays a table's whole history. The response header
+    `X-Throwbox-Head-Id` is the newest event id (of any table) when the stream began: events up to it
+    are the past, events above it are new.
     """
     start = after
     if last_event_id is not None:
@@ -94,21 +119,37 @@ async def stream(
                 detail=f"unknown event types: {', '.join(sorted(unknown))}; known: {', '.join(EVENT_TYPES)}",
             )
 
-    def fetch(after_id: int) -> list[dict[str, object]]:
+    def fetch(after_id: int, newest: int | None = None) -> Batch:
+        # The head is read first: on PostgreSQL each statement has its own snapshot, and every event up
+        # to a visible id is visible too (ids become visible in order, see api.events.publish), so a
+        # batch that is not full holds every matching event up to the head.
         with database.read_session() as session:
-            return events_after(session, after_id=after_id, limit=BATCH, types=wanted, table_id=table_id)
+            head = head_event_id(session)
+            if newest is not None:
+                documents = latest_events(
+                    session, after_id=after_id, up_to_id=head, limit=newest, types=wanted, table_id=table_id
+                )
+                return Batch(documents=documents, head=head, complete=True)
+            documents = events_after(session, after_id=after_id, limit=BATCH, types=wanted, table_id=table_id)
+            return Batch(documents=documents, head=head, complete=len(documents) < BATCH)
+
+    first = await anyio.to_thread.run_sync(fetch, start, last)
 
     async def body() -> AsyncIterator[str]:
-        last = start
+        batch, cursor = first, start
         quiet_since = time.monotonic()
         while True:
-            batch = await anyio.to_thread.run_sync(fetch, last)
-            for document in batch:
+            for document in batch.documents:
                 yield sse_message(document)
-                last = int(str(document["id"]))
-            if batch:
+                cursor = int(str(document["id"]))
+            if batch.complete:
+                # Nothing else matches up to the head: later polls start there, not at an old event of
+                # this table (a filtered stream would otherwise rescan every other table's events).
+                cursor = max(cursor, batch.head)
+            if batch.documents:
                 quiet_since = time.monotonic()
-                if len(batch) == BATCH:
+                if not batch.complete:
+                    batch = await anyio.to_thread.run_sync(fetch, cursor)
                     continue
             if not follow:
                 return
@@ -118,5 +159,10 @@ async def stream(
                 yield ": keep-alive\n\n"
                 quiet_since = time.monotonic()
             await anyio.sleep(settings.sse_poll_s)
+            batch = await anyio.to_thread.run_sync(fetch, cursor)
 
-    return StreamingResponse(body(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", HEAD_HEADER: str(first.head)},
+    )

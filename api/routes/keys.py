@@ -1,4 +1,7 @@
-"""API keys over HTTP (admin): create (the key is shown once), list, revoke."""
+"""API keys over HTTP (admin): create (the key is shown once), list, revoke.
+
+The service always keeps one active admin key: revoking the last one is a 409 (`auth.LastAdminKeyError`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from fastapi import APIRouter, HTTPException, status
 from sqlalchemy import select
 
 from api import audit
-from api.auth import Role, create_key, revoke_key
+from api.auth import LastAdminKeyError, Role, create_key, revoke_key
 from api.db.models import ApiKey
 from api.deps import Admin, DatabaseDep, IdPath
 from api.schemas.admin import KeyIn, KeyOut, NewKeyOut
@@ -44,9 +47,13 @@ def list_keys(_: Admin, database: DatabaseDep) -> list[KeyOut]:
     responses=errors(404, (409, "The last active admin key: the service must keep one.")),
 )
 def revoke(key_id: IdPath, principal: Admin, database: DatabaseDep) -> KeyOut:
-    """Revoke a key (admin); it stops working at once."""
+    """Revoke a key (admin); it stops working at once. The last active admin key cannot be revoked (409)."""
     with database.session() as session:
-        if not revoke_key(session, key_id):
+        try:
+            found = revoke_key(session, key_id)
+        except LastAdminKeyError as exc:
+            raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
+        if not found:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no key {key_id}")
         audit.append(session, actor=principal.actor, action="key.revoke", subject=f"key:{key_id}", payload={})
         row = session.get(ApiKey, key_id)

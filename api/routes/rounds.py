@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -145,16 +145,24 @@ def open_round(table_id: str, principal: Dealer, database: DatabaseDep, settings
 @router.get(
     "/v1/tables/{table_id}/rounds/current",
     response_model=RoundOut,
-    responses=errors((404, "No open round at this table.")),
+    responses={204: {"description": "No round is open at the table."}, **errors((404, "No such table."))},
 )
-def current_round(table_id: str, _: Viewer, database: DatabaseDep) -> RoundOut:
-    """The open round at a table (dealer, surveillance, admin)."""
+def current_round(table_id: str, _: Viewer, database: DatabaseDep) -> RoundOut | Response:
+    """The open round at a table (dealer, surveillance, admin); 204 (no body) when none is open.
+
+    "No open round" is an answer about a table that exists, not a missing resource: it was a 404 until
+    2026-12-06, which flooded the log of every client that polls between rounds; 404 now means only that
+    there is no such table. The 200 body is unchanged, so clients that read the round keep working; one
+    that tested for 404 must test for 204 (or for "not 200").
+    """
     with database.read_session() as session:
         row = session.scalars(
             select(Round).where(Round.table_id == table_id, Round.closed_at.is_(None))
         ).first()
         if row is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no open round at table {table_id!r}")
+            if session.get(GameTable, table_id) is None:
+                raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
+            return Response(status_code=status.HTTP_204_NO_CONTENT)
         return round_out(session, row)
 
 

@@ -1,16 +1,25 @@
 // throwbox dashboard: plain JS, no build step, no CDN. Reads the service's API with a key kept in
 // sessionStorage; follows /v1/events with fetch() (EventSource cannot send an Authorization header).
+//
+// Opening costs a few requests whatever the table's age: the tables, one event stream that begins with
+// the newest RECENT events of the table (?last=) and then follows, the open round once the stream has
+// said where the past ends (X-Throwbox-Head-Id), and the evidence frame of the newest read. Past events
+// fill the lists without a request each; only new round events refresh the round, one refresh at a time.
 "use strict";
 
 const KEY_ITEM = "throwbox.key";
 const MAX_ITEMS = 20;
+const RECENT = 100;
+const ROUND_EVENTS = ["round_opened", "wager_placed", "no_more_bets", "roll", "invalid_roll", "settlement", "correction"];
 const $ = (id) => document.getElementById(id);
 let key = null;
 let tableId = null;
-let lastEventId = 0;
+let cursor = 0;  // the stream resumes after this event id
 let streamAbort = null;
 let latestRead = null;
 let imageTimer = null;
+let roundBusy = false;
+let roundAgain = false;
 
 function takeKeyFromHash() {
   const match = /(?:^#|&)key=([^&]+)/.exec(window.location.hash);
@@ -122,11 +131,15 @@ function onAlert(event) {
   prepend($("alerts"), li);
 }
 
-async function refreshRound() {
+async function loadRound() {
   const box = $("round");
   const response = await api("/v1/tables/" + encodeURIComponent(tableId) + "/rounds/current");
-  if (response.status === 404) {
+  if (response.status === 204) {  // no open round: an answer, not an error
     box.textContent = "no open round";
+    return;
+  }
+  if (response.status === 404) {
+    box.textContent = "no table " + tableId;
     return;
   }
   if (!response.ok) return;
@@ -149,6 +162,20 @@ async function refreshRound() {
   box.appendChild(table);
 }
 
+// One request at a time: events that arrive while one is in flight ask for one more afterwards.
+async function refreshRound() {
+  if (roundBusy) { roundAgain = true; return; }
+  roundBusy = true;
+  try {
+    do {
+      roundAgain = false;
+      await loadRound();
+    } while (roundAgain);
+  } finally {
+    roundBusy = false;
+  }
+}
+
 async function onSettlement(event) {
   const d = event.data;
   const seats = Object.entries(d.seats || {}).map(([seat, t]) => "seat " + seat + " net " + t.net).join(", ");
@@ -158,16 +185,15 @@ async function onSettlement(event) {
   prepend($("rolls"), li);
 }
 
-function handle(event) {
-  lastEventId = Math.max(lastEventId, event.id);
+// `live`: the event is newer than the stream's start; past events only fill the lists.
+function handle(event, live) {
+  cursor = Math.max(cursor, event.id);
   if (tableId && event.table_id && event.table_id !== tableId) return;
   if (event.type === "read") onRead(event);
   else if (event.type === "roll" || event.type === "invalid_roll") onRoll(event);
   else if (event.type === "alert") onAlert(event);
   else if (event.type === "settlement") onSettlement(event);
-  if (["round_opened", "wager_placed", "no_more_bets", "roll", "invalid_roll", "settlement"].includes(event.type)) {
-    refreshRound().catch(() => {});
-  }
+  if (live && ROUND_EVENTS.includes(event.type)) refreshRound().catch(() => {});
 }
 
 function parseBlock(block) {
@@ -178,15 +204,27 @@ function parseBlock(block) {
   return data ? JSON.parse(data) : null;
 }
 
+function setStream(label, on) {
+  $("stream").textContent = label;
+  $("stream").className = "pill " + (on ? "on" : "off");
+}
+
 async function follow() {
+  let first = true;
   for (;;) {
-    streamAbort = new AbortController();
+    const abort = new AbortController();
+    streamAbort = abort;
     try {
-      const url = "/v1/events?after=" + lastEventId + "&table_id=" + encodeURIComponent(tableId);
-      const response = await api(url, { signal: streamAbort.signal });
+      // The first connection asks for the recent past only; a reconnection for everything it missed.
+      const from = first ? "last=" + RECENT : "after=" + cursor;
+      const url = "/v1/events?" + from + "&table_id=" + encodeURIComponent(tableId);
+      const response = await api(url, { signal: abort.signal });
       if (!response.ok) throw new Error("event stream: HTTP " + response.status);
-      $("stream").textContent = "live";
-      $("stream").className = "pill on";
+      const head = Number(response.headers.get("X-Throwbox-Head-Id") || 0);
+      cursor = Math.max(cursor, head);
+      first = false;
+      setStream("live", true);
+      refreshRound().catch(() => {});  // the round as of the stream's start; new events refresh it
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -199,36 +237,61 @@ async function follow() {
           const block = buffer.slice(0, cut);
           buffer = buffer.slice(cut + 2);
           const event = parseBlock(block);
-          if (event) handle(event);
+          if (event) handle(event, event.id > head);
         }
       }
     } catch (err) {
-      if (err.name === "AbortError") return;
-      if (String(err.message).includes("refused")) { logout(err.message); return; }
+      if (err.name === "AbortError" || abort !== streamAbort) return;
+      if (String(err.message).includes("refused")) { signOut(err.message); return; }
     }
-    $("stream").textContent = "reconnecting";
-    $("stream").className = "pill off";
+    if (abort !== streamAbort) return;  // signed out meanwhile
+    setStream("reconnecting", false);
     await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (abort !== streamAbort) return;
   }
 }
 
-function logout(message) {
+function clearView() {
+  for (const id of ["rolls", "alerts"]) $(id).textContent = "";
+  $("read").textContent = "no read yet";
+  $("round").textContent = "no open round";
+  $("camera").hidden = true;
+  const img = $("frame");
+  if (img.src && img.src.startsWith("blob:")) URL.revokeObjectURL(img.src);
+  img.removeAttribute("src");
+  delete img.dataset.sha256;
+  clearTimeout(imageTimer);
+  latestRead = null;
+  cursor = 0;
+}
+
+// Back to the sign-in form: the key is forgotten and the stream closed; `message` says why.
+function signOut(message) {
   sessionStorage.removeItem(KEY_ITEM);
+  key = null;
   if (streamAbort) streamAbort.abort();
+  streamAbort = null;
+  clearView();
   $("main").hidden = true;
+  $("table-pick").hidden = true;
+  $("signout").hidden = true;
   $("login").hidden = false;
+  $("key").value = "";
   $("login-error").textContent = message || "";
+  setStream("signed out", false);
+  $("key").focus();
 }
 
 async function start() {
   key = sessionStorage.getItem(KEY_ITEM);
-  if (!key) { logout(""); return; }
+  if (!key) { signOut(""); return; }
+  setStream("signing in", false);
   let tables;
   try {
     const response = await api("/v1/tables");
     if (!response.ok) throw new Error("cannot list tables: HTTP " + response.status);
     tables = await response.json();
-  } catch (err) { logout(err.message); return; }
+  } catch (err) { signOut(err.message); return; }
   const select = $("table");
   select.textContent = "";
   const wanted = new URLSearchParams(window.location.search).get("table");
@@ -237,17 +300,22 @@ async function start() {
   tableId = wanted || (tables.find((t) => t.id === "demo") || tables[0] || { id: "" }).id;
   select.value = tableId;
   $("login").hidden = true;
+  $("login-error").textContent = "";
   $("main").hidden = false;
-  refreshRound().catch(() => {});
+  $("table-pick").hidden = false;
+  $("signout").hidden = false;
   follow();
 }
 
 $("login").addEventListener("submit", (e) => {
   e.preventDefault();
-  sessionStorage.setItem(KEY_ITEM, $("key").value.trim());
+  const typed = $("key").value.trim();
+  if (!typed) { $("login-error").textContent = "enter a key"; return; }
+  sessionStorage.setItem(KEY_ITEM, typed);
+  $("key").value = "";
   start();
 });
-$("forget").addEventListener("click", () => logout("key forgotten"));
+$("signout").addEventListener("click", () => signOut("signed out"));
 $("table").addEventListener("change", () => {
   const url = new URL(window.location.href);
   url.searchParams.set("table", $("table").value);

@@ -109,6 +109,68 @@ def test_sse_follow_delivers_new_events(service: Service) -> None:
     assert [(e["event"], e["data"]["data"]["roll_id"]) for e in seen] == [("roll", "E2-ok")]
 
 
+def test_sse_last_sends_the_recent_past_then_only_new_events(service: Service) -> None:
+    svc = service
+    play_round(svc, "E1")
+    play_round(svc, "E2")
+    everything = parse_sse(svc.call("GET", "/v1/events?follow=false", "surveillance").text)
+    ids = [e["id"] for e in everything]
+    e1 = [e["id"] for e in everything if e["data"]["table_id"] == "E1"]
+    assert len(e1) == 6 and len(ids) == 12
+    # The newest 3 of the table, oldest first; the head is the newest event of any table.
+    recent = svc.call("GET", "/v1/events?follow=false&last=3&table_id=E1", "dealer")
+    assert recent.status_code == 200
+    assert [e["id"] for e in parse_sse(recent.text)] == e1[-3:]
+    assert int(recent.headers["X-Throwbox-Head-Id"]) == max(ids)
+    # last=0: nothing of the past; with types, only matching ones; above `after` only.
+    assert parse_sse(svc.call("GET", "/v1/events?follow=false&last=0", "admin").text) == []
+    rolls = parse_sse(svc.call("GET", "/v1/events?follow=false&last=5&types=roll", "admin").text)
+    assert [e["data"]["data"]["roll_id"] for e in rolls] == ["E1-ok", "E2-ok"]
+    above = parse_sse(svc.call("GET", f"/v1/events?follow=false&last=50&after={ids[9]}", "admin").text)
+    assert [e["id"] for e in above] == ids[10:]
+    # Without `last`, the stream still sends everything, and says where the past ends.
+    whole = svc.call("GET", "/v1/events?follow=false&table_id=E2", "surveillance")
+    assert len(parse_sse(whole.text)) == 6 and whole.headers["X-Throwbox-Head-Id"] == str(max(ids))
+    for bad in ("-1", "1001", "x"):
+        assert svc.call("GET", f"/v1/events?follow=false&last={bad}", "admin").status_code == 422
+
+
+def test_sse_last_zero_follows_from_now(service: Service) -> None:
+    svc = service
+    play_round(svc, "E1")
+    seen: list[dict[str, Any]] = []
+    head: list[int] = []
+    ready = threading.Event()
+
+    def listen() -> None:
+        with (
+            httpx.Client(timeout=20) as client,
+            client.stream(
+                "GET", svc.base_url + "/v1/events?last=0&table_id=E1", headers=svc.headers("surveillance")
+            ) as stream,
+        ):
+            head.append(int(stream.headers["X-Throwbox-Head-Id"]))
+            ready.set()
+            buffer = ""
+            for chunk in stream.iter_text():
+                buffer += chunk
+                if buffer.count("\n\n") >= 2:
+                    seen.extend(parse_sse(buffer)[:2])
+                    return
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    assert ready.wait(10)
+    # Another table's round first (filtered out), then a new round at E1: only E1's new events arrive.
+    play_round(svc, "E2")
+    opened = svc.ok("POST", "/v1/tables/E1/rounds", "dealer", 201)
+    wagers = [{"seat": 1, "kind": "pip_street", "face": 5, "amount": "5.00"}]
+    svc.ok("POST", f"/v1/rounds/{opened['id']}/wagers", "dealer", 201, json={"wagers": wagers})
+    listener.join(timeout=15)
+    assert [e["event"] for e in seen] == ["round_opened", "wager_placed"]
+    assert all(e["id"] > head[0] for e in seen) and seen[0]["data"]["data"]["round_id"] == opened["id"]
+
+
 class Receiver:
     """A webhook endpoint that fails the first attempt of every event, then accepts."""
 
