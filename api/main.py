@@ -21,6 +21,7 @@ from api.routes import (
     dashboard,
     events,
     evidence,
+    fairness,
     health,
     keys,
     read_results,
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(evidence.router)
     app.include_router(alerts.router)
     app.include_router(alert_reviews.router)
+    app.include_router(fairness.router)
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from api import audit
+from api import audit, fairness
 from api.audit import canonical_json
 from api.db.models import Evidence, GameTable, Read, Roll, Round
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
@@ -158,6 +158,14 @@ def submit_roll(
                 submitted_by=principal.actor,
             )
             session.add(roll)
+            if applied:  # the dice fairness watch counts the dice of valid rolls (issue 49)
+                fairness.record_roll(
+                    session,
+                    roll=roll,
+                    actor=principal.actor,
+                    webhook_urls=settings.webhook_urls,
+                    metrics=metrics,
+                )
             audit.append(
                 session,
                 actor=principal.actor,
