@@ -258,7 +258,9 @@ def watch_design(
     if dice not in (6, 10):
         raise ValueError(f"High Roll Dice throws 10 or 6 dice, got {dice}")
     p0 = 1 / 6
-    families: list[Family] = ["set", "outcome"] + (["position"] if per_position else [])
+    families: list[Family] = ["set", "outcome"]
+    if per_position:
+        families.append("position")
     budget = false_alarms_per_month / len(families)
     charts: list[Chart] = []
 
@@ -416,8 +418,8 @@ def simulate_rolls(
     cdf = np.cumsum(weights, axis=1)
     cdf[:, -1] = 1.0
     u = rng.random((*shape, weights.shape[0]))
-    faces = (u[..., None] > cdf).sum(axis=-1) + 1
-    return faces.astype(np.int64)
+    faces: IntArray = ((u[..., None] > cdf).sum(axis=-1) + 1).astype(np.int64)
+    return faces
 
 
 # ------------------------------------------------------------------------------------------ on demand

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from api import audit, fairness
 from api.db.models import Alert, DiceSet, GameTable
@@ -63,7 +64,7 @@ class AcknowledgeIn(BaseModel):
     note: str = Field(default="", max_length=4000)
 
 
-def _table(session: Any, table_id: str) -> GameTable:
+def _table(session: Session, table_id: str) -> GameTable:
     row = session.get(GameTable, table_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
