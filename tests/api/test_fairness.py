@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app as cli
+from api.db.session import Database
 from api.fairness_demo import parse_loaded_die, play_rounds
 from tests.api.conftest import Service, running_service
 
@@ -168,3 +169,37 @@ def test_swapping_the_dice_set_resets_the_watch(played: Service) -> None:
     assert all(s["statistic_llr"] == 0 and s["alarms"] == 0 for s in fresh["sequential"])
     old = played.ok("GET", f"/v1/tables/LOADED/fairness?dice_set_id={sets[1]['id']}", "surveillance")
     assert old["rolls"] == ROUNDS
+
+
+def test_the_demo_plays_a_loaded_die_at_its_own_table(tmp_path: Path) -> None:
+    import time
+
+    from pydantic import ValidationError
+
+    from api.fairness_demo import DEMO_DICE_TABLE, start_demo_dice
+    from api.settings import Settings
+
+    with pytest.raises(ValidationError, match="demo_loaded_die"):
+        Settings(demo_loaded_die="1:7:0.1")  # no face 7
+    with running_service("sqlite", tmp_path / "data") as svc:
+        settings = svc.settings.model_copy(
+            update={"self_url": svc.base_url, "demo_loaded_die": "1:6:0.8333", "demo_dice_interval_s": 0.0}
+        )
+        database = Database(settings.resolved_database_url)
+        feeder = start_demo_dice(settings=settings, database=database, dealer_key=svc.keys["dealer"])
+        assert feeder is not None
+        try:
+            deadline = time.monotonic() + 60
+            while feeder.rounds < 12 and feeder.error is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            feeder.stop()
+            database.dispose()
+        assert feeder.error is None and feeder.rounds >= 12
+        sets = svc.ok("GET", f"/v1/tables/{DEMO_DICE_TABLE}/dice-sets", "surveillance")
+        assert [(s["name"], s["per_position"]) for s in sets] == [("demo dice, loaded 1:6:0.8333", True)]
+        report = svc.ok("GET", f"/v1/tables/{DEMO_DICE_TABLE}/fairness", "surveillance")
+        assert report["rolls"] == feeder.rounds and report["positions"][0][5]["observed_p"] == pytest.approx(
+            1.0
+        )
+    assert start_demo_dice(settings=svc.settings, database=database, dealer_key="unused") is None
