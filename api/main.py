@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
+from api import fairness as fairness_watch
 from api.auth import ALL_ROLES
 from api.db.session import Database
 from api.deps import require
@@ -50,6 +52,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database.migrate()
+        # The fairness watch's charts take seconds to design: done now, aside, not in the first roll.
+        threading.Thread(
+            target=fairness_watch.warm_up, args=(database,), name="fairness-warm-up", daemon=True
+        ).start()
         dispatcher = None
         if settings.webhook_urls and settings.webhook_secret is not None:
             dispatcher = WebhookDispatcher(

@@ -385,15 +385,23 @@ def advance(state: IntArray, steps: IntArray, limit: IntArray) -> tuple[IntArray
     Returns the new state and which charts alarmed during the roll; an alarmed chart restarts at 0 (the
     renewal that makes `observations / ARL0` its long-run false-alarm rate). A zero step is no observation.
     """
+    s, alarmed, _ = advance_detail(state, steps, limit)
+    return s, alarmed
+
+
+def advance_detail(state: IntArray, steps: IntArray, limit: IntArray) -> tuple[IntArray, BoolArray, IntArray]:
+    """`advance`, and the statistic (grid units) each chart reached when it alarmed (0 if it did not)."""
     s = np.array(state, dtype=np.int64, copy=True)
     alarmed = np.zeros(s.shape, dtype=bool)
+    crossed = np.zeros(s.shape, dtype=np.int64)
     for k in range(steps.shape[-1]):
         inc = steps[..., k]
         s = np.where(inc != 0, np.maximum(s + inc, 0), s)
         hit = s >= limit
         alarmed |= hit
+        crossed = np.where(hit, s, crossed)
         s = np.where(hit, 0, s)
-    return s, alarmed
+    return s, alarmed, crossed
 
 
 def loaded_weights(*, dice: int, loaded_die: int | None, face: int, bias: float) -> npt.NDArray[np.float64]:

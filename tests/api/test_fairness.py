@@ -203,3 +203,17 @@ def test_the_demo_plays_a_loaded_die_at_its_own_table(tmp_path: Path) -> None:
             1.0
         )
     assert start_demo_dice(settings=svc.settings, database=database, dealer_key="unused") is None
+
+
+def test_the_service_designs_the_charts_of_the_sets_in_play_ahead(played: Service) -> None:
+    from api.fairness import warm_up
+    from rules.fairness import watch_design
+
+    watch_design.cache_clear()
+    database = Database(played.settings.resolved_database_url)
+    try:
+        warm_up(database)
+    finally:
+        database.dispose()
+    # hrd6 by position (LOADED, FAIR) and over the set (NOSET's unregistered set): two designs, no more.
+    assert watch_design.cache_info().currsize == 2
