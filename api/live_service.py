@@ -416,6 +416,7 @@ class LiveService:
     _clients: list[httpx.Client] = field(default_factory=list)
     _starter: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _dice_feeder: Any = None  # api.fairness_demo.DiceFeeder of the demo's loaded-dice table (issue 49)
 
     @property
     def rules_url(self) -> str:
@@ -428,12 +429,22 @@ class LiveService:
             return
         if self.settings.demo:
             self._ensure_demo_table()
+            if self.settings.demo_loaded_die:
+                from api.fairness_demo import start_demo_dice
+
+                self._dice_feeder = start_demo_dice(
+                    settings=self.settings,
+                    database=self.database,
+                    dealer_key=self._new_key(Role.DEALER, "demo-dice"),
+                )
         self._starter = threading.Thread(target=self._start_loops, name="live-start", daemon=True)
         self._starter.start()
 
     def stop(self) -> None:
         """Stop every loop and revoke the keys made for them."""
         self._stopping.set()
+        if self._dice_feeder is not None:
+            self._dice_feeder.stop()
         if self._starter is not None:
             self._starter.join(10)
         for loop in self.loops:

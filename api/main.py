@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,6 +12,7 @@ from fastapi.exception_handlers import http_exception_handler
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
+from api import fairness as fairness_watch
 from api.auth import ALL_ROLES
 from api.db.session import Database
 from api.deps import require
@@ -26,6 +28,7 @@ from api.routes import (
     docs,
     events,
     evidence,
+    fairness,
     health,
     keys,
     read_results,
@@ -82,6 +85,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database.migrate()
+        # The fairness watch's charts take seconds to design: done now, aside, not in the first roll.
+        threading.Thread(
+            target=fairness_watch.warm_up, args=(database,), name="fairness-warm-up", daemon=True
+        ).start()
         dispatcher = None
         if settings.webhook_urls and settings.webhook_secret is not None:
             dispatcher = WebhookDispatcher(
@@ -131,6 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(evidence.router)
     app.include_router(alerts.router)
     app.include_router(alert_reviews.router)
+    app.include_router(fairness.router)
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)

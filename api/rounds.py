@@ -32,7 +32,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api import audit
+from api import audit, fairness
 from api.alerts import raise_alert
 from api.audit import canonical_json
 from api.db.models import Evidence, GameTable, Read, Round
@@ -381,6 +381,10 @@ def submit_roll(
                 submitted_by=actor,
             )
             session.add(roll)
+            if roll.applied:  # the dice fairness watch counts the dice of valid rolls (issue 49)
+                fairness.record_roll(
+                    session, roll=roll, actor=actor, webhook_urls=webhook_urls, metrics=metrics
+                )
             _record_roll(
                 session,
                 taken=taken,

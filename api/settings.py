@@ -80,6 +80,15 @@ class Settings(BaseSettings):
     rules_key: SecretStr | None = Field(
         default=None, description="A reader-role key at THROWBOX_RULES_URL (default: one made at start)."
     )
+    demo_loaded_die: str | None = Field(
+        default=None,
+        pattern=r"^(all|[1-9]|10):[1-6]:-?[0-9]*\.?[0-9]+$",
+        description="With --demo, also play table demo-dice with this loaded die, DIE:FACE:BIAS "
+        "(e.g. 1:6:0.05: face 6 of die 1 at 1/6 + 0.05; DIE `all` loads the set): the fairness alarm.",
+    )
+    demo_dice_interval_s: float = Field(
+        default=0.5, ge=0, le=3600, description="Pause between the demo-dice table's rounds."
+    )
     demo_clips: Path | None = Field(
         default=None, description="Throw clips the demo table plays; default the ones in api/demo_clips."
     )

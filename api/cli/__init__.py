@@ -34,6 +34,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.settle",
     "api.cli.read",
     "api.cli.watch",
+    "api.cli.fairness",
 )
 
 # The packages `pip install throwbox` leaves out, and the extra that brings each (pyproject.toml).

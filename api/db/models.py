@@ -249,3 +249,23 @@ class Read(Base):
     evidence_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_by: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+
+
+class DiceSet(Base):
+    """A set of dice in play at a table (issue 49), and the fairness watch over it.
+
+    `state` holds the sequential tests' statistics and counts (api/fairness.py); registering the next set
+    closes this one, so swapping the dice starts a fresh watch.
+    """
+
+    __tablename__ = "dice_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    per_position: Mapped[bool] = mapped_column(Boolean, default=False)
+    in_play_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    out_of_play_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    registered_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

@@ -323,3 +323,64 @@ $("table").addEventListener("change", () => {
 });
 takeKeyFromHash();
 start();
+
+// ---- Dice fairness panel (issue 49): self-contained. Every few seconds, while the page shows a table, it
+// reads GET /v1/tables/{id}/fairness and draws observed against expected (with the exact 95 % interval) per
+// face and per outcome, the chi-square p-values and the sequential charts nearest their threshold.
+(function fairnessPanel() {
+  const SVG = "http://www.w3.org/2000/svg";
+  const PANELS = [["faces", "faces, over the set"], ["pip_street", "Pip Street winner"], ["like_kind", "Like Kind count"]];
+
+  function svgEl(tag, attrs) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+    return el;
+  }
+
+  function chart(name, rows) {
+    const w = 300, h = 110, pad = 18;
+    const top = Math.max(0.05, ...rows.map((r) => Math.max(r.high, r.expected_p))) * 1.1;
+    const y = (p) => h - pad - (p / top) * (h - 2 * pad);
+    const svg = svgEl("svg", { width: w, height: h, viewBox: "0 0 " + w + " " + h, "data-panel": name });
+    const step = (w - 10) / rows.length;
+    rows.forEach((r, i) => {
+      const x = 10 + i * step + step * 0.2, bw = step * 0.6, mid = x + bw / 2;
+      svg.appendChild(svgEl("rect", { class: "observed", x, y: y(r.observed_p), width: bw, height: Math.max(0, y(0) - y(r.observed_p)) }));
+      svg.appendChild(svgEl("line", { class: "interval", x1: mid, x2: mid, y1: y(r.low), y2: y(r.high) }));
+      svg.appendChild(svgEl("line", { class: "expected", x1: x - 2, x2: x + bw + 2, y1: y(r.expected_p), y2: y(r.expected_p) }));
+      const label = svgEl("text", { class: "label", x: mid, y: h - 4, "text-anchor": "middle" });
+      label.textContent = r.label;
+      svg.appendChild(label);
+    });
+    return svg;
+  }
+
+  async function refresh() {
+    if (!key || !tableId || $("main").hidden) return;
+    const response = await api("/v1/tables/" + encodeURIComponent(tableId) + "/fairness");
+    if (!response.ok) return;
+    const doc = await response.json();
+    const box = $("fairness");
+    box.textContent = "";
+    box.dataset.rolls = doc.rolls;
+    const set = doc.dice_set ? doc.dice_set.name : "none registered";
+    box.appendChild(text("div", "dice set " + set + ": " + doc.rolls + " valid rolls", "fair-caption"));
+    for (const [name, title] of PANELS) {
+      box.appendChild(text("div", title + " (observed, 95 % interval, expected)", "fair-caption"));
+      box.appendChild(chart(name, doc[name]));
+    }
+    const tests = doc.chi_square.filter((t) => ["faces, over the set", "Pip Street winner", "Like Kind count"].includes(t.what));
+    box.appendChild(text("div", "chi-square p: " + tests.map((t) => t.what + " " + t.p_value.toPrecision(3)).join("; "), "fair-caption"));
+    const near = doc.sequential.slice().sort((a, b) => b.statistic_llr / b.threshold_llr - a.statistic_llr / a.threshold_llr)[0];
+    if (near) {
+      const open = doc.sequential.filter((s) => s.open_alert != null).length;
+      const line = text("div", "nearest threshold: " + near.chart + " " + Math.round(100 * near.statistic_llr / near.threshold_llr)
+        + " %" + (open ? "; " + open + " chart(s) alerted" : ""), "fair-caption" + (open ? " suspect" : ""));
+      line.id = "fairness-watch";
+      box.appendChild(line);
+    }
+  }
+
+  setInterval(() => { refresh().catch(() => {}); }, 3000);
+  setTimeout(() => { refresh().catch(() => {}); }, 300);
+})();

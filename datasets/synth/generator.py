@@ -102,6 +102,9 @@ class GeneratorConfig:
     # every set before 2026-12-02; `datasets.synth.textures.ghost_pips`). Only the dice's textures change:
     # a set made with it shows the same throws, cameras and light as the same seed made without it.
     see_through: float = 0.0
+    # A loaded die (issue 49): (die index 0-based, face, bias), the face at 1/6 + bias on that die and the
+    # other five sharing the rest; None: fair dice, the throws of every set before it. See `simulate_scene`.
+    loaded_die: tuple[int, int, float] | None = None
 
     def __post_init__(self) -> None:
         if self.n_dice not in (6, 10):
@@ -113,6 +116,12 @@ class GeneratorConfig:
             raise ConfigError("no resolution given")
         if not 0.0 <= self.see_through <= 1.0:
             raise ConfigError(f"see_through must lie in 0..1, got {self.see_through}")
+        if self.loaded_die is not None:
+            die, face, bias = self.loaded_die
+            if not 0 <= die < self.n_dice or face not in range(1, 7) or not -1 / 6 <= bias <= 5 / 6:
+                raise ConfigError(
+                    f"a loaded die is a die 0..{self.n_dice - 1}, a face 1..6, a bias -1/6..5/6"
+                )
 
 
 @dataclass(frozen=True)
@@ -135,11 +144,49 @@ def pick_scenario(cfg: GeneratorConfig, rng: np.random.Generator) -> str:
     return str(rng.choice(names, p=probs / probs.sum()))
 
 
+def parse_loaded_die(text: str) -> tuple[int, int, float]:
+    """'DIE:FACE:BIAS' (die 1-based, e.g. '1:6:0.05') -> `GeneratorConfig.loaded_die` (die 0-based)."""
+    try:
+        die, face, bias = text.split(":")
+        return int(die) - 1, int(face), float(bias)
+    except ValueError as exc:
+        raise ConfigError(f"a loaded die is DIE:FACE:BIAS, e.g. 1:6:0.05; got {text!r}") from exc
+
+
+# Throws tried per scene before a loaded die's face is given up on (a bias of 5/6 needs about 6).
+MAX_LOADED_ATTEMPTS = 200
+
+
 def simulate_scene(cfg: GeneratorConfig, index: int) -> ScenarioOutcome:
-    """The physics of scene `index` (no rendering)."""
+    """The physics of scene `index` (no rendering).
+
+    With a loaded die, the throw is drawn again (a new stream per attempt) until an acceptance draw keeps
+    it, with probability weight(face) / max weight for the face the loaded die came to rest on: rejection
+    sampling over the physics, so the loaded die shows its faces with exactly the stated weights (the
+    physics' own faces being fair) while the dice still roll, bounce and cock as any other throw. A die
+    that shows no face (cocked, off the table) keeps its throw.
+    """
     rng = scene_rng(cfg.seed, index, 0)
     name = pick_scenario(cfg, rng)
-    return SCENARIO_FUNCS[name](rng, cfg.layout, cfg.n_dice)
+    outcome = SCENARIO_FUNCS[name](rng, cfg.layout, cfg.n_dice)
+    if cfg.loaded_die is None:
+        return outcome
+    die, face, bias = cfg.loaded_die
+    weights = np.full(6, (1 - (1 / 6 + bias)) / 5)
+    weights[face - 1] = 1 / 6 + bias
+    accept = weights / weights.max()
+    draws = scene_rng(cfg.seed, index, 3)
+    for attempt in range(MAX_LOADED_ATTEMPTS):
+        if die >= len(outcome.result.poses):
+            return outcome
+        shown = physical_truth(outcome.result.poses[die], outcome.result.contacts[die], cfg.layout).face
+        if shown is None or draws.random() < accept[shown - 1]:
+            return outcome
+        rng = np.random.default_rng([cfg.seed, index, 0, attempt + 1])
+        outcome = SCENARIO_FUNCS[name](rng, cfg.layout, cfg.n_dice)
+    raise ConfigError(
+        f"scene {index}: the loaded die showed no accepted face in {MAX_LOADED_ATTEMPTS} throws"
+    )
 
 
 @dataclass(frozen=True)

@@ -95,9 +95,20 @@ def register(app: typer.Typer) -> None:
             help="How strongly translucent dice show the pips of their other faces (0: not at all); the "
             "same seed gives the same throws, cameras and light with or without it.",
         ),
+        loaded_die: str | None = typer.Option(
+            None,
+            "--loaded-die",
+            help="A loaded die DIE:FACE:BIAS (die 1-based), e.g. 1:6:0.05: that face at 1/6 + 0.05 on die 1.",
+        ),
     ) -> None:
         """Generate synthetic throw-box scenes with exact ground truth."""
-        from datasets.synth.generator import ConfigError, GeneratorConfig, parse_mix, parse_resolutions
+        from datasets.synth.generator import (
+            ConfigError,
+            GeneratorConfig,
+            parse_loaded_die,
+            parse_mix,
+            parse_resolutions,
+        )
 
         try:
             res = parse_resolutions(resolutions) if resolutions else parse_resolutions(f"{width}x{height}")
@@ -108,6 +119,7 @@ def register(app: typer.Typer) -> None:
                 resolutions=res,
                 oblique_fraction=oblique,
                 see_through=see_through,
+                loaded_die=parse_loaded_die(loaded_die) if loaded_die else None,
             )
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc

@@ -327,3 +327,55 @@ def test_dashboard_signs_in_and_opens_on_the_recent_past_of_1000_rounds(tmp_path
         assert latest_roll_id(browser) is None
         browser.refresh()
         wait_for(lambda: browser.find_element(By.ID, "login").is_displayed(), what="the form after a reload")
+
+
+def test_dashboard_fairness_panel_and_the_report_png(tmp_path: Path, browser: Any, monkeypatch: Any) -> None:
+    """The fairness panel draws observed against expected for the table's dice (issue 49), and the PNG of
+    `throwbox fairness` for the same table opens in the browser as a picture of the expected size."""
+    import numpy as np
+    from selenium.webdriver.common.by import By
+    from typer.testing import CliRunner
+
+    from api.cli import app as cli
+    from api.fairness_demo import parse_loaded_die, play_rounds
+    from tests.api.test_fairness import check_report_png
+
+    with running_service("sqlite", tmp_path / "data") as svc:
+        svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "F1", "game": "hrd10"})
+        svc.ok("POST", "/v1/tables/F1/dice-sets", "admin", 201, json={"name": "red 12", "per_position": True})
+        with httpx.Client(base_url=svc.base_url, headers=svc.headers("dealer"), timeout=30) as dealer:
+            weights = parse_loaded_die("1:6:0.8333333333", dice=10)
+            play_rounds(
+                dealer, table_id="F1", weights=weights, rounds=20, rng=np.random.default_rng(1), prefix="f"
+            )
+
+        browser.get(f"{svc.base_url}/?table=F1#key={svc.keys['surveillance']}")
+        wait_for(
+            lambda: browser.find_element(By.ID, "fairness").get_attribute("data-rolls") == "20",
+            what="the fairness panel",
+        )
+        panel = browser.find_element(By.ID, "fairness")
+        assert "dice set red 12: 20 valid rolls" in panel.text and "chi-square p" in panel.text
+        faces = panel.find_element(By.CSS_SELECTOR, 'svg[data-panel="faces"]')
+        bars = faces.find_elements(By.CSS_SELECTOR, "rect.observed")
+        expected = faces.find_elements(By.CSS_SELECTOR, "line.expected")
+        assert len(bars) == 6 and len(expected) == 6
+        # SVG y grows downwards: face 6 (25 % here) stands above its expected 1/6, and it is the tallest.
+        tops = [float(b.get_attribute("y")) for b in bars]
+        assert tops[5] < float(expected[5].get_attribute("y1")) and tops[5] == min(tops)
+        for name in ("pip_street", "like_kind"):
+            assert panel.find_elements(By.CSS_SELECTOR, f'svg[data-panel="{name}"] rect.observed')
+
+        monkeypatch.setenv("THROWBOX_DATA_DIR", str(svc.settings.data_dir))
+        png = tmp_path / "F1.png"
+        result = CliRunner().invoke(cli, ["fairness", "--table", "F1", "--png", str(png)])
+        assert result.exit_code == 0, result.output
+        check_report_png(png)
+        browser.get(png.as_uri())
+        wait_for(
+            lambda: browser.execute_script(
+                "const i = document.images[0]; return !!i && i.complete && i.naturalWidth === 1500 "
+                "&& i.naturalHeight === 480;"
+            ),
+            what="the report PNG",
+        )

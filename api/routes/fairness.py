@@ -1,0 +1,181 @@
+"""Dice fairness (issue 49): dice sets in play at a table, the fairness report, and acknowledging a
+`dice_bias_suspected` alert.
+
+- `POST /v1/tables/{id}/dice-sets` (admin): a set of dice goes into play (the one in play goes out: a
+  fresh watch); `GET` lists them (dealer, surveillance, admin).
+- `GET /v1/tables/{id}/fairness` (dealer, surveillance, admin): the tests over any window (`since`,
+  `until`, `dice_set_id`; default the set in play), as the dashboard's panel and `throwbox fairness` show.
+- `POST /v1/tables/{id}/fairness/alerts/{alert_id}/acknowledge` (surveillance, admin): surveillance has
+  looked at a `dice_bias_suspected` alert; the alert stays, and the chart may alert again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api import audit, fairness
+from api.db.models import Alert, DiceSet, GameTable
+from api.deps import Admin, DatabaseDep, IdPath, Viewer, Watcher
+from api.routes.alerts import alert_out
+from api.schemas import DB_INT_MAX
+from api.schemas.admin import AlertOut
+
+router = APIRouter(tags=["fairness"])
+
+
+class DiceSetIn(BaseModel):
+    """A set of dice put into play."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100, description="The set's name or serial numbers.")
+    per_position: bool = Field(
+        default=False,
+        description="The camera follows each die: the faces of a first roll are in the same die order.",
+    )
+    in_play_at: datetime | None = Field(default=None, description="When it went into play; default now.")
+    out_of_play_at: datetime | None = Field(default=None, description="When it went out of play, if known.")
+
+
+class DiceSetOut(BaseModel):
+    """A dice set and how many valid rolls its watch has counted."""
+
+    id: int
+    table_id: str
+    name: str
+    per_position: bool
+    in_play_at: datetime
+    out_of_play_at: datetime | None
+    rolls: int
+    registered_by: str
+
+
+class AcknowledgeIn(BaseModel):
+    """What surveillance found."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(default="", max_length=4000)
+
+
+def _table(session: Session, table_id: str) -> GameTable:
+    row = session.get(GameTable, table_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
+    if row.game not in fairness.GAME_DICE:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, detail=f"table {table_id!r} throws no dice"
+        )
+    return row
+
+
+def _utc(at: datetime | None) -> datetime | None:
+    return None if at is None else (at if at.tzinfo else at.replace(tzinfo=UTC))
+
+
+@router.post(
+    "/v1/tables/{table_id}/dice-sets",
+    status_code=status.HTTP_201_CREATED,
+    response_model=DiceSetOut,
+    responses={404: {}, 422: {}},
+)
+def register_dice_set(table_id: str, body: DiceSetIn, principal: Admin, database: DatabaseDep) -> DiceSetOut:
+    """Put a set of dice into play (admin); the set in play goes out of play and its watch ends."""
+    start, end = _utc(body.in_play_at), _utc(body.out_of_play_at)
+    if start is not None and end is not None and end <= start:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, detail="out_of_play_at must follow in_play_at"
+        )
+    with database.session() as session:
+        table = _table(session, table_id)
+        row = fairness.register_set(
+            session,
+            table=table,
+            name=body.name,
+            per_position=body.per_position,
+            actor=principal.actor,
+            in_play_at=start,
+            out_of_play_at=end,
+        )
+        document = fairness.set_document(row)
+        audit.append(
+            session,
+            actor=principal.actor,
+            action="dice_set.register",
+            subject=f"table:{table_id}",
+            payload={k: document[k] for k in ("id", "name", "per_position", "in_play_at", "out_of_play_at")},
+        )
+        return DiceSetOut.model_validate(document)
+
+
+@router.get("/v1/tables/{table_id}/dice-sets", response_model=list[DiceSetOut], responses={404: {}})
+def list_dice_sets(table_id: str, _: Viewer, database: DatabaseDep) -> list[DiceSetOut]:
+    """A table's dice sets, newest first (dealer, surveillance, admin)."""
+    with database.read_session() as session:
+        if session.get(GameTable, table_id) is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
+        rows = session.scalars(
+            select(DiceSet).where(DiceSet.table_id == table_id).order_by(DiceSet.id.desc())
+        ).all()
+        return [DiceSetOut.model_validate(fairness.set_document(r)) for r in rows]
+
+
+@router.get("/v1/tables/{table_id}/fairness", responses={404: {}, 422: {}})
+def fairness_report(
+    table_id: str,
+    _: Viewer,
+    database: DatabaseDep,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    dice_set_id: Annotated[int | None, Query(ge=1, le=DB_INT_MAX)] = None,
+) -> dict[str, Any]:
+    """The fairness tests of a table's dice over a window (dealer, surveillance, admin)."""
+    with database.read_session() as session:
+        table = _table(session, table_id)
+        if dice_set_id is not None:
+            dice_set = session.get(DiceSet, dice_set_id)
+            if dice_set is None or dice_set.table_id != table_id:
+                raise HTTPException(
+                    status.HTTP_404_NOT_FOUND, detail=f"no dice set {dice_set_id} at {table_id!r}"
+                )
+        else:
+            dice_set = fairness.current_set(session, table_id)
+        return fairness.report(
+            session, table=table, dice_set=dice_set, since=_utc(since), until=_utc(until)
+        ).as_dict()
+
+
+@router.post(
+    "/v1/tables/{table_id}/fairness/alerts/{alert_id}/acknowledge",
+    response_model=AlertOut,
+    responses={404: {}, 409: {}},
+)
+def acknowledge_bias_alert(
+    table_id: str, alert_id: IdPath, body: AcknowledgeIn, principal: Watcher, database: DatabaseDep
+) -> AlertOut:
+    """Acknowledge a `dice_bias_suspected` alert of this table (surveillance, admin)."""
+    with database.session() as session:
+        row = session.get(Alert, alert_id, with_for_update=True)
+        if row is None or row.kind != fairness.ALERT_KIND or row.table_id != table_id:
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND, detail=f"no {fairness.ALERT_KIND} alert {alert_id} at {table_id!r}"
+            )
+        if row.acknowledged_at is not None:
+            raise HTTPException(status.HTTP_409_CONFLICT, detail=f"alert {alert_id} is already acknowledged")
+        row.acknowledged_at = datetime.now(UTC)
+        row.acknowledged_by = principal.actor
+        audit.append(
+            session,
+            actor=principal.actor,
+            action="alert.acknowledge",
+            subject=f"alert:{alert_id}",
+            payload={"note": body.note},
+        )
+        session.flush()
+        return alert_out(row)
