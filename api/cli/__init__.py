@@ -38,6 +38,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.live_bench",
     "api.cli.dashboard_shot",
     "api.cli.round_clips",
+    "models.cli",
 )
 
 
