@@ -186,3 +186,28 @@ def test_reader_enrolled_names_the_enrollment() -> None:
     assert enrolled.models["pips"] == f"{pips.spec.tag}+enroll:t3:abababab"
     assert reader.models["pips"] == pips.spec.tag  # the shared reader itself unchanged
     assert enrolled.faces is not reader.faces and reader.faces.model is pips
+
+
+def test_service_reads_a_table_through_its_enrollment(tmp_path: Path) -> None:
+    from fastapi import HTTPException
+
+    from api.routes.reads import _table_reader
+
+    class StubReader:
+        def enrolled(self, enrollment: Any) -> str:
+            return f"enrolled:{enrollment.table_id}"
+
+    settings: Any = SimpleNamespace(calibration_dir=tmp_path / "cal")
+    reader = StubReader()
+    assert _table_reader(reader, settings, None) is reader
+    assert _table_reader(reader, settings, "t1") is reader  # not enrolled: the shipped model
+    assert _table_reader(reader, settings, "../bad") is reader
+    model = fake_model(tmp_path)
+    save_enrollment(
+        enroll_table(model, "t1", [(die(f), f) for f in range(1, 7)]).enrollment, settings.calibration_dir
+    )
+    assert _table_reader(reader, settings, "t1") == "enrolled:t1"
+    enrollment_path(settings.calibration_dir, "t1").write_text("{broken")
+    with pytest.raises(HTTPException) as err:
+        _table_reader(reader, settings, "t1")
+    assert err.value.status_code == 503
