@@ -206,8 +206,10 @@ def export_onnx(
     input_name: str,
     output_name: str,
     dynamic_axes: dict[str, dict[int, str]],
+    extra_output_names: tuple[str, ...] | list[str] = (),
 ) -> None:
-    """Export `model` in eval mode with torch's legacy (TorchScript) exporter, opset 17.
+    """Export `model` in eval mode with torch's legacy (TorchScript) exporter, opset 17 (`extra_output_names`:
+    the names of the model's further outputs, after `output_name`).
 
     The legacy exporter folds each batch norm into the convolution before it (models/from_onnx.py undoes
     that to train on from a committed file); every training script exports through here.
@@ -222,6 +224,6 @@ def export_onnx(
         dynamo=False,
         opset_version=17,
         input_names=[input_name],
-        output_names=[output_name],
+        output_names=[output_name, *extra_output_names],
         dynamic_axes=dynamic_axes,
     )

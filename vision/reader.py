@@ -8,6 +8,7 @@ engine's, added at the api edge (`api.read_document`).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from vision.onnx_session import (
 from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
+from vision.pips.enrolled import EnrolledModel, Enrollment
 from vision.table_marks import MARK_MIN_SCORE, changed_marks, find_table_marks, set_marks_aside
 from vision.types import (
     DieCandidate,
@@ -149,6 +151,17 @@ class Reader:
         if cocked_model is not None:
             self.onnx_models["pips_cocked"] = cocked_model
         self.models = {name: model.spec.tag for name, model in self.onnx_models.items()}
+
+    def enrolled(self, enrollment: Enrollment) -> Reader:
+        """This reader with its face model read through a table's enrollment (vision/pips/enrolled.py):
+        the same loaded models, the `pips` reading corrected; its reads name the enrollment in `models`.
+        An `EnrollmentError` when the enrollment was fitted on another face model."""
+        model = EnrolledModel(self.onnx_models["pips"], enrollment)
+        other = copy.copy(self)
+        other.faces = copy.copy(self.faces)
+        other.faces.model = model
+        other.models = {**self.models, "pips": model.tag}
+        return other
 
     def _big_die_reads_better(
         self, image: ImageArray, coarse_box: NDArray[np.float32], inside: NDArray[np.float32]

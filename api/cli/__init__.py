@@ -35,6 +35,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.read",
     "api.cli.watch",
     "api.cli.fairness",
+    "models.cli",
 )
 
 # The packages `pip install throwbox` leaves out, and the extra that brings each (pyproject.toml).

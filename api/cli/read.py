@@ -75,6 +75,17 @@ def register(app: typer.Typer) -> None:
         except ModelError as exc:
             typer.echo(f"throwbox read: cannot load the models: {exc}", err=True)
             raise typer.Exit(2) from exc
+        if table is not None:
+            # A table enrolled with its own dice reads through its correction (vision/pips/enrolled.py).
+            from vision.pips.enrolled import EnrollmentError, load_enrollment
+
+            try:
+                enrollment = load_enrollment(calibration_dir, table)
+                if enrollment is not None:
+                    reader = reader.enrolled(enrollment)
+            except EnrollmentError as exc:
+                typer.echo(f"throwbox read: table {table!r}: {exc}", err=True)
+                raise typer.Exit(2) from exc
         if calibration is not None and (
             stale := stale_marks_message(calibration, reader.models.get("detector"))
         ):

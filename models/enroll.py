@@ -1,0 +1,182 @@
+"""Table enrollment: adapt the shipped face model to one table's dice from a few labelled examples, no torch.
+
+`throwbox enroll --table ID --from DIR` reads `DIR/<face>/*.jpg` (one die per photo, the die filling it;
+faces 1..6), cuts each as the reader cuts a die whose box is the photo (`crop_die`), looks at it in the eight
+turns and mirror images a d6 face does not change under, and runs the registered face model on them with
+onnxruntime (`embedding`, its second output, and `probs`). Then, with numpy alone, it fits a correction of the
+shipped head, z = log p_shipped + e @ dW.T + db, by full-batch gradient descent on the cross-entropy plus a
+ridge penalty on dW (`ridge`): with few examples the correction stays small and the shipped head decides; the
+examples move it only as far as they agree. Plain numpy, not scikit-learn (not a dependency) nor scipy: the
+problem is a 6-class logistic regression of a few hundred rows, a few hundred steps of a known step size.
+
+The correction is stored per table (`vision.pips.enrolled.save_enrollment`, beside the table's calibration)
+with its SHA-256, and the reader names it in every read (`models["pips"]`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vision.onnx_session import OnnxModel
+from vision.pips.crops import CROP_PAD, crop_die, crops_to_tensor
+from vision.pips.enrolled import Enrollment
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
+RIDGE = 1e-2
+STEPS = 300
+MAX_DICE = 60
+
+
+class EnrollDataError(ValueError):
+    """The examples folder is missing, empty, or not laid out as DIR/<face>/*.jpg."""
+
+
+@dataclass(frozen=True)
+class EnrollResult:
+    enrollment: Enrollment
+    dice: int
+    seconds: float
+    train_accuracy_before: float
+    train_accuracy_after: float
+
+
+def die_photos(folder: Path, *, limit: int = MAX_DICE) -> list[tuple[Path, int]]:
+    """(photo, face) for DIR/<face>/*.jpg, faces 1..6, at most `limit` in all (taken in turn from each face,
+    in name order, so a cut keeps the faces balanced)."""
+    if not folder.is_dir():
+        raise EnrollDataError(f"not a folder: {folder}")
+    by_face: dict[int, list[Path]] = {}
+    for face in range(1, 7):
+        sub = folder / str(face)
+        if sub.is_dir():
+            by_face[face] = sorted(p for p in sub.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not any(by_face.values()):
+        raise EnrollDataError(f"no die photos in {folder}/1 .. {folder}/6")
+    out: list[tuple[Path, int]] = []
+    k = 0
+    while len(out) < limit and any(k < len(v) for v in by_face.values()):
+        for face, paths in sorted(by_face.items()):
+            if k < len(paths) and len(out) < limit:
+                out.append((paths[k], face))
+        k += 1
+    return out
+
+
+def photo_crop(image_bgr: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    """The reader's crop of a die that fills the photo (its box the photo shrunk by the crop's pad)."""
+    h, w = image_bgr.shape[:2]
+    side = min(h, w) / (1.0 + CROP_PAD)
+    cx, cy = w / 2.0, h / 2.0
+    return crop_die(image_bgr, (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2))
+
+
+def symmetries(crop: NDArray[np.uint8]) -> list[NDArray[np.uint8]]:
+    """The eight turns and mirror images of a crop (a d6 face is the same face in each)."""
+    turns = [np.rot90(crop, k) for k in range(4)]
+    return [np.ascontiguousarray(c) for c in turns + [np.fliplr(t) for t in turns]]
+
+
+def embed(
+    model: OnnxModel, crops: Sequence[NDArray[np.uint8]]
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """(probabilities (n, 6), embeddings (n, d)) of the model's two outputs."""
+    probs, embs = [], []
+    for i in range(0, len(crops), 128):
+        outputs = model.run(crops_to_tensor(list(crops[i : i + 128])))
+        if len(outputs) < 2:
+            raise EnrollDataError(
+                f"face model {model.spec.tag} has no embedding output: it cannot be enrolled"
+            )
+        probs.append(outputs[0])
+        embs.append(outputs[1])
+    return np.concatenate(probs), np.concatenate(embs)
+
+
+def fit_correction(
+    probs: NDArray[np.float32],
+    embedding: NDArray[np.float32],
+    faces: NDArray[np.int64],
+    *,
+    ridge: float = RIDGE,
+    steps: int = STEPS,
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """dW (6, d), db (6,) minimising the mean cross-entropy of softmax(log probs + E dW^T + db) on `faces`
+    (1..6) plus ridge/2 |dW|^2: gradient descent with the step 1/L of the loss's smoothness bound."""
+    n, d = embedding.shape
+    x = embedding.astype(np.float64)
+    base = np.log(np.maximum(probs.astype(np.float64), 1e-7))
+    y = np.zeros((n, 6))
+    y[np.arange(n), faces - 1] = 1.0
+    # The softmax cross-entropy's Hessian is at most 1/2 x x^T per row: L <= |[x 1]|_2^2 / (2n) + ridge.
+    xa = np.concatenate([x, np.ones((n, 1))], axis=1)
+    lipschitz = float(np.linalg.norm(xa, 2) ** 2) / (2 * n) + ridge
+    lr = 1.0 / lipschitz
+    w = np.zeros((6, d))
+    b = np.zeros(6)
+    for _ in range(steps):
+        z = base + x @ w.T + b
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        g = (p - y) / n
+        w -= lr * (g.T @ x + ridge * w)
+        b -= lr * g.sum(axis=0)
+    return w.astype(np.float32), b.astype(np.float32)
+
+
+def enroll_table(
+    model: OnnxModel,
+    table_id: str,
+    examples: Sequence[tuple[NDArray[np.uint8], int]],
+    *,
+    ridge: float = RIDGE,
+    steps: int = STEPS,
+) -> EnrollResult:
+    """Fit a table's correction from (die crop, face) examples (crops cut as the reader cuts them)."""
+    from vision.pips.enrolled import corrected
+
+    if not examples:
+        raise EnrollDataError("no labelled dice to enroll")
+    start = time.perf_counter()
+    crops: list[NDArray[np.uint8]] = []
+    faces: list[int] = []
+    for crop, face in examples:
+        if not 1 <= face <= 6:
+            raise EnrollDataError(f"face {face} is not 1..6")
+        looks = symmetries(crop)
+        crops += looks
+        faces += [face] * len(looks)
+    y = np.array(faces, np.int64)
+    probs, embedding = embed(model, crops)
+    d_weight, d_bias = fit_correction(probs, embedding, y, ridge=ridge, steps=steps)
+    after = corrected(probs, embedding, d_weight, d_bias)
+    counts = {str(f): int(sum(1 for _, g in examples if g == f)) for f in range(1, 7)}
+    enrollment = Enrollment(
+        table_id=table_id, model_sha256=model.spec.sha256, d_weight=d_weight, d_bias=d_bias, examples=counts
+    )
+    return EnrollResult(
+        enrollment=enrollment,
+        dice=len(examples),
+        seconds=time.perf_counter() - start,
+        train_accuracy_before=float((probs.argmax(axis=1) + 1 == y).mean()),
+        train_accuracy_after=float((after.argmax(axis=1) + 1 == y).mean()),
+    )
+
+
+def examples_from_folder(folder: Path, *, limit: int = MAX_DICE) -> list[tuple[NDArray[np.uint8], int]]:
+    """(crop, face) of each die photo of DIR/<face>/*.jpg (`die_photos`)."""
+    import cv2
+
+    out = []
+    for path, face in die_photos(folder, limit=limit):
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if image is None:
+            raise EnrollDataError(f"unreadable photo {path}")
+        out.append((photo_crop(np.asarray(image, np.uint8)), face))
+    return out

@@ -1,0 +1,67 @@
+"""Measure enrollment on a dice style the face model never saw: enroll N of its labelled dice, read the rest.
+
+    python -m models.enroll_study MODEL.onnx [--dice 60] [--seed 0]
+
+The style is matteop65's (white dice, black pips, a wooden desk, a webcam at an angle): MODEL must be trained
+with `throwbox train faces --leave-out matteop65`. The N dice come from its train folder (balanced over the
+faces, drawn by `--seed`); the figures are the classifier alone on every labelled die of its valid folder,
+cut as the reader cuts them, with the shipped head and with the table's correction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from models.data import SHARED_REAL, load_yolo_folder
+from models.enroll import enroll_table
+from models.train_faces import accuracy, labelled_crops
+from vision.onnx_session import ModelSpec, OnnxModel, sha256_of
+from vision.pips.enrolled import EnrolledModel
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("onnx", type=Path)
+    parser.add_argument("--dice", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", type=Path, default=SHARED_REAL)
+    args = parser.parse_args()
+    spec = ModelSpec(
+        name="pips",
+        file=args.onnx.name,
+        sha256=sha256_of(args.onnx),
+        version="study",
+        input_size_hw=(64, 64),
+        labels=tuple("123456"),
+    )
+    model = OnnxModel(spec, models_dir=args.onnx.parent)
+    root = args.real / "d6-webcam-matteop65"
+    crops, faces = labelled_crops(load_yolo_folder(root / "train", box_kind="top"))
+    rng = np.random.default_rng(args.seed)
+    per_face = args.dice // 6
+    chosen = np.concatenate(
+        [rng.permutation(np.flatnonzero(faces == f))[:per_face] for f in range(1, 7)]
+    ).tolist()
+    result = enroll_table(model, "study", [(crops[i], int(faces[i])) for i in chosen])
+    enrolled = EnrolledModel(model, result.enrollment)
+    test_crops, test_faces = labelled_crops(load_yolo_folder(root / "valid", box_kind="top"))
+    report = {
+        "model": spec.tag,
+        "sha256": spec.sha256,
+        "enrolled_dice": result.dice,
+        "enroll_seconds": round(result.seconds, 2),
+        "seed": args.seed,
+        "matteop65_valid_shipped_head": accuracy(lambda b: model.run(b)[0], test_crops, test_faces),
+        "matteop65_valid_enrolled": accuracy(lambda b: enrolled.run(b)[0], test_crops, test_faces),
+    }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Table enrollment on tiny data: a fake face model (probabilities that ignore the die, an embedding that
+tells the faces apart) through the real onnxruntime wrapper's checks; no torch, no onnxruntime graph."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from models.enroll import EnrollDataError, die_photos, enroll_table, fit_correction, photo_crop
+from vision.onnx_session import OnnxModel, load_manifest, sha256_of
+from vision.pips.classifier import FaceReader
+from vision.pips.crops import crops_to_tensor
+from vision.pips.enrolled import (
+    EnrolledModel,
+    EnrollmentError,
+    enrollment_path,
+    load_enrollment,
+    save_enrollment,
+)
+
+EMBED = 8
+
+
+class FakeFaceSession:
+    """A face model that is sure every die shows a 1, and whose embedding is a one-hot of the crop's grey
+    level in 8 bins (the drawn dice below are grey 30 * face + 20)."""
+
+    def get_inputs(self) -> list[Any]:
+        return [SimpleNamespace(name="crops")]
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        x = np.asarray(input_feed["crops"])
+        level = x.mean(axis=(1, 2, 3)) * 255
+        bins = np.clip(((level - 20) / 30).round().astype(int), 0, EMBED - 1)
+        emb = np.eye(EMBED, dtype=np.float32)[bins]
+        probs = np.tile(np.array([0.9, 0.02, 0.02, 0.02, 0.02, 0.02], np.float32), (len(x), 1))
+        return [probs, emb]
+
+
+def fake_manifest(tmp_path: Path) -> Path:
+    weights = tmp_path / "models" / "fake_face.onnx"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"not a graph: the session is faked")
+    manifest = tmp_path / "models" / "manifest.json"
+    entry = {
+        "file": "fake_face.onnx",
+        "sha256": sha256_of(weights),
+        "version": "t",
+        "input_size_hw": [64, 64],
+    }
+    manifest.write_text(json.dumps({"models": {"pips": {**entry, "labels": list("123456")}}}))
+    return manifest
+
+
+def fake_model(tmp_path: Path) -> OnnxModel:
+    manifest = fake_manifest(tmp_path)
+    spec = load_manifest(manifest)["pips"]
+    return OnnxModel(spec, models_dir=manifest.parent, session_factory=lambda *a: FakeFaceSession())
+
+
+def die(face: int) -> np.ndarray:
+    return np.full((64, 64, 3), 30 * face + 20, np.uint8)
+
+
+def photos(folder: Path, per_face: int) -> Path:
+    for face in range(1, 7):
+        (folder / str(face)).mkdir(parents=True, exist_ok=True)
+        for k in range(per_face):
+            cv2.imwrite(str(folder / str(face) / f"{k}.jpg"), np.full((80, 70, 3), 30 * face + 20, np.uint8))
+    return folder
+
+
+def test_fit_learns_what_the_shipped_head_misses() -> None:
+    rng = np.random.default_rng(0)
+    faces = rng.integers(1, 7, size=120)
+    emb = np.eye(EMBED, dtype=np.float32)[faces] + rng.normal(0, 0.05, (120, EMBED)).astype(np.float32)
+    probs = np.full((120, 6), 1 / 6, np.float32)
+    w, b = fit_correction(probs, emb, faces)
+    z = np.log(probs) + emb @ w.T + b
+    assert (z.argmax(axis=1) + 1 == faces).mean() == 1.0
+    # No examples' pull, no correction: a strong ridge keeps the shipped head.
+    w0, _ = fit_correction(probs, emb, faces, ridge=1e6)
+    assert np.abs(w0).max() < 1e-3
+
+
+def test_enroll_then_read_through_the_table(tmp_path: Path) -> None:
+    model = fake_model(tmp_path)
+    examples = [(die(f), f) for f in range(1, 7) for _ in range(10)]  # 60 dice
+    result = enroll_table(model, "t1", examples)
+    assert result.dice == 60
+    assert result.train_accuracy_before == pytest.approx(1 / 6)
+    assert result.train_accuracy_after == 1.0
+    saved = save_enrollment(result.enrollment, tmp_path / "cal")
+    assert len(saved.checksum) == 64 and saved.examples == {str(f): 10 for f in range(1, 7)}
+
+    loaded = load_enrollment(tmp_path / "cal", "t1")
+    assert loaded is not None and loaded.checksum == saved.checksum
+    enrolled = EnrolledModel(model, loaded)
+    assert enrolled.tag == f"fake_face+enroll:t1:{saved.checksum[:8]}"
+    reader = FaceReader(enrolled)
+    probs = reader.probabilities([die(f) for f in (2, 5, 6, 3)])
+    assert list(probs.argmax(axis=1) + 1) == [2, 5, 6, 3]
+    # The shipped model alone reads them all as 1.
+    plain = FaceReader(model).probabilities([die(f) for f in (2, 5, 6, 3)])
+    assert list(plain.argmax(axis=1) + 1) == [1, 1, 1, 1]
+    assert np.allclose(enrolled.run(crops_to_tensor([die(4)]))[0].sum(), 1.0)
+
+
+def test_a_table_without_enrollment_reads_with_the_shipped_model(tmp_path: Path) -> None:
+    assert load_enrollment(tmp_path, "t2") is None
+
+
+def test_damaged_or_foreign_enrollment_refused(tmp_path: Path) -> None:
+    model = fake_model(tmp_path)
+    result = enroll_table(model, "t1", [(die(f), f) for f in range(1, 7)])
+    saved = save_enrollment(result.enrollment, tmp_path / "cal")
+    path = enrollment_path(tmp_path / "cal", "t1")
+    doc = json.loads(path.read_text())
+    doc["body"]["d_bias"][0] += 1.0
+    path.write_text(json.dumps(doc))
+    with pytest.raises(EnrollmentError, match="checksum"):
+        load_enrollment(tmp_path / "cal", "t1")
+    foreign = type(saved)(
+        table_id="t1", model_sha256="0" * 64, d_weight=saved.d_weight, d_bias=saved.d_bias, examples={}
+    )
+    with pytest.raises(EnrollmentError, match="enroll the table again"):
+        EnrolledModel(model, foreign)
+
+
+def test_die_photos_balanced_and_cropped(tmp_path: Path) -> None:
+    folder = photos(tmp_path / "dice", per_face=15)
+    picked = die_photos(folder, limit=60)
+    assert len(picked) == 60
+    assert sorted({f for _, f in picked}) == [1, 2, 3, 4, 5, 6]
+    assert all(sum(1 for _, f in picked if f == face) == 10 for face in range(1, 7))
+    crop = photo_crop(np.zeros((80, 70, 3), np.uint8))
+    assert crop.shape == (64, 64, 3)
+    with pytest.raises(EnrollDataError):
+        die_photos(tmp_path / "empty-missing")
+
+
+def test_enroll_command_stores_and_read_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import vision.onnx_session as onnx_session
+    from api.cli import app
+
+    manifest = fake_manifest(tmp_path)
+    monkeypatch.setattr(onnx_session, "onnxruntime_session", lambda *a: FakeFaceSession())
+    folder = photos(tmp_path / "dice", per_face=12)
+    cal = tmp_path / "cal"
+    args = ["enroll", "--table", "t9", "--from", str(folder), "--calibration-dir", str(cal)]
+    out = CliRunner().invoke(app, [*args, "--manifest", str(manifest)])
+    assert out.exit_code == 0, out.output
+    saved = load_enrollment(cal, "t9")
+    assert saved is not None and sum(saved.examples.values()) == 60
+    assert f"fake_face+enroll:t9:{saved.checksum[:8]}" in out.output
+    bad = CliRunner().invoke(
+        app, ["enroll", "--table", "../x", "--from", str(folder), "--manifest", str(manifest)]
+    )
+    assert bad.exit_code == 2
+
+
+def test_reader_enrolled_names_the_enrollment() -> None:
+    from vision.onnx_session import MANIFEST_PATH
+    from vision.pips.enrolled import Enrollment
+    from vision.reader import Reader
+
+    reader = Reader(threads=1, manifest_path=MANIFEST_PATH)
+    pips = reader.onnx_models["pips"]
+    enrollment = Enrollment(
+        table_id="t3",
+        model_sha256=pips.spec.sha256,
+        d_weight=np.zeros((6, 4), np.float32),
+        d_bias=np.zeros(6, np.float32),
+        examples={},
+        checksum="ab" * 32,
+    )
+    enrolled = reader.enrolled(enrollment)
+    assert enrolled.models["pips"] == f"{pips.spec.tag}+enroll:t3:abababab"
+    assert reader.models["pips"] == pips.spec.tag  # the shared reader itself unchanged
+    assert enrolled.faces is not reader.faces and reader.faces.model is pips
+
+
+def test_service_reads_a_table_through_its_enrollment(tmp_path: Path) -> None:
+    from fastapi import HTTPException
+
+    from api.routes.reads import _table_reader
+
+    class StubReader:
+        def enrolled(self, enrollment: Any) -> str:
+            return f"enrolled:{enrollment.table_id}"
+
+    settings: Any = SimpleNamespace(calibration_dir=tmp_path / "cal")
+    reader = StubReader()
+    assert _table_reader(reader, settings, None) is reader
+    assert _table_reader(reader, settings, "t1") is reader  # not enrolled: the shipped model
+    assert _table_reader(reader, settings, "../bad") is reader
+    model = fake_model(tmp_path)
+    save_enrollment(
+        enroll_table(model, "t1", [(die(f), f) for f in range(1, 7)]).enrollment, settings.calibration_dir
+    )
+    assert _table_reader(reader, settings, "t1") == "enrolled:t1"
+    enrollment_path(settings.calibration_dir, "t1").write_text("{broken")
+    with pytest.raises(HTTPException) as err:
+        _table_reader(reader, settings, "t1")
+    assert err.value.status_code == 503
