@@ -31,10 +31,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 # for it where the lab cannot be loaded).
 EXCEPTIONS: frozenset[tuple[str, str]] = frozenset({("api.cli", "lab.cli")})
 
-# PENDING: a known violation being fixed on another branch (issue 46, item 3): vision/reader.py computes the
-# winner and the match count with rules.hrd.dice, which the rules engine computes again on POST. The lead
-# removes this entry when that branch is merged; the test then fails if it is left behind.
-PENDING: frozenset[tuple[str, str]] = frozenset({("vision.reader", "rules")})
+# PENDING: known violations being fixed elsewhere, each with a comment; the test fails if one is left behind
+# after its import is gone. None now (vision/reader.py's use of rules/ moved to api/read_document.py).
+PENDING: frozenset[tuple[str, str]] = frozenset()
 
 
 def module_name(path: Path, root: Path) -> str:

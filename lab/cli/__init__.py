@@ -31,6 +31,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "lab.cli.live_bench",
     "lab.cli.dashboard_shot",
     "lab.cli.round_clips",
+    "lab.fuzz",
 )
 
 

@@ -1,6 +1,6 @@
 """Measure enrollment on a dice style the face model never saw: enroll N of its labelled dice, read the rest.
 
-    python -m models.enroll_study MODEL.onnx [--dice 60] [--seed 0]
+    python -m lab.enroll_study MODEL.onnx [--dice 60] [--seed 0]
 
 The style is matteop65's (white dice, black pips, a wooden desk, a webcam at an angle): MODEL must be trained
 with `throwbox train faces --leave-out matteop65`. The N dice come from its train folder (balanced over the
