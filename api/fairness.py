@@ -26,10 +26,10 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from api.alerts import raise_alert
 from api.db.models import Alert, DiceSet, GameTable, Roll
 from api.db.session import Database
 from api.metrics import Metrics
-from api.alerts import raise_alert
 from rules import fairness as fx
 from rules.hrd.dice import FACES
 

@@ -20,7 +20,8 @@ and, around it:
   roll is read from a stale frame (vision.settle); this loop adds nothing that could.
 - after a valid first roll that leaves the round waiting for the Extra Roll, the next frame the box settles
   in after the dealer's hand or stick (`SettledWithoutThrow(intruder_seen=True)`) is read and the dealer's
-  move into the layout box is checked (`vision.layout_check`, 593.4(e)); anything wrong is a `dealer_error`
+  move into the layout box is checked (`vision.judge.layout_check`, 593.4(e)); anything wrong is a
+  `dealer_error`
   alert with that frame as evidence, or, where the check only doubts what the reader saw (a die in the box
   it cannot read, a box short by no more dice than it missed), a `layout_unverified` alert (a person
   looks). The Extra Roll is then read from the rethrown dice only (593.4(g), (h)): the kept dice in the
@@ -57,9 +58,9 @@ from pydantic import ValidationError
 from api.schemas.rolls import RollSubmission
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
 from vision.judge.exposure import exposure_failure, measure_exposure
-from vision.judge.geometry import TableGeometry
-from vision.layout_check import check_layout_move, decide_extra_roll
+from vision.judge.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
+from vision.table.geometry import TableGeometry
 from vision.types import Finding, FindingReason, Frame, Roll, Verdict
 
 log = logging.getLogger("throwbox.live")

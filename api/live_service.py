@@ -43,7 +43,7 @@ from api.settings import Settings
 
 if TYPE_CHECKING:
     from vision.capture import CapturedFrame
-    from vision.judge.geometry import TableGeometry
+    from vision.table.geometry import TableGeometry
     from vision.types import Roll
 
 log = logging.getLogger("throwbox.live")
@@ -144,7 +144,7 @@ def clip_geometry(clip: str) -> tuple[TableGeometry | None, str | None]:
     """
     from calibration.layout import ThrowBoxLayout
     from datasets.format import camera_from_dict
-    from vision.judge.geometry import TableGeometry
+    from vision.table.geometry import TableGeometry
 
     meta = Path(clip).parent / "video.json"
     rnd = Path(clip).parent / "round.json"
@@ -613,7 +613,7 @@ class LiveService:
         if calibration_id:
             from calibration.store import load_table
             from calibration.table import stale_marks_message
-            from vision.judge.geometry import TableGeometry
+            from vision.table.geometry import TableGeometry
 
             calibration = load_table(self.settings.calibration_dir, calibration_id)
             geometry = TableGeometry.from_calibration(calibration)

@@ -7,7 +7,7 @@ it (`TableMark`); at read time a detection on a mark's box is the mark, and not 
 there still looks like the empty box (`likeness`, a correlation, so a change of light does not matter).
 A die lying on the mark or beside it changes the picture there, and the detection is counted as a die.
 
-Finding the marks needs the detector, which lives in `vision/`: `vision.table_marks` finds them and the
+Finding the marks needs the detector, which lives in `vision/`: `vision.table.marks` finds them and the
 `calibrate table` command stores them; this module holds only the stored form and the comparison.
 """
 
@@ -38,8 +38,8 @@ class TableMark:
     score: float | None  # the detector's score there; None for a corner marker's look
     window_xyxy: tuple[int, int, int, int]  # pixel window of `patch_png_b64` (x0, y0, x1, y1; x1, y1 excl.)
     patch_png_b64: str  # grey PNG of the empty box in that window
-    # A corner marker's id: the marker's look, kept so a detection set aside on it (vision/markers.py) can
-    # be told from a see-through die lying over it. None: a mark the detector found.
+    # A corner marker's id: the marker's look, kept so a detection set aside on it (vision/table/markers.py)
+    # can be told from a see-through die lying over it. None: a mark the detector found.
     marker_id: int | None = None
     # A labelled layout box's face (593.1(b)(4)): the printed box's look, kept only to see a change there
     # (a die on the print the detector may miss); nothing is ever set aside on it.

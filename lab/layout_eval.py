@@ -1,4 +1,4 @@
-"""How well the dealer's-move check (593.4(e), `vision.layout_check`) works through the whole reader, on
+"""How well the dealer's-move check (593.4(e), `vision.judge.layout_check`) works through the whole reader, on
 labelled synthetic scenes of the move (`throwbox lab synth --mix layout=1,layout_wrong_box=1,...`).
 
 Each scene's label records the first roll and the move (`SceneTruth.layout_move`); what the check must
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from calibration.layout import ThrowBoxLayout
 from datasets.format import LayoutMoveTruth, SceneTruth
 from vision.judge.exposure import FRAME_EXPOSURE, exposure_failure
-from vision.judge.geometry import TableGeometry
-from vision.layout_check import check_layout_move, decide_extra_roll
+from vision.judge.layout_check import check_layout_move, decide_extra_roll
+from vision.table.geometry import TableGeometry
 from vision.types import Frame, Verdict
 
 if TYPE_CHECKING:

@@ -32,8 +32,8 @@ from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers
 from calibration.table import calibrate_table
 from datasets.calib_scenes import Finish, TableScene, table_camera_pose, table_camera_truth
-from vision.judge.geometry import TableGeometry
 from vision.reader import Reader
+from vision.table.geometry import TableGeometry
 from vision.types import FindingReason, Frame
 
 LIGHTS = (Finish(), Finish(gain=0.75, offset=6.0, gradient=0.25), Finish(gain=1.15, noise_sigma=4.0))

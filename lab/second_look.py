@@ -5,7 +5,8 @@
 Reads the labelled die boxes of each tuning set with the registered face model (models/manifest.json), once
 without the second look and once per `--below` bar, and prints a markdown table: the classifier's accuracy,
 the share of dice the reader would be sure of (top probability >= `ValidityConfig.min_confidence`, or each
-`--sure` bar, and no classical pip count against it, as `vision.validity.judge_die` decides), the accuracy
+`--sure` bar, and no classical pip count against it, as `vision.judge.validity.judge_die` decides), the
+accuracy
 on those sure dice, how many sure dice were wrong and the 95 % interval of that rate (Wilson, per 1,000
 sure dice: a small set cannot show a rare error is gone). Tuning sets: the nellbyler **train** photos and the
 matteop65 train folder (the face model trained on both: a lower bound on its errors there) and synthetic
@@ -43,12 +44,12 @@ from models.train_pips import (  # matteop65 boxes hold the top face only: widen
     NELLBYLER_HELD_BACK,
     TOP_TO_DIE,
 )
+from vision.judge.validity import ValidityConfig
 from vision.onnx_session import ModelSpec, OnnxModel, load_model, sha256_of
 from vision.pips.classical import PipCountConfig, count_pips, steady_count
 from vision.pips.classifier import FaceReader
 from vision.pips.crops import CROP_PX, crop_die, scaled_box
 from vision.types import ImageArray
-from vision.validity import ValidityConfig
 
 
 def die_crops(

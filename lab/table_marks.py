@@ -4,7 +4,7 @@
 
 The calibration selftest's table (`datasets.calib_scenes`: the 600 x 450 mm box with its four corner
 markers and printed layout labels, seen by its true 1280x720 camera) is calibrated from one empty frame,
-and the committed detector's table marks are found on it (`vision.table_marks.find_table_marks`, as
+and the committed detector's table marks are found on it (`vision.table.marks.find_table_marks`, as
 `throwbox calibrate table` does). Then, for every mark, the frame's likeness to the empty box there
 (`calibration.marks.likeness`) is measured:
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from datasets.format import SceneTruth
-from vision.judge.state import COCKED, FLAT, OUTSIDE, STACKED, UNDER, WEDGED
+from vision.state.model import COCKED, FLAT, OUTSIDE, STACKED, UNDER, WEDGED
 
 
 def die_states_of(scene: SceneTruth) -> list[int]:

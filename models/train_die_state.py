@@ -5,7 +5,7 @@
 Data seen: synthetic scenes made for it with seeds nobody evaluates on (600 by default: `throwbox lab synth
 data/judge/train-s600 --scenes 2000 --seed 600 --mix normal=0.25,cluster=0.05,cocked=0.2,
 wedged=0.15,stacked=0.2,off_table=0.15`). Every die that is not flat gives two crops and every flat die
-one, each cut with `vision.judge.state.crop_context` around a box jittered like the detector's, the
+one, each cut with `vision.state.model.crop_context` around a box jittered like the detector's, the
 reference size jittered too; quarter turns, flips and colour changes on the fly. A tenth of the scenes is
 held back and scored at the end (per-class recall printed and written to the model card's metrics file).
 
@@ -32,8 +32,8 @@ from datasets.format import SceneTruth, read_scene
 from models.augment import photometric
 from models.die_state_truth import die_states_of
 from models.loop import CALIBRATION_CROPS, export_onnx, require_torch, train_for
-from vision.judge.state import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 from vision.onnx_session import MANIFEST_PATH
+from vision.state.model import FLAT, NO_DIE, STATE_CROP_PX, STATE_LABELS, crop_context, reference_die_px
 
 MODEL_DIR = Path(__file__).resolve().parent / "judge_diestate"
 MIN_VISIBLE = 0.25  # dice hidden more than this are not asked of the classifier (the detector misses them)
@@ -253,7 +253,7 @@ def main() -> None:
 
     from models.export import dated_name, register
     from models.nets_die_state import DieStateNet, ExportWrapper, load_widened
-    from vision.judge.state import crops_to_tensor
+    from vision.state.model import crops_to_tensor
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

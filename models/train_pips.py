@@ -177,7 +177,7 @@ def plane_split(folder: Path) -> tuple[list[LabelledImage], list[PlaneFrame]]:
     than the reader's bar as box items, the others as whole frames with each die's felt position (from its
     box, as the reader places a detected die) and face."""
     from calibration.layout import ThrowBoxLayout
-    from vision.judge.geometry import TableGeometry
+    from vision.table.geometry import TableGeometry
 
     layout = ThrowBoxLayout()
     bar = RECTIFY_MIN_TILT_DEG if RECTIFY_MIN_TILT_DEG is not None else 90.0

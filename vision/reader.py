@@ -1,6 +1,6 @@
 """Frame in, `Roll` out: detect -> die states -> read faces -> judge -> classify the roll (the reader's one
 entry point). The die-state model runs before the faces so that each die is read once, by the face model its
-state calls for (vision/judge/probe.py::read_by_state).
+state calls for (vision/state/probe.py::read_by_state).
 
 Vision knows nothing of the game: the Pip Street winner and Like Kind count of the faces read are the rules
 engine's, added at the api edge (`api.read_document`).
@@ -23,10 +23,7 @@ from calibration.table import TableCalibration
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
 from vision.judge.exposure import exposure_findings, grain_bars_set, measure_exposure, smoothed
-from vision.judge.geometry import TableGeometry
-from vision.judge.probe import probe_wedged, read_looked
-from vision.judge.state import DieStateClassifier
-from vision.markers import marker_shift_px, markers_in_view, set_markers_aside
+from vision.judge.validity import ValidityConfig, judge
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
     MANIFEST_PATH,
@@ -39,7 +36,11 @@ from vision.pips.classical import PipCountConfig
 from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
 from vision.pips.enrolled import EnrolledModel, Enrollment
-from vision.table_marks import MARK_MIN_SCORE, changed_marks, find_table_marks, set_marks_aside
+from vision.state.model import DieStateClassifier
+from vision.state.probe import probe_wedged, read_looked
+from vision.table.geometry import TableGeometry
+from vision.table.markers import marker_shift_px, markers_in_view, set_markers_aside
+from vision.table.marks import MARK_MIN_SCORE, changed_marks, find_table_marks, set_marks_aside
 from vision.types import (
     DieCandidate,
     FaceReading,
@@ -52,7 +53,6 @@ from vision.types import (
     Sifted,
     Verdict,
 )
-from vision.validity import ValidityConfig, judge
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,11 @@ class Reader:
         det_model, pip_model = load("detector"), load("pips")
         listed = load_manifest(manifest_path)
         # The die-state model (vision.judge) is used when the manifest lists it; without it the judge
-        # checks count and certainty only (see vision.validity), and `models` does not name it.
+        # checks count and certainty only (see vision.judge.validity), and `models` does not name it.
         self.die_state = DieStateClassifier(load("die_state")) if "die_state" in listed else None
         # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
         second_model = load("pips_second") if "pips_second" in listed else None
-        # The face model for dice the die-state model calls cocked (vision/judge/probe.py), when listed; it
+        # The face model for dice the die-state model calls cocked (vision/state/probe.py), when listed; it
         # needs the die-state model to know which dice those are, and is not loaded without it.
         cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
@@ -188,7 +188,7 @@ class Reader:
         self, calibration: TableCalibration, empty_frames: Sequence[ImageArray]
     ) -> tuple[TableMark, ...]:
         """What this reader's detector takes for dice on a table's empty-box frames, and its corner markers'
-        and printed layout boxes' looks (vision/table_marks.py; what `calibrate table` stores)."""
+        and printed layout boxes' looks (vision/table/marks.py; what `calibrate table` stores)."""
         return find_table_marks(
             self.detector,
             empty_frames,
@@ -206,7 +206,7 @@ class Reader:
     ) -> TableLook:
         """What a table's calibration says of a frame before its dice are read: the detections that are part
         of the table (corner markers, table marks) set aside, and whether the camera is still where it was
-        calibrated (vision/markers.py, vision/table_marks.py)."""
+        calibrated (vision/table/markers.py, vision/table/marks.py)."""
         judge_config = self.config.validity.judge
         sifted = Sifted(candidates, weak_peaks)
         if geometry is None:
@@ -232,7 +232,7 @@ class Reader:
                 )
                 return TableLook(sifted, None, (finding,), _unsure(sifted, judge_config.sure_mark_likeness))
         if geometry.marks:
-            # Print on the felt the detector took for dice when the box was empty (vision/table_marks.py).
+            # Print on the felt the detector took for dice when the box was empty (vision/table/marks.py).
             on_marks = set_marks_aside(
                 sifted.candidates,
                 sifted.weak_peaks,
@@ -296,7 +296,7 @@ class Reader:
             readings = read_faces(candidates)
         else:
             states = self.die_state(image, candidates)
-            # A die wedged beside a chip stack whose box slid onto the stack (vision/judge/probe.py).
+            # A die wedged beside a chip stack whose box slid onto the stack (vision/state/probe.py).
             candidates, states = probe_wedged(
                 image,
                 candidates,

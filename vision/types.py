@@ -215,10 +215,12 @@ SET_ASIDE_REASONS: tuple[str, ...] = get_args(SetAsideReason)
 @dataclass(frozen=True)
 class SetAside:
     """A detection left out of the count, and why (`reason`):
-    - "no_die": the die-state classifier sees no die there (a chip stack, a chip's edge; vision/validity.py);
-    - "calibration_marker": it lies on one of the table's corner markers, found whole (vision/markers.py);
+    - "no_die": the die-state classifier sees no die there (a chip stack, a chip's edge;
+      vision/judge/validity.py);
+    - "calibration_marker": it lies on one of the table's corner markers, found whole
+      (vision/table/markers.py);
     - "table_mark": it is print the detector found on the empty box at calibration, and the frame still
-      looks like the empty box there (vision/table_marks.py).
+      looks like the empty box there (vision/table/marks.py).
     Kept in the result and drawn on the evidence frame, so a person can check that no die was left out."""
 
     box_xyxy: tuple[float, float, float, float]

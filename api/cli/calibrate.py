@@ -38,8 +38,8 @@ def _read_through_calibration(
     on the empty frames as `calibrate table` finds them): the verdict and the faces."""
     from dataclasses import replace
 
-    from vision.judge.geometry import TableGeometry
     from vision.reader import Reader
+    from vision.table.geometry import TableGeometry
     from vision.types import Frame
 
     reader = Reader(threads=1)

@@ -48,9 +48,9 @@ def register(app: typer.Typer) -> None:
         from calibration.store import load_table
         from calibration.table import TableCalibration, stale_marks_message
         from vision.image import UnreadableImageError, load_image
-        from vision.judge.geometry import TableGeometry
         from vision.onnx_session import MANIFEST_PATH, ModelError
         from vision.reader import Reader
+        from vision.table.geometry import TableGeometry
         from vision.types import Frame
 
         calibration: TableCalibration | None = None

@@ -145,7 +145,7 @@ def create_read(
     calibration = _table_calibration(database, settings, table_id, frame_bgr.shape[1], frame_bgr.shape[0])
     geometry = None
     if calibration is not None:
-        from vision.judge.geometry import TableGeometry
+        from vision.table.geometry import TableGeometry
 
         geometry = TableGeometry.from_calibration(calibration)
     reader = _table_reader(get_reader(request), settings, table_id)

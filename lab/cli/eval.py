@@ -247,9 +247,9 @@ def register(app: typer.Typer) -> None:
         from lab.failures import write as write_failures
         from models.data import DatasetError, load_dataset
         from vision.image import UnreadableImageError, load_image
-        from vision.judge.geometry import TableGeometry
         from vision.onnx_session import MANIFEST_PATH, ModelError
         from vision.reader import Reader
+        from vision.table.geometry import TableGeometry
         from vision.types import DieCandidate, Frame
 
         try:

@@ -57,9 +57,9 @@ def run(
         score_by_scenario,
         sweep,
     )
-    from vision.judge.state import DieStateClassifier
     from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
     from vision.reader import Reader, ReaderConfig
+    from vision.state.model import DieStateClassifier
 
     manifest_path = manifest_path or MANIFEST_PATH
     reader_config = reader_config or ReaderConfig()

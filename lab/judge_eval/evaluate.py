@@ -39,11 +39,11 @@ from vision.judge.exposure import (
     smoothed_note,
     smoothing_sigma,
 )
-from vision.judge.geometry import TableGeometry
-from vision.judge.probe import look_again
-from vision.judge.state import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
+from vision.judge.validity import Judgement, ValidityConfig, judge
+from vision.state.model import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
+from vision.state.probe import look_again
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, FaceReading, Finding, FindingReason, Verdict
-from vision.validity import Judgement, ValidityConfig, judge
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
 READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")
@@ -174,7 +174,7 @@ def record_scene(
 
     `detect` gives the candidates and the weak peaks (`DieDetector.detect_with_weak`, at `WEAK_FLOOR`).
     `judge_config`: with the detector, its second look for a wedged die runs as the reader runs it
-    (vision/judge/probe.py); the oracle's true boxes need none. `read_turned` (the face reader with every
+    (vision/state/probe.py); the oracle's true boxes need none. `read_turned` (the face reader with every
     die turned, `FaceReader(..., turned=True)`): the closer look at each die called cocked, as the reader
     takes it (`reread_cocked`); the oracle's true faces need none. `read_cocked` (the face reader of the
     manifest's `pips_cocked` model, `Reader.cocked_faces`): the dice called cocked read by it (the others by

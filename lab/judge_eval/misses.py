@@ -33,9 +33,9 @@ from datasets.format import SceneTruth
 from lab.judge_eval.evaluate import MATCH_IOU, MIN_VISIBLE, SceneRecord, box_iou
 from models.die_state_truth import die_states_of
 from vision.annotate import tile_grid
-from vision.judge.state import STATE_LABELS, crop_context, reference_die_px
+from vision.judge.validity import ValidityConfig
+from vision.state.model import STATE_LABELS, crop_context, reference_die_px
 from vision.types import DieReading, FindingReason, Verdict
-from vision.validity import ValidityConfig
 
 NEAR_WALL_MM = 19.0  # a die whose centre is within one die edge of an inner wall lies against it
 TOUCHING_EDGES = 1.6  # centres closer than this many edges: the dice touch (a flat die's diagonal is 1.41)

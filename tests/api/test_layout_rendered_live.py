@@ -34,8 +34,8 @@ from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from tests.api.conftest import Service, running_service
 from vision.capture import CapturedFrame
-from vision.judge.geometry import TableGeometry
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"

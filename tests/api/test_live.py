@@ -45,8 +45,8 @@ from api.metrics import Metrics
 from api.schemas.rolls import RollSubmission
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CaptureConfig, CapturedFrame, CaptureEvent, ClipStarted, Grab
-from vision.judge.geometry import TableGeometry
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
 
 CLIPS = sorted(DEMO_CLIPS.glob("*/throw.mp4"))

@@ -37,8 +37,8 @@ from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from datasets.format import camera_from_dict
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, Grab, VideoCaptureGrabber
-from vision.judge.geometry import TableGeometry
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, SettleEvent
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Finding, Frame, Roll, Verdict
 
 ROUND = Path(__file__).resolve().parents[1] / "fixtures" / "round_clips" / "r0840-000000"

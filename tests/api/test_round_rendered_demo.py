@@ -33,8 +33,8 @@ from api.live_service import (
 from api.metrics import Metrics
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, SourceSpecError
-from vision.judge.geometry import TableGeometry
 from vision.settle import SettleDetector
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Finding, Frame, Roll, Verdict
 
 TABLE = "DR1"

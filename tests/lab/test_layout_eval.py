@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from lab.layout_eval import MoveOutcome, score_moves
-from vision.layout_check import DOUBT_CODES
+from vision.judge.layout_check import DOUBT_CODES
 
 
 def _move(

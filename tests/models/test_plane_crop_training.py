@@ -11,8 +11,8 @@ import numpy as np
 from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
 from models.train_pips import CropSampler, plane_split
-from vision.judge.geometry import TableGeometry
 from vision.pips.crops import CROP_PX
+from vision.table.geometry import TableGeometry
 
 FIXTURES = Path(__file__).resolve().parents[1] / "vision" / "fixtures"
 

@@ -23,8 +23,8 @@ pytest.importorskip("torch", reason="training only: pip install -e '.[train]'")
 pytest.importorskip("onnx")
 
 from datasets.format import read_scene
-from vision.judge.state import crop_context, crops_to_tensor, reference_die_px
 from vision.onnx_session import MANIFEST_PATH, OnnxModel, load_model, manifest_lists
+from vision.state.model import crop_context, crops_to_tensor, reference_die_px
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "vision" / "fixtures" / "judge"

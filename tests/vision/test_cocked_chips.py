@@ -31,9 +31,9 @@ from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
 from lab.judge_eval.evaluate import record_scene
 from vision.judge.exposure import FrameExposure, measure_exposure
-from vision.judge.geometry import TableGeometry
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
 from vision.reader import Reader
+from vision.table.geometry import TableGeometry
 from vision.types import Frame, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cocked_chips"
@@ -98,7 +98,7 @@ class _Spy:
 
 
 def test_the_dice_called_cocked_are_read_by_the_face_model_for_cocked_dice(tmp_path: Path) -> None:
-    """The manifest's `pips_cocked` entry (vision/judge/probe.py::read_by_state): each die the die-state
+    """The manifest's `pips_cocked` entry (vision/state/probe.py::read_by_state): each die the die-state
     model calls cocked is read by that model, and no other die; the main face model reads every other die and
     not those (each die is read once). The committed manifest lists
     one (face stage 16b; every other die is read by `pips`, stage 18c): a die called cocked is read exactly

@@ -25,9 +25,9 @@ from vision.judge.exposure import (
     smoothed,
     smoothing_sigma,
 )
+from vision.judge.validity import ValidityConfig, judge
 from vision.reader import Reader, ReaderConfig
 from vision.types import DieCandidate, FaceReading, Finding, Frame, Verdict
-from vision.validity import ValidityConfig, judge
 
 FACES = (6, 6, 2)
 # The grain bars as the rule chose them on tuning photos (refused on held-out ones, so off by default).

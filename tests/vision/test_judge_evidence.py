@@ -21,12 +21,12 @@ from tests.vision.fakes import FakeDetectorSession, FakeFaceSession, factory, on
 from tests.vision.test_judge_rules import FLAT, _box_at, _cand, _overhead_geometry, _state
 from vision.judge.config import JudgeConfig
 from vision.judge.count import unexplained_peaks
-from vision.judge.geometry import TableGeometry
 from vision.judge.size import size_ratios
-from vision.judge.state import DieState
+from vision.judge.validity import ValidityConfig, judge
 from vision.reader import Reader
+from vision.state.model import DieState
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, FaceReading, Finding, SetAside, Verdict
-from vision.validity import ValidityConfig, judge
 
 CFG = ValidityConfig()
 Box = tuple[float, float, float, float]

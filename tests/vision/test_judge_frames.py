@@ -21,11 +21,11 @@ from datasets.format import SceneTruth, read_scene
 from lab.judge_eval.evaluate import MIN_VISIBLE, one_hot
 from vision.annotate import RED, annotate
 from vision.judge.config import JudgeConfig
-from vision.judge.geometry import TableGeometry
-from vision.judge.state import DieStateClassifier
+from vision.judge.validity import Judgement, ValidityConfig, judge
 from vision.onnx_session import load_model, manifest_lists
+from vision.state.model import DieStateClassifier
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, FaceReading, Frame, Roll, Verdict
-from vision.validity import Judgement, ValidityConfig, judge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judge"
 # case, verdict, reason code of the deciding finding (None: no finding)
@@ -183,7 +183,7 @@ def test_whole_reader_on_committed_frames(case: str, verdict: Verdict, reason: s
 def test_whole_reader_finds_the_wedged_die_by_a_second_look() -> None:
     """The committed wedged frame: a chip taken for an 11th die is set aside, and the detection nearest the
     wedged die (IoU 0.23 with its true box) is called no die (p=1.00) and kept, as the count needs it.
-    Without the second look within that box (vision/judge/probe.py) the roll is left to a person
+    Without the second look within that box (vision/state/probe.py) the roll is left to a person
     (object_unclear); with it, the die wedged on more than one side is found there and the roll is void
     (675a.4(c)), the finding saying how it was found."""
     if not manifest_lists("detector", "pips", "die_state"):

@@ -17,17 +17,17 @@ from calibration.layout import ThrowBoxLayout
 from tests.vision.fakes import one_hot
 from vision.judge.config import JudgeConfig
 from vision.judge.decide import verdict_of
-from vision.judge.geometry import TableGeometry
 from vision.judge.stacked import overlap_of_smaller
-from vision.judge.state import (
+from vision.judge.validity import ValidityConfig, judge
+from vision.state.model import (
     STATE_LABELS,
     DieState,
     crop_context,
     reference_die_px,
     states_from_output,
 )
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, FaceReading, Finding, Verdict
-from vision.validity import ValidityConfig, judge
 
 CFG = ValidityConfig()
 

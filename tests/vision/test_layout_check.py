@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from vision.judge.decide import verdict_of
-from vision.layout_check import DOUBT_CODES, check_layout_move, decide_extra_roll, split_extra_roll
+from vision.judge.layout_check import DOUBT_CODES, check_layout_move, decide_extra_roll, split_extra_roll
 from vision.types import DieCandidate, DieReading, Finding, Roll, Verdict
 
 

@@ -3,7 +3,7 @@
 Four committed frames (tests/fixtures/layout, seed 820: see its LICENSE) show the table after the dealer's
 move: the right move, the winning dice in another face's box, one winning die left in the throw area, and
 a die of another face moved in too. Each label's `layout_move` records the first roll and the move, so the
-problems `vision.layout_check.check_layout_move` must find are worked out here from the record (by
+problems `vision.judge.layout_check.check_layout_move` must find are worked out here from the record (by
 593.4(e): exactly the first roll's winning dice, in the winner's box), not from the check itself.
 
 Three levels, each on the same frames:
@@ -40,8 +40,8 @@ from datasets.format import (
 from datasets.synth.generator import GeneratorConfig, simulate_scene
 from datasets.synth.truth import physical_truth
 from lab.layout_eval import expected_problems
-from vision.judge.geometry import TableGeometry
-from vision.layout_check import LayoutCheck, check_layout_move
+from vision.judge.layout_check import LayoutCheck, check_layout_move
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Frame
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "layout"
@@ -223,7 +223,7 @@ def reader(committed_reader: Any) -> Any:
 
 @pytest.mark.parametrize("case", _cases("true_boxes"))
 def test_593_4_e_layout_move_with_the_face_models_on_the_true_boxes(case: str, reader: Any) -> None:
-    from vision.validity import judge
+    from vision.judge.validity import judge
 
     scene, image, move = load_case(case)
     cands = tuple(DieCandidate(box_xyxy=t.box_xyxy, top_quad=t.top_quad, score=1.0) for t in scene.dice)

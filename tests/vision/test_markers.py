@@ -1,4 +1,4 @@
-"""The table's calibration markers are not dice (vision/markers.py).
+"""The table's calibration markers are not dice (vision/table/markers.py).
 
 The table and reader are tests/vision/conftest.py's: the selftest's throw box with its four ArUco corner
 markers, rendered at 1280x720, its real calibration, and the committed models.
@@ -15,8 +15,9 @@ from datasets.calib_scenes import Finish, displaced, rotated
 from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.annotate import annotate
 from vision.judge.config import JudgeConfig
-from vision.judge.geometry import TableGeometry
-from vision.markers import (
+from vision.reader import Reader
+from vision.table.geometry import TableGeometry
+from vision.table.markers import (
     MarkerInView,
     marker_shift_px,
     markers_in_view,
@@ -24,7 +25,6 @@ from vision.markers import (
     on_marker,
     set_markers_aside,
 )
-from vision.reader import Reader
 from vision.types import DieCandidate, Frame, SetAside, Sifted
 
 

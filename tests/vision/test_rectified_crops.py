@@ -17,10 +17,10 @@ from calibration.camera import Camera, CameraIntrinsics, CameraPose
 from calibration.layout import ThrowBoxLayout
 from tests.vision.fakes import factory, write_manifest
 from tests.vision.test_second_look import RecordingSession
-from vision.judge.geometry import TableGeometry
 from vision.onnx_session import load_model
 from vision.pips.classifier import RECTIFY_MIN_TILT_DEG, RECTIFY_SPAN, FaceReader
 from vision.pips.crops import CROP_PX, crop_die, crop_die_top, crops_die_top, crops_to_tensor, scaled_box
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate
 
 EDGE = ThrowBoxLayout().die_edge_mm

@@ -138,7 +138,7 @@ def test_the_second_look_can_be_turned_off_or_lowered(tmp_path: Path, below: flo
 
 
 def test_the_default_bar_is_not_below_the_readers_certainty_bar() -> None:
-    from vision.validity import ValidityConfig
+    from vision.judge.validity import ValidityConfig
 
     # Every die the reader would leave uncertain for low confidence gets its second look.
     assert ValidityConfig().min_confidence <= SECOND_LOOK_BELOW

@@ -1,4 +1,4 @@
-"""Detections the die-state classifier calls `no_die` are set aside (vision.validity), not read as dice.
+"""Detections the die-state classifier calls `no_die` are set aside (vision.judge.validity), not read as dice.
 
 Hand-made dice and die states, no models: a chip stack taken for an eleventh die must not make a good
 roll `extra_dice`; a set-aside detection stays visible (JSON and evidence frame); and nothing is set
@@ -15,9 +15,9 @@ import pytest
 
 from tests.vision.fakes import one_hot
 from vision.annotate import GREY, annotate
-from vision.judge.state import STATE_LABELS, DieState
+from vision.judge.validity import Judgement, ValidityConfig, judge
+from vision.state.model import STATE_LABELS, DieState
 from vision.types import DieCandidate, FaceReading, Roll, Verdict
-from vision.validity import Judgement, ValidityConfig, judge
 
 CFG = ValidityConfig()
 

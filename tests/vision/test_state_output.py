@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vision.judge.state import STATE_LABELS, states_from_output
+from vision.state.model import STATE_LABELS, states_from_output
 
 
 def _row_by_row(out: np.ndarray) -> list[tuple[tuple[float, ...], float]]:

@@ -1,4 +1,4 @@
-"""Table marks (vision/table_marks.py): print the detector took for dice on the empty box is not counted.
+"""Table marks (vision/table/marks.py): print the detector took for dice on the empty box is not counted.
 
 The table and reader are tests/vision/conftest.py's: the selftest's throw box rendered at 1280x720, whose
 "Six" label the committed detector boxes as a die, its real calibration and the committed models.
@@ -16,7 +16,7 @@ from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.judge.config import JudgeConfig
 from vision.judge.count import places
 from vision.reader import Reader
-from vision.table_marks import changed_marks, find_table_marks, mark_under, set_marks_aside
+from vision.table.marks import changed_marks, find_table_marks, mark_under, set_marks_aside
 from vision.types import DieCandidate, Frame
 
 MIN_LIKENESS = JudgeConfig().min_mark_likeness

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.vision.fakes import one_hot
+from vision.judge.validity import ValidityConfig, judge
 from vision.types import DieCandidate, FaceReading, Verdict
-from vision.validity import ValidityConfig, judge
 
 
 def _cand(x: float) -> DieCandidate:

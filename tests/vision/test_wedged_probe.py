@@ -1,4 +1,4 @@
-"""The second look for a wedged die within a box called no die (vision/judge/probe.py; 675a.4(c): void).
+"""The second look for a wedged die within a box called no die (vision/state/probe.py; 675a.4(c): void).
 
 Hand-made detections and a fake die-state classifier that answers by where its crop is centred, no models:
 the probe runs only where the count needs a detection called no die, asks at a grid within that box, and
@@ -18,16 +18,16 @@ import pytest
 
 from tests.vision.fakes import one_hot
 from vision.judge.config import JudgeConfig
-from vision.judge.probe import (
+from vision.judge.validity import ValidityConfig, judge
+from vision.state.model import STATE_LABELS, DieState, DieStateClassifier
+from vision.state.probe import (
     grid_centres,
     look_again,
     probe_wedged,
     read_by_state,
     reread_cocked,
 )
-from vision.judge.state import STATE_LABELS, DieState, DieStateClassifier
 from vision.types import DieCandidate, FaceReading, Verdict
-from vision.validity import ValidityConfig, judge
 
 ON = JudgeConfig(wedged_probe_min=0.99)
 IMAGE = np.zeros((300, 600, 3), np.uint8)

@@ -10,7 +10,7 @@ at least `cocked_face_corroborated` and the classical pip count is that same fac
 or a table calibration says the camera looks at the box obliquely (`max_cocked_camera_tilt_deg`: the face it
 reads is the one toward the camera), the roll is `no_decision` for a person, never a guess. The face these
 bars are set against is, with `cocked_turned_looks` (off), the closer look's: the die's crop read in four
-turns (vision/judge/probe.py::reread_cocked). With a calibration and `max_cocked_tilt_plus_view_deg` (off), a
+turns (vision/state/probe.py::reread_cocked). With a calibration and `max_cocked_tilt_plus_view_deg` (off), a
 die whose tilt plus the angle of the camera's ray to it from the vertical passes that goes to a person:
 leaning toward the camera, a side face would face it more squarely than the top.
 """
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vision.judge.config import JudgeConfig
-from vision.judge.state import COCKED, WEDGED, DieState
 from vision.judge.weak import weak_rethrow_call
+from vision.state.model import COCKED, WEDGED, DieState
 from vision.types import DieReading, Finding, FindingReason, Verdict
 
 
@@ -36,7 +36,7 @@ class CockedCall:
     unclear: bool  # too close to call: no_decision
 
 
-# Said of a die found by the second look within a box first called no die (vision/judge/probe.py).
+# Said of a die found by the second look within a box first called no die (vision/state/probe.py).
 PROBED = ", found by a second look within a box the die-state model called no die (a chip stack beside it)"
 
 

@@ -42,7 +42,7 @@ class JudgeConfig:
     # (docs/history/judge-config.md#cocked_face_corroborated).
     cocked_face_corroborated: float | None = None
     # Each die called cocked has its face read again from its crop turned by 0, 90, 180 and 270 degrees
-    # (`vision/judge/probe.py::reread_cocked`, geometric mean); the bars above apply to that reading. False:
+    # (`vision/state/probe.py::reread_cocked`, geometric mean); the bars above apply to that reading. False:
     # read once. Why off: refused twice on fresh sets; kept so those rules' tables can be made again
     # (docs/history/judge-config.md#cocked_turned_looks).
     cocked_turned_looks: bool = False
@@ -91,7 +91,7 @@ class JudgeConfig:
     # Why 0.8: no true 1 under 0.83 on the tuning sets (docs/history/judge-config.md#min_ace_edge_ratio).
     min_ace_edge_ratio: float = 0.8
     # With stored table marks (`calibration/marks.py`), a detection on a mark is the mark while the frame's
-    # correlation with the empty box there is at least this (`vision/table_marks.py`). Why 0.95: between the
+    # correlation with the empty box there is at least this (`vision/table/marks.py`). Why 0.95: between the
     # empty box under light changes and a die on the mark (docs/history/judge-config.md#min_mark_likeness).
     min_mark_likeness: float = 0.95
     # With a short count, a marker or mark set aside where the frame looks less than this like the empty box
@@ -101,7 +101,8 @@ class JudgeConfig:
     # (docs/history/judge-config.md#sure_mark_likeness).
     sure_mark_likeness: float = 0.993
     # With a marker calibration, past this shift of the corner markers (the second largest of their median
-    # corner shifts, `vision.markers.marker_shift_px`) the camera moved: the roll is read from the image alone
+    # corner shifts, `vision.table.markers.marker_shift_px`) the camera moved: the roll is read from the
+    # image alone
     # and is `no_decision` (camera_moved) unless it shows a rethrow. None: not checked. Why 3.0: twice
     # `throwbox calibrate check`'s bar, for a die on a sticker and a real camera's shake
     # (docs/history/judge-config.md#max_marker_shift_px).
@@ -135,7 +136,7 @@ class JudgeConfig:
     # likely no die makes the roll `object_unclear`. 1.0 sets nothing aside. Why 0.9: the surest of a tie on
     # the tuning sets (docs/history/judge-config.md#min_no_die).
     min_no_die: float = 0.90
-    # A second look for a wedged die (`vision/judge/probe.py`): where the count needs a detection called no
+    # A second look for a wedged die (`vision/state/probe.py`): where the count needs a detection called no
     # die, the model is asked again on a grid `wedged_probe_step` dice apart in that box, and a point with at
     # least this of a wedged die becomes that die (the roll then void). It can make no roll valid. None: off.
     # Why 0.99: passed its rule on fresh sets

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vision.judge.config import JudgeConfig
-from vision.judge.geometry import TableGeometry
 from vision.judge.stacked import overlap_of_smaller
-from vision.judge.state import OUTSIDE, DieState
 from vision.judge.weak import weak_rethrow_call
+from vision.state.model import OUTSIDE, DieState
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Finding, FindingReason, SetAside, Verdict
 
 EXPLAINED_OVERLAP = 0.3  # a weak peak whose box overlaps a found die this much is that die, seen again

@@ -14,10 +14,10 @@ from vision.judge.cocked import CockedCall, cocked_dice
 from vision.judge.config import JudgeConfig
 from vision.judge.count import count_findings, outside_dice, oversized_boxes, places, unexplained_peaks
 from vision.judge.exposure import exposure_failure
-from vision.judge.geometry import TableGeometry
 from vision.judge.size import object_unclear, size_ratios, small_aces
 from vision.judge.stacked import stacked_dice
-from vision.judge.state import DieState
+from vision.state.model import DieState
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Finding, FindingReason, SetAside, Verdict
 
 PRECEDENCE: tuple[Verdict, ...] = (Verdict.INVALID, Verdict.VOID, Verdict.NO_DECISION)
@@ -65,7 +65,7 @@ def judge_roll(
     if states is not None:
         for i, st in enumerate(states):
             if st.kind == "no_die" or st.p("no_die") >= config.min_no_die:
-                # Kept (the count needs it, vision.validity, or not sure enough to set aside) though the
+                # Kept (the count needs it, vision.judge.validity, or not sure enough to set aside) though the
                 # classifier sees most likely no die there: a chip stack read as a die would settle a wrong
                 # roll, and a real die may be missing under it.
                 x0, y0, x1, y1 = dice[i].candidate.box_xyxy
@@ -90,7 +90,7 @@ def judge_roll(
                     )
                 )
     # A short count beside something set aside as part of the table where a see-through die may lie is
-    # neither short nor full for sure: no rule may lean on it either way (vision/markers.py).
+    # neither short nor full for sure: no rule may lean on it either way (vision/table/markers.py).
     short = expected_dice is not None and len(dice) < expected_dice
     # The same where the camera moved since calibration: part of the box may now be out of view.
     moved = any(f.reason == FindingReason.CAMERA_MOVED for f in frame_findings)

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from vision.judge.config import JudgeConfig
-from vision.judge.geometry import TableGeometry
-from vision.judge.state import reference_die_px
+from vision.state.model import reference_die_px
+from vision.table.geometry import TableGeometry
 from vision.types import DieReading, Finding, FindingReason, Verdict
 
 RETHROW = (Verdict.INVALID, Verdict.VOID)

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from vision.judge.config import JudgeConfig
-from vision.judge.geometry import TableGeometry
-from vision.judge.state import STACKED, UNDER, DieState
 from vision.judge.weak import weak_rethrow_call
+from vision.state.model import STACKED, UNDER, DieState
+from vision.table.geometry import TableGeometry
 from vision.types import DieReading, Finding, FindingReason, Verdict
 
 
@@ -90,7 +90,7 @@ def stacked_dice(
 
     `count_short`: fewer dice were found than the game has (a die beneath may be wholly hidden);
     `count_over`: more (two overlapping boxes may be one die found twice). `count_unsure`: fewer, but
-    something set aside as part of the table may be the die missing (vision/markers.py): neither a die
+    something set aside as part of the table may be the die missing (vision/table/markers.py): neither a die
     hidden beneath nor every die found can be leaned on.
     """
     findings: list[Finding] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vision.judge.config import JudgeConfig
-from vision.judge.state import DieState
+from vision.state.model import DieState
 from vision.types import Finding, FindingReason, Verdict
 
 

@@ -39,7 +39,7 @@ from vision.pips.crops import crop_die, crops_die_top, crops_to_tensor, scaled_b
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 if TYPE_CHECKING:
-    from vision.judge.geometry import TableGeometry
+    from vision.table.geometry import TableGeometry
 
 SECOND_LOOK_BELOW = 0.90
 # The wide net's share of an unsure die's log-probabilities; 1.0 = it alone. Not chosen on data yet: no wide
@@ -114,7 +114,7 @@ class FaceReader:
 
     def probabilities(self, crops: list[ImageArray], *, turned: bool = False) -> NDArray[np.float32]:
         """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned;
-        with `turned`, every die is (the judge's closer look at a cocked die, vision/judge/probe.py). "Turned"
+        with `turned`, every die is (the judge's closer look at a cocked die, vision/state/probe.py). "Turned"
         is the second look as this reader is set: the four turns, eight with `second_look_mirror`, and with a
         registered wide model (`second_model`) that model's reading merged in, or alone at weight 1.0."""
         batch = crops_to_tensor(crops)

@@ -28,11 +28,11 @@ from lab.judge_eval.evaluate import (
 )
 from tests.vision.fakes import one_hot
 from tests.vision.test_judge_rules import FLAT, _box_at, _overhead_geometry, _state
-from vision.judge.geometry import TableGeometry
-from vision.judge.state import COCKED, STACKED, UNDER
-from vision.judge.state import FLAT as FLAT_STATE
+from vision.judge.validity import ValidityConfig
+from vision.state.model import COCKED, STACKED, UNDER
+from vision.state.model import FLAT as FLAT_STATE
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, FaceReading
-from vision.validity import ValidityConfig
 
 
 def _record(cocked_face_p: float) -> SceneRecord:

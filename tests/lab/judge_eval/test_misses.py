@@ -19,10 +19,10 @@ from datasets.format import SceneTruth, read_scene
 from lab.judge_eval.evaluate import MIN_VISIBLE, SceneRecord, one_hot, true_dice_of
 from lab.judge_eval.misses import Miss, contact_sheet, find_misses, tally
 from tests.vision.test_judge_rules import FLAT, _state
-from vision.judge.geometry import TableGeometry
-from vision.judge.state import DieState
+from vision.judge.validity import ValidityConfig
+from vision.state.model import DieState
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, FaceReading
-from vision.validity import ValidityConfig
 
 FIXTURES = Path(__file__).resolve().parents[2] / "vision" / "fixtures" / "judge"
 

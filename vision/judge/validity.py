@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from vision.judge.config import JudgeConfig
 from vision.judge.decide import judge_roll
-from vision.judge.geometry import TableGeometry
-from vision.judge.state import DieState
+from vision.state.model import DieState
+from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, FaceReading, Finding, SetAside, Verdict
 
 
@@ -96,7 +96,7 @@ def judge(
     """Judge a whole frame (candidates, readings and die states in the same order).
 
     `unsure_set_aside`: detections set aside as a marker or a table mark before the judge where the frame
-    is not surely the empty box (vision/markers.py); a short count beside one is left to a person.
+    is not surely the empty box (vision/table/markers.py); a short count beside one is left to a person.
     `frame_findings`: what the reader found of the frame itself (a camera that moved since calibration).
 
     `weak_peaks`: the detector's peaks under its score threshold (`DieDetector.detect_with_weak`); a short

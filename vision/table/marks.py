@@ -48,7 +48,8 @@ def find_table_marks(
 
     Print near the detector's threshold is boxed in one frame and not the next, so every frame is looked
     at; a mark found again (`MARK_MIN_IOU`) is kept once, with the look of the frame that found it first.
-    A marker's look lets the reader tell a marker from a see-through die lying over it (vision/markers.py).
+    A marker's look lets the reader tell a marker from a see-through die lying over it
+    (vision/table/markers.py).
     `layout_boxes_px` (face -> xyxy of each printed layout box in the frame) adds each box's look: the
     detector is weakest on print, and a change there with no die found is where a missed die may lie.
     """

@@ -27,10 +27,11 @@ class TableGeometry:
 
     camera: Camera
     layout: ThrowBoxLayout
-    # The corner markers a marker calibration left on the felt and where it saw them (vision/markers.py).
+    # The corner markers a marker calibration left on the felt and where it saw them
+    # (vision/table/markers.py).
     markers: CornerMarkers | None = None
     marker_corners_px: Mapping[int, tuple[tuple[float, float], ...]] = field(default_factory=dict, hash=False)
-    # What the detector took for dice on the empty box at calibration (vision/table_marks.py).
+    # What the detector took for dice on the empty box at calibration (vision/table/marks.py).
     marks: tuple[TableMark, ...] = ()
 
     @classmethod

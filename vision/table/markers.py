@@ -9,7 +9,7 @@ a detection, or a weak peak, whose centre lies inside a marker found whole is th
 Why only a marker found whole: an opaque die lying on a marker's sticker covers part of the marker (a die's
 centre inside the marker's square means the die hides the marker's middle), and ArUco needs the whole
 marker with its border to decode it. So a marker that is not found sets nothing aside here: its detection
-stays in the count (unless it matches the marker's look kept as a table mark, vision/table_marks.py, under
+stays in the count (unless it matches the marker's look kept as a table mark, vision/table/marks.py, under
 the same likeness bars), where an over count is `no_decision` for a person. A see-through die
 is another matter: the marker shows through it and still decodes, and the detector may box only the
 marker. So each detection set aside carries how much the frame there looks like the empty box (the

@@ -52,7 +52,7 @@ import numpy as np
 
 from vision.judge.config import JudgeConfig
 from vision.judge.size import MIN_DICE_FOR_MEDIAN
-from vision.judge.state import COCKED, WEDGED, DieState, DieStateClassifier, reference_die_px
+from vision.state.model import COCKED, WEDGED, DieState, DieStateClassifier, reference_die_px
 from vision.types import DieCandidate, FaceReading, ImageArray
 
 

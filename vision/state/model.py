@@ -48,7 +48,7 @@ class DieState:
 
     probs: tuple[float, ...]
     tilt_deg: float
-    # Found by the second look for a wedged die within a box first called no die (vision/judge/probe.py).
+    # Found by the second look for a wedged die within a box first called no die (vision/state/probe.py).
     probed: bool = False
 
     def __post_init__(self) -> None:
@@ -164,7 +164,7 @@ class DieStateClassifier:
         self, image_bgr: ImageArray, centres: Sequence[tuple[float, float]], *, ref_px: float
     ) -> tuple[DieState, ...]:
         """Classify the die the crops centred on `centres` show (a crop depends only on its centre and
-        the frame's typical die size `ref_px`): vision/judge/probe.py asks at the points of a grid."""
+        the frame's typical die size `ref_px`): vision/state/probe.py asks at the points of a grid."""
         if not centres:
             return ()
         crops = [crop_context(image_bgr, (x, y, x, y), ref_px=ref_px) for x, y in centres]
