@@ -25,8 +25,9 @@ from api.deps import Admin, DatabaseDep, IdPath, Viewer, Watcher
 from api.routes.alerts import alert_out
 from api.schemas import DB_INT_MAX
 from api.schemas.admin import AlertOut
+from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
-router = APIRouter(tags=["fairness"])
+router = APIRouter(tags=["fairness"], responses=AUTH_RESPONSES)
 
 
 class DiceSetIn(BaseModel):
@@ -83,7 +84,12 @@ def _utc(at: datetime | None) -> datetime | None:
     "/v1/tables/{table_id}/dice-sets",
     status_code=status.HTTP_201_CREATED,
     response_model=DiceSetOut,
-    responses={404: {}, 422: {}},
+    responses=errors(
+        400,
+        (404, "No such table."),
+        (422, "A malformed dice set, or out_of_play_at not after in_play_at."),
+        unprocessable=MESSAGE_OR_VALIDATION,
+    ),
 )
 def register_dice_set(table_id: str, body: DiceSetIn, principal: Admin, database: DatabaseDep) -> DiceSetOut:
     """Put a set of dice into play (admin); the set in play goes out of play and its watch ends."""
@@ -114,7 +120,11 @@ def register_dice_set(table_id: str, body: DiceSetIn, principal: Admin, database
         return DiceSetOut.model_validate(document)
 
 
-@router.get("/v1/tables/{table_id}/dice-sets", response_model=list[DiceSetOut], responses={404: {}})
+@router.get(
+    "/v1/tables/{table_id}/dice-sets",
+    response_model=list[DiceSetOut],
+    responses=errors((404, "No such table.")),
+)
 def list_dice_sets(table_id: str, _: Viewer, database: DatabaseDep) -> list[DiceSetOut]:
     """A table's dice sets, newest first (dealer, surveillance, admin)."""
     with database.read_session() as session:
@@ -126,7 +136,9 @@ def list_dice_sets(table_id: str, _: Viewer, database: DatabaseDep) -> list[Dice
         return [DiceSetOut.model_validate(fairness.set_document(r)) for r in rows]
 
 
-@router.get("/v1/tables/{table_id}/fairness", responses={404: {}, 422: {}})
+@router.get(
+    "/v1/tables/{table_id}/fairness", responses=errors((404, "No such table or dice set at it."), 422)
+)
 def fairness_report(
     table_id: str,
     _: Viewer,
@@ -154,7 +166,9 @@ def fairness_report(
 @router.post(
     "/v1/tables/{table_id}/fairness/alerts/{alert_id}/acknowledge",
     response_model=AlertOut,
-    responses={404: {}, 409: {}},
+    responses=errors(
+        400, (404, "No such dice-bias alert at this table."), (409, "The alert is already acknowledged.")
+    ),
 )
 def acknowledge_bias_alert(
     table_id: str, alert_id: IdPath, body: AcknowledgeIn, principal: Watcher, database: DatabaseDep

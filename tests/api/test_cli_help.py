@@ -16,7 +16,19 @@ import api.cli
 from api.cli import app, missing_extra_message
 
 ROOT = Path(__file__).resolve().parents[2]
-OPERATOR = {"serve", "read", "calibrate", "watch", "keys", "audit", "math", "settle"}
+OPERATOR = {
+    "serve",
+    "read",
+    "calibrate",
+    "watch",
+    "keys",
+    "audit",
+    "math",
+    "settle",
+    "fairness",
+    "train",
+    "enroll",
+}
 LAB = {
     "eval",
     "bench",
@@ -32,6 +44,7 @@ LAB = {
     "live-bench",
     "dashboard-screenshot",
     "loadtest",
+    "fuzz",
 }
 runner = CliRunner()
 
