@@ -11,11 +11,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -29,6 +30,19 @@ from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
 router = APIRouter(tags=["fairness"], responses=AUTH_RESPONSES)
 
+# A time is ISO 8601 text, as the document says (`format: date-time`): pydantic alone would also take a number
+# (`0.5`, or the text "0.5") as seconds since 1970, which the schema refuses.
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?$")
+
+
+def _iso_text(value: object) -> object:
+    if isinstance(value, datetime) or (isinstance(value, str) and _ISO_DATETIME.match(value)):
+        return value
+    raise ValueError("a time must be ISO 8601 text, e.g. 2026-12-06T18:00:00Z")
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_text)]
+
 
 class DiceSetIn(BaseModel):
     """A set of dice put into play."""
@@ -40,8 +54,10 @@ class DiceSetIn(BaseModel):
         default=False,
         description="The camera follows each die: the faces of a first roll are in the same die order.",
     )
-    in_play_at: datetime | None = Field(default=None, description="When it went into play; default now.")
-    out_of_play_at: datetime | None = Field(default=None, description="When it went out of play, if known.")
+    in_play_at: IsoDateTime | None = Field(default=None, description="When it went into play; default now.")
+    out_of_play_at: IsoDateTime | None = Field(
+        default=None, description="When it went out of play, if known."
+    )
 
 
 class DiceSetOut(BaseModel):
@@ -143,8 +159,8 @@ def fairness_report(
     table_id: str,
     _: Viewer,
     database: DatabaseDep,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: IsoDateTime | None = None,
+    until: IsoDateTime | None = None,
     dice_set_id: Annotated[int | None, Query(ge=1, le=DB_INT_MAX)] = None,
 ) -> dict[str, Any]:
     """The fairness tests of a table's dice over a window (dealer, surveillance, admin)."""
