@@ -7,6 +7,7 @@ them here, in the caller's transaction; only the routes speak HTTP.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -49,3 +50,10 @@ def raise_alert(
     )
     metrics.alerts.labels(kind=kind).inc()
     return row
+
+
+def acknowledge_alert(session: Session, row: Alert, *, actor: str, payload: dict[str, Any]) -> None:
+    """Mark an alert as dealt with by `actor`, in the audit trail too; the alert itself stays."""
+    row.acknowledged_at = datetime.now(UTC)
+    row.acknowledged_by = actor
+    audit.append(session, actor=actor, action="alert.acknowledge", subject=f"alert:{row.id}", payload=payload)

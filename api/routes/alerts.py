@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy import select
 
-from api import audit
-from api.alerts import raise_alert
+from api.alerts import acknowledge_alert, raise_alert
 from api.db.models import Alert
 from api.deps import Admin, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer, Watcher
 from api.schemas.admin import AlertIn, AlertOut
@@ -74,14 +72,6 @@ def acknowledge(alert_id: IdPath, principal: Admin, database: DatabaseDep) -> Al
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no alert {alert_id}")
         if row.acknowledged_at is not None:
             raise HTTPException(status.HTTP_409_CONFLICT, detail=f"alert {alert_id} is already acknowledged")
-        row.acknowledged_at = datetime.now(UTC)
-        row.acknowledged_by = principal.actor
-        audit.append(
-            session,
-            actor=principal.actor,
-            action="alert.acknowledge",
-            subject=f"alert:{alert_id}",
-            payload={},
-        )
+        acknowledge_alert(session, row, actor=principal.actor, payload={})
         session.flush()
         return alert_out(row)

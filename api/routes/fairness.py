@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import audit, fairness
+from api.alerts import acknowledge_alert
 from api.db.models import Alert, DiceSet, GameTable
 from api.deps import Admin, DatabaseDep, IdPath, Viewer, Watcher
 from api.routes.alerts import alert_out
@@ -198,14 +199,6 @@ def acknowledge_bias_alert(
             )
         if row.acknowledged_at is not None:
             raise HTTPException(status.HTTP_409_CONFLICT, detail=f"alert {alert_id} is already acknowledged")
-        row.acknowledged_at = datetime.now(UTC)
-        row.acknowledged_by = principal.actor
-        audit.append(
-            session,
-            actor=principal.actor,
-            action="alert.acknowledge",
-            subject=f"alert:{alert_id}",
-            payload={"note": body.note},
-        )
+        acknowledge_alert(session, row, actor=principal.actor, payload={"note": body.note})
         session.flush()
         return alert_out(row)
