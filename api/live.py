@@ -117,6 +117,23 @@ class LiveRecorder(Protocol):
 
 
 # ------------------------------------------------------------------------------------------- REST client
+class RulesDoor(Protocol):
+    """What the loop needs of the rules engine: `RulesClient`, or a table worker's spooling client
+    (api.worker)."""
+
+    def upload_evidence(self, data: bytes, *, media_type: str = "image/jpeg") -> str:
+        """Store an evidence frame; its SHA-256."""
+        ...
+
+    def post_roll(self, table_id: str, submission: RollSubmission) -> dict[str, Any]:
+        """Submit a roll; the engine's answer."""
+        ...
+
+    def close(self) -> None:
+        """Let go of connections."""
+        ...
+
+
 @dataclass
 class RulesClient:
     """The rules engine's REST door (`POST /v1/tables/{id}/rolls`, `POST /v1/evidence`) with retries.
@@ -275,7 +292,7 @@ class LiveLoop:
         items: the capture (`vision.capture.Capture`), or any iterable of frames and capture events.
         detector: the settle detector.
         reader: the loaded reader.
-        rules: the rules engine's REST client (a reader-role key).
+        rules: the rules engine's REST client (a reader-role key; a table worker's spooling client).
         recorder: where reads, evidence and alerts go.
         geometry: the table's calibration as the judge needs it (None: uncalibrated; no layout checks).
         geometry_for_clip: for a demo playing recordings, the geometry of each clip (by its path).
@@ -294,7 +311,7 @@ class LiveLoop:
         items: Iterable[CapturedFrame | CaptureEvent],
         detector: SettleDetector,
         reader: RollReader,
-        rules: RulesClient,
+        rules: RulesDoor,
         recorder: LiveRecorder,
         geometry: TableGeometry | None = None,
         geometry_for_clip: Callable[[str], TableGeometry | None] | None = None,

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from api.audit import load_evidence
 from api.auth import Role, authenticate, create_key, revoke_key
 from api.db.models import GameTable
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
+from api.live import LiveConfig, LiveLoop, LiveRead, LiveRecorder, RulesClient, RulesDoor, StoredRead
 from api.metrics import Metrics
 from api.read_records import record_read
 from api.schemas.rolls import RollSubmission
@@ -69,6 +70,39 @@ DEMO_ROUND_MOVES = ("wrong_box", "correct")
 DEMO_EXTRA_ROLL_WAGER: dict[str, Any] = {"seat": 1, "kind": "extra_roll", "amount": "5.00"}
 
 
+def evidence_jpeg(frame: CapturedFrame, roll: Roll) -> bytes | None:
+    """The read's evidence frame: the at-rest frame annotated with what was read, as JPEG (None: not
+    encodable)."""
+    import cv2
+
+    from api.read_document import annotate_read
+
+    ok, encoded = cv2.imencode(".jpg", annotate_read(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
+    return bytes(encoded) if ok else None
+
+
+def live_read_document(frame: CapturedFrame, roll: Roll, extra: dict[str, Any]) -> dict[str, Any]:
+    """The stored document of a live read: the read document with the loop's extras, its frame id, and
+    `source: live` (the same whether the service's own loop or a table worker made it)."""
+    from api.read_document import read_document
+
+    return {**read_document(roll), **extra, "frame_id": frame.frame_id, "source": "live"}
+
+
+def live_read_details(document: dict[str, Any]) -> dict[str, Any]:
+    """What a live read's audit entry and `read` event carry beside its verdict and faces."""
+    return {
+        "reasons": document["reasons"],
+        "winner": document["winner"],
+        "match_count": document["match_count"],
+        "frame_id": document["frame_id"],
+        "calibration_id": document.get("calibration_id"),
+        "source": "live",
+        "layout": document.get("layout"),
+        "extra_roll": document.get("extra_roll"),
+    }
+
+
 @dataclass
 class DatabaseRecorder:
     """Stores reads (with their annotated evidence frames) and alerts in the service's database."""
@@ -82,14 +116,9 @@ class DatabaseRecorder:
         self, *, table_id: str, frame: CapturedFrame, roll: Roll, extra: dict[str, Any]
     ) -> StoredRead:
         """Annotate and store the frame, store the read, audit it and publish a `read` event."""
-        import cv2
-
-        from api.read_document import annotate_read, read_document
-
-        ok, encoded = cv2.imencode(".jpg", annotate_read(frame.image, roll), [cv2.IMWRITE_JPEG_QUALITY, 85])
-        jpeg = bytes(encoded) if ok else None
+        jpeg = evidence_jpeg(frame, roll)
         read_id = uuid.uuid4().hex
-        document = {**read_document(roll), **extra, "frame_id": frame.frame_id, "source": "live"}
+        document = live_read_document(frame, roll, extra)
         with self.database.session() as session:
             sha256 = record_read(
                 session,
@@ -99,16 +128,7 @@ class DatabaseRecorder:
                 document=document,
                 evidence_jpeg=jpeg,
                 actor=self.actor,
-                details={
-                    "reasons": document["reasons"],
-                    "winner": document["winner"],
-                    "match_count": document["match_count"],
-                    "frame_id": frame.frame_id,
-                    "calibration_id": extra.get("calibration_id"),
-                    "source": "live",
-                    "layout": extra.get("layout"),
-                    "extra_roll": extra.get("extra_roll"),
-                },
+                details=live_read_details(document),
             )
         self.metrics.reads.labels(verdict=str(document["verdict"])).inc()
         return StoredRead(read_id=read_id, evidence_sha256=sha256, evidence_jpeg=jpeg)
@@ -291,6 +311,82 @@ class PacedDemoGrabber:
         """Stop playing."""
         self.inner.close()
         self._round = self._held = None
+
+
+def demo_loop(
+    *,
+    config: LiveConfig,
+    clips_dir: Path,
+    reader: Any,
+    rules: RulesDoor,
+    recorder: LiveRecorder,
+    on_clip: Callable[[str], bool | None],
+    on_read: Callable[[LiveRead], None] | None = None,
+    upload_evidence: bool = False,
+) -> LiveLoop:
+    """The live loop of a demo table: its camera plays the throw clips in `clips_dir` (and the whole rounds
+    of `api/demo_rounds/`) in real time, each clip read through the camera it was rendered with
+    (`clip_geometry`), `on_clip` (the croupier) readying a round before each throw. The service's demo table
+    and a table worker's `<demo clips>` tables both run this."""
+    from vision.capture import Capture, CaptureConfig
+    from vision.settle import SettleDetector
+
+    capture = Capture(
+        PacedDemoGrabber(clips_dir, rounds_dir=DEMO_ROUNDS if DEMO_ROUNDS.is_dir() else None),
+        table_id=config.table_id,
+        source_id="demo",
+        config=CaptureConfig(realtime=True),
+    )
+
+    def demo_geometry(clip: str) -> TableGeometry | None:
+        geometry, cal_id = clip_geometry(clip)
+        loop.calibration_id = cal_id
+        return geometry
+
+    loop = LiveLoop(
+        config=config,
+        items=capture,
+        detector=SettleDetector(),
+        reader=reader,
+        rules=rules,
+        recorder=recorder,
+        geometry_for_clip=demo_geometry,
+        on_clip=on_clip,
+        on_read=on_read,
+        upload_evidence=upload_evidence,
+    )
+    return loop
+
+
+def camera_loop(
+    *,
+    config: LiveConfig,
+    source: str,
+    geometry: TableGeometry | None,
+    reader: Any,
+    rules: RulesDoor,
+    recorder: LiveRecorder,
+    on_read: Callable[[LiveRead], None] | None = None,
+    upload_evidence: bool = False,
+) -> LiveLoop:
+    """The live loop of a table's camera (`vision.capture.open_capture`'s sources), the settle detector
+    watching only the throw box where the table is calibrated. The service's live tables and a table
+    worker's tables both run this."""
+    from vision.capture import CaptureConfig, open_capture
+    from vision.settle import SettleDetector
+
+    return LiveLoop(
+        config=config,
+        # A recording (a file, `demo`) plays at its recorded pace, as a camera would deliver it.
+        items=open_capture(source, table_id=config.table_id, config=CaptureConfig(realtime=True)),
+        detector=SettleDetector(roi_xy=box_outline_px(geometry)),
+        reader=reader,
+        rules=rules,
+        recorder=recorder,
+        geometry=geometry,
+        on_read=on_read,
+        upload_evidence=upload_evidence,
+    )
 
 
 class RoundEndedError(RuntimeError):
@@ -563,9 +659,6 @@ class LiveService:
         reader: Any,
         recorder: DatabaseRecorder,
     ) -> LiveLoop:
-        from vision.capture import Capture, CaptureConfig, open_capture
-        from vision.settle import SettleDetector
-
         key = (
             self.settings.rules_key.get_secret_value()
             if self.settings.rules_key is not None
@@ -582,33 +675,16 @@ class LiveService:
             )
             self._clients.append(dealer)
             croupier = DemoCroupier(dealer)
-            capture = Capture(
-                PacedDemoGrabber(
-                    self.settings.demo_clips_dir, rounds_dir=DEMO_ROUNDS if DEMO_ROUNDS.is_dir() else None
-                ),
-                table_id=table_id,
-                source_id="demo",
-                config=CaptureConfig(realtime=True),
-            )
-
-            def demo_geometry(clip: str) -> TableGeometry | None:
-                geometry, cal_id = clip_geometry(clip)
-                loop.calibration_id = cal_id
-                return geometry
-
-            loop = LiveLoop(
+            return demo_loop(
                 config=LiveConfig(table_id=table_id, expected_dice=expected),
-                items=capture,
-                detector=SettleDetector(),
+                clips_dir=self.settings.demo_clips_dir,
                 reader=reader,
                 rules=rules,
                 recorder=recorder,
-                geometry_for_clip=demo_geometry,
                 on_clip=croupier.prepare,
                 on_read=on_read,
                 upload_evidence=self.settings.rules_url is not None,
             )
-            return loop
         geometry = None
         if calibration_id:
             from calibration.store import load_table
@@ -624,19 +700,16 @@ class LiveService:
                     message=stale,
                     data={"calibration_id": calibration_id},
                 )
-        loop = LiveLoop(
+        return camera_loop(
             config=LiveConfig(table_id=table_id, expected_dice=expected, calibration_id=calibration_id),
-            # A recording (a file, `demo`) plays at its recorded pace, as a camera would deliver it.
-            items=open_capture(source, table_id=table_id, config=CaptureConfig(realtime=True)),
-            detector=SettleDetector(roi_xy=box_outline_px(geometry)),
+            source=source,
+            geometry=geometry,
             reader=reader,
             rules=rules,
             recorder=recorder,
-            geometry=geometry,
             on_read=on_read,
             upload_evidence=self.settings.rules_url is not None,
         )
-        return loop
 
     def _count_read(self, read: LiveRead) -> None:
         log.info(

@@ -26,6 +26,7 @@ OPERATOR = {
     "math",
     "settle",
     "fairness",
+    "worker",
     "train",
     "enroll",
 }
