@@ -93,20 +93,6 @@ def live_read_document(frame: CapturedFrame, roll: Roll, extra: dict[str, Any]) 
     return {**read_document(roll), **extra, "frame_id": frame.frame_id, "source": "live"}
 
 
-def live_read_details(document: dict[str, Any]) -> dict[str, Any]:
-    """What a live read's audit entry and `read` event carry beside its verdict and faces."""
-    return {
-        "reasons": document["reasons"],
-        "winner": document["winner"],
-        "match_count": document["match_count"],
-        "frame_id": document["frame_id"],
-        "calibration_id": document.get("calibration_id"),
-        "source": "live",
-        "layout": document.get("layout"),
-        "extra_roll": document.get("extra_roll"),
-    }
-
-
 @dataclass
 class DatabaseRecorder:
     """Stores reads (with their annotated evidence frames) and alerts in the service's database."""
