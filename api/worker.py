@@ -65,6 +65,10 @@ WORKER_ID = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 LEASE_RETRY_S = 1.0  # how often a worker asks for a table it does not hold
 REPLAY_RETRY_S = 0.5  # how often the courier tries the spool's head while the service does not answer
 LOOP_RESTART_S = 5.0  # after a table's loop ended or could not start, before the worker tries it again
+# A worker takes a free table at once while it holds none, and only after wanting it this much longer for
+# each table it holds already: workers started together spread the tables between them (no worker knows
+# of the others), while an orphaned table, wanted all along, is taken as soon as its lease expires.
+TAKE_STAGGER_S = 2.0
 SUPERSEDED = "lease_superseded"
 
 
@@ -644,7 +648,7 @@ class TableLease:
 
     table_id: str
     worker_id: str
-    state: str = "waiting"  # waiting (never held), leased, lost (held, then refused on renewal)
+    state: str = "waiting"  # waiting (not held), leased, lost (held, then refused: tried again), released
     epoch: int | None = None
     expires_at: str | None = None
     ttl_s: float = 5.0
@@ -687,6 +691,8 @@ class TableRunner:
         self.last_frame_at: str | None = None
         self.throws_read = 0
         self.lease_taken_at: str | None = None
+        self.wanted_since = time.monotonic()  # since when this worker has wanted the table (not holding it)
+        self.retry_at = 0.0  # after a loop that could not start: not before then
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"worker-{table_id}", daemon=True)
@@ -707,6 +713,8 @@ class TableRunner:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
+                if self.loop is not None and not self.lease.held:  # lost: stop it (if not stopped yet)
+                    self._stop_loop()
                 if self.loop is None:
                     if not self._take():
                         self._stop.wait(LEASE_RETRY_S)
@@ -717,7 +725,7 @@ class TableRunner:
                     log.error("table %s: the live loop ended; its lease is released", self.table_id)
                     self._stop_loop()
                     self.release()
-                    self.lease.state = "waiting"
+                    self._not_holding("waiting")
                     self._stop.wait(LOOP_RESTART_S)
                     continue
                 self._renew()
@@ -747,6 +755,14 @@ class TableRunner:
         self.lease.holder = self.worker.worker_id
 
     def _take(self) -> bool:
+        with self.worker.taking:  # one table at a time, so each sees how many this worker holds
+            held = sum(r.lease.held for r in self.worker.runners.values())
+            now = time.monotonic()
+            if now < self.retry_at or now - self.wanted_since < held * TAKE_STAGGER_S:
+                return False
+            return self._take_now()
+
+    def _take_now(self) -> bool:
         response = self._lease_call()
         if response is None or response.status_code >= 500:
             return False
@@ -778,8 +794,8 @@ class TableRunner:
                 data={"error": str(exc), "worker_id": self.worker.worker_id},
             )
             self.release()
-            self.lease.state = "waiting"
-            self._stop.wait(LOOP_RESTART_S)
+            self._not_holding("waiting")
+            self.retry_at = time.monotonic() + LOOP_RESTART_S
             return False
         loop.items = _Stamped(loop.items, self._frame_seen)
         self.loop = loop
@@ -820,9 +836,13 @@ class TableRunner:
                 return  # a roll of an older lease was refused: the loop running now is not concerned
             if self.lease.state != "leased":
                 return
-            self.lease.state = "lost"
+            self._not_holding("lost")
         log.error("table %s: lease lost (%s); its loop is stopped", self.table_id, why)
         threading.Thread(target=self._stop_loop, name=f"stop-{self.table_id}", daemon=True).start()
+
+    def _not_holding(self, state: str) -> None:
+        self.lease.state = state
+        self.wanted_since = time.monotonic()
 
     def _stop_loop(self) -> None:
         with self._lock:
@@ -910,6 +930,7 @@ class Worker:
         self.reader = reader
         self.demo_clips_dir = demo_clips_dir
         self.started_at = now_iso()
+        self.taking = threading.Lock()
         self.runners = {t: TableRunner(self, t) for t in dict.fromkeys(tables)}
 
     def _holds(self, table_id: str, epoch: int | None) -> bool:
@@ -939,7 +960,7 @@ class Worker:
         for runner in self.runners.values():
             if runner.lease.held:
                 runner.release()
-                runner.lease.state = "waiting"
+                runner.lease.state = "released"
         self.control.close()
         self.outbox.client.close()
         if self.croupier_client is not None:

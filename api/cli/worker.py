@@ -69,6 +69,7 @@ def register(app: typer.Typer) -> None:
         from api.worker import Worker, WorkerError, serve_health
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
         key = _read_key(key_file, "--key-file")
         croupier_key = (
             None if croupier_key_file is None else _read_key(croupier_key_file, "--croupier-key-file")
