@@ -8,11 +8,12 @@ table's lease at the service (docs/floor.md, WORKER_CONTRACT.md):
     lease every TTL/3 -> stop the loop at once when a renewal is refused (409: another worker holds it)
 
 Everything the loops send (evidence frames, reads, rolls, alerts, and the demo croupier's steps) goes
-through one `Outbox`: sent at once while the service answers and nothing waits in the spool; otherwise
-kept in the `Spool` (a stdlib sqlite3 file, in order) and replayed strictly in that order by the outbox's
-courier thread once the service answers again. Rolls carry the lease epoch (`X-Throwbox-Lease-Epoch`), so
-the service refuses (409 `lease_superseded`) a spooled roll of a table another worker has taken over since;
-such a refusal is kept in the spool's dead letters, logged, and shown on /healthz, never retried.
+through one `Outbox`: sent at once while the service answers and nothing of that table waits in the spool;
+otherwise kept in the `Spool` (a stdlib sqlite3 file, in order) and replayed strictly in that order (each
+table's requests in the order made, by a courier thread per table) once the service answers again.
+Rolls carry the lease epoch (`X-Throwbox-Lease-Epoch`), so the service refuses (409 `lease_superseded`) a
+spooled roll of a table another worker has taken over since; such a refusal is kept in the spool's dead
+letters, logged, and shown on /healthz, never retried.
 
 Several `--service` URLs (replicas of one service) are tried in turn (`FailoverTransport`): a replica that
 refuses the connection is skipped for the next one.
@@ -199,6 +200,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     body BLOB NOT NULL, content_type TEXT NOT NULL, headers TEXT NOT NULL, epoch INTEGER,
     spooled_at TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS outbox_by_table ON outbox (table_id, seq);
 CREATE TABLE IF NOT EXISTS dead_letters (
     seq INTEGER PRIMARY KEY,
     kind TEXT NOT NULL, table_id TEXT NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL,
@@ -266,10 +268,13 @@ class Spool:
         assert seq is not None
         return seq
 
-    def head(self) -> Outgoing | None:
-        """The oldest waiting request (None: the spool is empty)."""
+    def head(self, table_id: str | None = None) -> Outgoing | None:
+        """The oldest waiting request (of `table_id`; None: nothing waits)."""
+        where, args = ("", ()) if table_id is None else (" WHERE table_id = ?", (table_id,))
         with self._lock:
-            row = self._db.execute(f"SELECT seq, {_COLUMNS} FROM outbox ORDER BY seq LIMIT 1").fetchone()
+            row = self._db.execute(
+                f"SELECT seq, {_COLUMNS} FROM outbox{where} ORDER BY seq LIMIT 1", args
+            ).fetchone()
         if row is None:
             return None
         seq, kind, table_id, method, path, body, content_type, headers, epoch = row
@@ -299,11 +304,17 @@ class Spool:
                 raise
             self._db.execute("COMMIT")
 
-    def depth(self) -> int:
-        """How many requests wait."""
+    def depth(self, table_id: str | None = None) -> int:
+        """How many requests wait (of `table_id`)."""
+        where, args = ("", ()) if table_id is None else (" WHERE table_id = ?", (table_id,))
         with self._lock:
-            (n,) = self._db.execute("SELECT count(*) FROM outbox").fetchone()
+            (n,) = self._db.execute(f"SELECT count(*) FROM outbox{where}", args).fetchone()
         return int(n)
+
+    def tables(self) -> list[str]:
+        """The tables with requests waiting."""
+        with self._lock:
+            return [t for (t,) in self._db.execute("SELECT DISTINCT table_id FROM outbox ORDER BY table_id")]
 
     def dead_letters(self, limit: int = 20) -> tuple[int, list[dict[str, Any]]]:
         """How many dead letters there are, and the last `limit` of them (newest first)."""
@@ -346,14 +357,17 @@ def is_superseded(response: httpx.Response) -> bool:
 
 
 class Outbox:
-    """Every request of a worker's loops, in order (see the module docstring).
+    """Every request of a worker's loops, in order per table (see the module docstring).
 
-    `submit` sends at once while the service answers and the spool is empty, and returns the answer; else
-    it spools the request and returns None. The courier thread replays the spool from its head, strictly
-    in order: a request the service does not answer stays at the head and is tried again every
-    `retry_s`; a 2xx answer removes it; a refusal (4xx) makes it a dead letter (a refused roll also
-    raises a `roll_not_posted` alert, as the in-process loop does, unless it was `lease_superseded`).
-    While anything is spooled, new requests queue behind it, so the service sees them in the order made.
+    `submit` sends at once while the service answers and nothing of that table waits in the spool, and
+    returns the answer; else it spools the request and returns None. Each table has a courier thread (its
+    lane) that replays the table's spooled requests from the oldest, strictly in the order they were
+    made: one the service does not answer stays first and is tried again every `retry_s`; a 2xx answer
+    removes it; a refusal (4xx) makes it a dead letter (a refused roll also raises a `roll_not_posted`
+    alert, as the in-process loop does, unless it was `lease_superseded`). While anything of a table is
+    spooled, its new requests queue behind it, so the service sees each table's requests in the order
+    made. Tables are independent of each other (no request of one depends on another's), so their lanes
+    replay side by side: a floor of tables catches up after an outage as fast as the service answers.
     """
 
     def __init__(
@@ -373,51 +387,76 @@ class Outbox:
         self.croupiers: dict[str, Callable[[str], bool | None]] = {}
         self.last_roll: dict[str, dict[str, Any]] = {}
         self.replayed = 0
-        self.outage_started: float | None = None  # monotonic time the service stopped answering
-        self.last_outage: dict[str, Any] | None = None  # the last outage: spooled, replayed, seconds
-        self._spooled_in_outage = 0
-        self._down = False
+        self.last_outage: dict[str, Any] | None = None  # the last outage a table's lane replayed
+        self._outages: dict[str, tuple[float, int]] = {}  # table -> (monotonic start, requests spooled)
         self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._lanes: dict[str, threading.Event] = {}  # table -> its courier's wake-up
+        self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._started = False
 
     @property
     def down(self) -> bool:
-        """The service did not answer the last request, and the spool is not replayed yet."""
-        return self._down
+        """A request of some table got no answer, and that table's spool is not replayed yet."""
+        return bool(self._outages)
 
     def start(self) -> None:
-        """Start the courier (it first replays whatever a previous run left in the spool)."""
-        self._thread = threading.Thread(target=self._courier, name="worker-courier", daemon=True)
-        self._thread.start()
+        """Start the couriers: first of the tables a previous run left requests of in the spool."""
+        with self._lock:
+            self._started = True
+            for table_id in self.spool.tables():
+                self._outages.setdefault(table_id, (time.monotonic(), self.spool.depth(table_id)))
+                self._lane(table_id)
+
+    def _lane(self, table_id: str) -> threading.Event:
+        # Under self._lock.
+        wake = self._lanes.get(table_id)
+        if wake is None:
+            wake = self._lanes[table_id] = threading.Event()
+            if self._started:
+                thread = threading.Thread(
+                    target=self._courier, args=(table_id, wake), name=f"courier-{table_id}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+        return wake
 
     def stop(self, drain_s: float = 0.0) -> None:
-        """Stop the courier, after up to `drain_s` seconds of trying to empty the spool."""
+        """Stop the couriers, after up to `drain_s` seconds of trying to empty the spool."""
         deadline = time.monotonic() + drain_s
         while self.spool.depth() and time.monotonic() < deadline:
-            self._wake.set()
             time.sleep(0.05)
         self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(30)
+        with self._lock:
+            for wake in self._lanes.values():
+                wake.set()
+        for thread in self._threads:
+            thread.join(30)
 
     def _spool(self, item: Outgoing, why: str) -> None:
         # Under self._lock.
-        if not self._down:
-            self._down = True
-            self.outage_started = time.monotonic()
-            self._spooled_in_outage = 0
-            log.warning("service not answering (%s): spooling from %s on", why, item.describe())
-        self._spooled_in_outage += 1
+        if item.table_id not in self._outages:
+            self._outages[item.table_id] = (time.monotonic(), 0)
+            log.warning(
+                "table %s: service not answering (%s): spooling from %s on",
+                item.table_id,
+                why,
+                item.describe(),
+            )
+        started, count = self._outages[item.table_id]
+        self._outages[item.table_id] = (started, count + 1)
         self.spool.push(item)
-        self._wake.set()
+        self._lane(item.table_id).set()
+
+    def _must_wait(self, table_id: str) -> bool:
+        # Under self._lock.
+        return table_id in self._outages or self.spool.depth(table_id) > 0
 
     def submit(self, item: Outgoing) -> httpx.Response | None:
-        """Send `item` now if nothing waits before it, else spool it; the answer (None: spooled)."""
+        """Send `item` now if nothing of its table waits before it, else spool it; the answer (None:
+        spooled)."""
         with self._lock:
-            if self._down or self.spool.depth():
+            if self._must_wait(item.table_id):
                 self._spool(item, "requests wait in the spool")
                 return None
         try:
@@ -433,7 +472,7 @@ class Outbox:
         (and run on replay) while the service does not answer. True: it ended the waiting round."""
         item = Outgoing("croupier", table_id, "CROUPIER", clip, epoch=epoch)
         with self._lock:
-            if self._down or self.spool.depth():
+            if self._must_wait(table_id):
                 self._spool(item, "requests wait in the spool")
                 return False
         try:
@@ -482,15 +521,15 @@ class Outbox:
         if item.kind == "roll" and is_superseded(response):
             self.on_superseded(item.table_id, item.epoch)
 
-    def _courier(self) -> None:
+    def _courier(self, table_id: str, wake: threading.Event) -> None:
         while not self._stop.is_set():
-            item = self.spool.head()
+            item = self.spool.head(table_id)
             if item is None:
                 with self._lock:
-                    if self._down and not self.spool.depth():
-                        self._end_outage()
-                self._wake.wait(1.0)
-                self._wake.clear()
+                    if table_id in self._outages and not self.spool.depth(table_id):
+                        self._end_outage(table_id)
+                wake.wait(1.0)
+                wake.clear()
                 continue
             try:
                 self._replay(item)
@@ -501,16 +540,16 @@ class Outbox:
                 log.exception("replay of %s failed", item.describe())
                 self._stop.wait(self.retry_s)
 
-    def _end_outage(self) -> None:
-        # Under self._lock: the spool is empty and was replayed.
-        self._down = False
-        seconds = None if self.outage_started is None else time.monotonic() - self.outage_started
+    def _end_outage(self, table_id: str) -> None:
+        # Under self._lock: the table's spool is empty and was replayed.
+        started, count = self._outages.pop(table_id)
         self.last_outage = {
-            "spooled": self._spooled_in_outage,
-            "seconds": None if seconds is None else round(seconds, 2),
+            "table_id": table_id,
+            "spooled": count,
+            "seconds": round(time.monotonic() - started, 2),
             "ended_at": now_iso(),
         }
-        log.warning("service answers again: %d spooled requests replayed in order", self._spooled_in_outage)
+        log.warning("table %s: service answers again: %d spooled requests replayed in order", table_id, count)
 
     def _replay(self, item: Outgoing) -> None:
         assert item.seq is not None
