@@ -187,3 +187,43 @@ def test_failover_moves_to_the_next_replica_that_accepts_the_connection() -> Non
     assert f"Host: 127.0.0.1:{alive}".encode() in got[0]
     with pytest.raises(ValueError, match="same path"):
         FailoverTransport(["http://a:1/x", "http://b:1/y"])
+
+
+def test_each_table_replays_in_its_own_lane_and_one_stuck_table_holds_up_no_other(tmp_path: Path) -> None:
+    fake = FakeService()
+    refused_for = {"T1"}  # the service does not answer T1's requests (say, a lock held on its lease row)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if fake.up and any(f"/tables/{t}/" in request.url.path for t in refused_for):
+            raise httpx.ReadTimeout("no answer", request=request)
+        return fake.handle(request)
+
+    def table_roll(table: str, n: int) -> Outgoing:
+        body = {"roll_id": f"{table}-{n}", "source": "reader", "verdict": "valid", "faces": [1]}
+        path = f"/v1/tables/{table}/rolls"
+        return Outgoing.json("roll", table, "POST", path, body, headers={EPOCH_HEADER: "1"}, epoch=1)
+
+    spool = Spool(tmp_path / "s")
+    outbox = Outbox(httpx.Client(transport=httpx.MockTransport(handle), base_url="http://svc"), spool)
+    outbox.retry_s = 0.05
+    outbox.start()
+    try:
+        for n in range(3):
+            for table in ("T1", "T2"):
+                assert outbox.submit(table_roll(table, n)) is None  # down: spooled
+        fake.up = True
+        wait_for(lambda: spool.depth("T2") == 0)
+        assert [b["roll_id"] for _, _, b in fake.taken] == ["T2-0", "T2-1", "T2-2"]
+        assert spool.depth("T1") == 3 and outbox.down
+        # T2 is answered again: its next request goes at once; T1's still queue behind its spool.
+        response = outbox.submit(table_roll("T2", 3))
+        assert response is not None and response.status_code == 201
+        assert outbox.submit(table_roll("T1", 3)) is None
+        refused_for.clear()
+        wait_for(lambda: spool.depth() == 0 and not outbox.down)
+        assert [b["roll_id"] for _, _, b in fake.taken if b["roll_id"].startswith("T1")] == [
+            f"T1-{n}" for n in range(4)
+        ]
+    finally:
+        outbox.stop()
+        spool.close()
