@@ -732,6 +732,7 @@ class TableRunner:
         self.lease_taken_at: str | None = None
         self.wanted_since = time.monotonic()  # since when this worker has wanted the table (not holding it)
         self.retry_at = 0.0  # after a loop that could not start: not before then
+        self._draining = False  # the worker is stopping: no new lease, no loop
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"worker-{table_id}", daemon=True)
@@ -743,8 +744,16 @@ class TableRunner:
     def start(self) -> None:
         self._thread.start()
 
+    def pause(self) -> None:
+        """Stop the loop and take no lease any more; a lease held is still renewed (while the spool is
+        replayed on the way out, so its rolls are not refused as another worker's)."""
+        with self.worker.taking:  # not while a take is under way: that loop would start after this
+            self._draining = True
+        self._stop_loop()
+
     def stop(self) -> None:
         """Stop the loop and the lease thread (the lease is released by `Worker.stop`)."""
+        self._draining = True
         self._stop.set()
         self._thread.join(15)
         self._stop_loop()
@@ -754,20 +763,19 @@ class TableRunner:
             try:
                 if self.loop is not None and not self.lease.held:  # lost: stop it (if not stopped yet)
                     self._stop_loop()
-                if self.loop is None:
-                    if not self._take():
-                        self._stop.wait(LEASE_RETRY_S)
-                    continue
-                if self._stop.wait(max(0.2, self.lease.ttl_s / 3.0)):
-                    break
-                if not self._loop_alive():
-                    log.error("table %s: the live loop ended; its lease is released", self.table_id)
-                    self._stop_loop()
-                    self.release()
-                    self._not_holding("waiting")
-                    self._stop.wait(LOOP_RESTART_S)
-                    continue
-                self._renew()
+                if self.lease.held and (self.loop is not None or self._draining):
+                    if self._stop.wait(max(0.2, self.lease.ttl_s / 3.0)):
+                        break
+                    if not self._draining and not self._loop_alive():
+                        log.error("table %s: the live loop ended; its lease is released", self.table_id)
+                        self._stop_loop()
+                        self.release()
+                        self._not_holding("waiting")
+                        self._stop.wait(LOOP_RESTART_S)
+                        continue
+                    self._renew()
+                elif self._draining or not self._take():
+                    self._stop.wait(LEASE_RETRY_S)
             except Exception:  # the table's thread must not die: log, wait, go on
                 log.exception("table %s: lease thread error", self.table_id)
                 self._stop.wait(LEASE_RETRY_S)
@@ -797,7 +805,7 @@ class TableRunner:
         with self.worker.taking:  # one table at a time, so each sees how many this worker holds
             held = sum(r.lease.held for r in self.worker.runners.values())
             now = time.monotonic()
-            if now < self.retry_at or now - self.wanted_since < held * TAKE_STAGGER_S:
+            if self._draining or now < self.retry_at or now - self.wanted_since < held * TAKE_STAGGER_S:
                 return False
             return self._take_now()
 
@@ -992,10 +1000,13 @@ class Worker:
             runner.start()
 
     def stop(self, *, drain_s: float = 10.0) -> None:
-        """Stop every loop, try `drain_s` seconds to empty the spool, release the leases, close."""
+        """Stop every loop, try `drain_s` seconds to empty the spool (the leases still renewed), release
+        the leases, close."""
+        for runner in self.runners.values():
+            runner.pause()
+        self.outbox.stop(drain_s=drain_s)
         for runner in self.runners.values():
             runner.stop()
-        self.outbox.stop(drain_s=drain_s)
         for runner in self.runners.values():
             if runner.lease.held:
                 runner.release()
