@@ -208,6 +208,8 @@ class WebhookDelivery(Base):
     delivered_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     failed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # A dispatcher that took this delivery to POST it holds it until then (replicas: one POST at a time).
+    claimed_until: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class Alert(Base):
