@@ -28,8 +28,7 @@ def register(app: typer.Typer) -> None:
         try:
             database = Database(settings.resolved_database_url)
             try:
-                before = database.current_revision()
-                database.migrate()
+                before = database.migrate()  # read under the upgrade's lock
                 after = database.current_revision()
             finally:
                 database.dispose()

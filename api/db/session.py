@@ -113,14 +113,15 @@ class Database:
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         return config
 
-    def migrate(self) -> None:
-        """Bring the schema to the latest Alembic revision.
+    def migrate(self) -> str | None:
+        """Bring the schema to the latest Alembic revision; return the revision it found (None: empty).
 
         On PostgreSQL the upgrade runs under a transaction-level advisory lock, so several processes
         upgrading at once (replicas starting together, two `throwbox db upgrade`) run it once: the others
         wait, then find the schema at head and do nothing.
         """
         from alembic import command
+        from alembic.runtime.migration import MigrationContext
 
         if self._sqlite_dir is not None:
             self._sqlite_dir.mkdir(parents=True, exist_ok=True)
@@ -131,11 +132,13 @@ class Database:
                     connection.execute(
                         text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
                     )
+                before = MigrationContext.configure(connection).get_current_revision()
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
                 connection.commit()
         except Exception as exc:
             raise DatabaseError(f"cannot migrate the database: {self._describe(exc)}") from exc
+        return before
 
     def head_revision(self) -> str:
         """The newest revision of this code's migrations."""
@@ -150,6 +153,8 @@ class Database:
         """The database's schema revision (None: never migrated)."""
         from alembic.runtime.migration import MigrationContext
 
+        if self._sqlite_dir is not None and not self._sqlite_dir.exists():
+            return None  # never created: not migrated (and reading it must not create it)
         try:
             with self.engine.connect() as connection:
                 revision = MigrationContext.configure(connection).get_current_revision()
