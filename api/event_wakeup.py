@@ -111,10 +111,19 @@ class EventWakeup:
         connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
         return connection
 
+    @staticmethod
+    def supported(database: Database) -> bool:
+        """True on PostgreSQL through psycopg (3), the driver this listener speaks."""
+        return not database.is_sqlite and database.engine.dialect.driver == "psycopg"
+
     def _run(self) -> None:
+        failing = False
         while not self._stop.is_set():
             try:
                 with self._connect() as connection:
+                    if failing:
+                        log.info("event listener listening again")
+                    failing = False
                     self.connections += 1
                     self._listening.set()
                     self.wake()  # whatever was committed while no one listened
@@ -127,8 +136,9 @@ class EventWakeup:
                         if heard == 0 and connection.closed:
                             break
             except Exception as exc:  # a refused or dropped connection: poll meanwhile, then reconnect
-                if not self._stop.is_set():
+                if not self._stop.is_set() and not failing:  # once per outage, not once per retry
                     log.warning("event listener lost its connection (%s); reconnecting", type(exc).__name__)
+                failing = True
             finally:
                 self._listening.clear()
             self._stop.wait(self._reconnect_s)

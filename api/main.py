@@ -91,7 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         else:
             database.check_at_head()
         wakeup = None
-        if not database.is_sqlite:
+        if EventWakeup.supported(database):
             wakeup = EventWakeup(database)
             wakeup.start()
             app.state.event_wakeup = wakeup
