@@ -408,6 +408,15 @@ def test_external_workers_leave_camera_tables_to_the_workers(tmp_path: Path) -> 
     assert live_tables(external=True) == ([], None)
 
 
+def test_the_demo_table_is_left_to_a_worker_with_its_clips(service_factory: ServiceFactory) -> None:
+    with service_factory(demo=True, external_workers=True) as svc:
+        config = svc.ok("GET", "/v1/tables/demo/live-config", "worker")
+        assert (config["game"], config["dice"], config["camera_source"]) == ("hrd10", 10, "<demo clips>")
+        time.sleep(0.5)  # the in-process loops would have made their keys by now, had they started
+        names = {key["name"] for key in svc.ok("GET", "/v1/keys", "admin")}
+        assert "demo-dashboard" in names and not any(n.startswith(("live-", "demo-croupier")) for n in names)
+
+
 def test_settings_read_the_worker_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("THROWBOX_EXTERNAL_WORKERS", "true")
     monkeypatch.setenv("THROWBOX_LEASE_TTL_S", "2.5")
