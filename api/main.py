@@ -13,11 +13,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
 from api import fairness as fairness_watch
-from api.auth import ALL_ROLES
+from api.auth import ALL_BUT_WORKER
 from api.db.session import Database
 from api.deps import require
 from api.event_wakeup import EventWakeup
 from api.events import WebhookDispatcher
+from api.leases import WorkerMonitor
 from api.live_service import LiveService
 from api.metrics import Metrics, install
 from api.routes import (
@@ -38,6 +39,7 @@ from api.routes import (
     rounds,
     settle,
     tables,
+    workers,
 )
 from api.schemas.errors import AUTH_RESPONSES
 from api.settings import Settings
@@ -109,6 +111,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 timeout_s=settings.webhook_timeout_s,
             )
             dispatcher.start()
+        # Table workers' leases: a lease that expires without a release raises `worker_lost` (api/leases.py).
+        monitor = WorkerMonitor(
+            database=database,
+            webhook_urls=settings.webhook_urls,
+            metrics=metrics,
+            interval_s=settings.worker_check_s,
+        )
+        monitor.start()
         # The live table loops (demo table, cameras): they post to this service once it answers.
         live = LiveService(settings=settings, database=database, metrics=metrics, app_state=app.state)
         app.state.live = live
@@ -117,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             live.stop()
+            monitor.stop()
             if dispatcher is not None:
                 dispatcher.stop()
             if wakeup is not None:
@@ -155,10 +166,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)
-    # The settle calculator changes nothing, but like every route it needs a key (any role).
-    app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))], responses=AUTH_RESPONSES)
+    # The settle calculator changes nothing, but like every route it needs a key (any role but a worker's).
+    app.include_router(
+        settle.router, dependencies=[Depends(require(*ALL_BUT_WORKER))], responses=AUTH_RESPONSES
+    )
     app.include_router(reads.router)
     app.include_router(read_results.router)
+    app.include_router(workers.router)
     dashboard.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)

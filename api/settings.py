@@ -103,6 +103,17 @@ class Settings(BaseSettings):
     demo_clips: Path | None = Field(
         default=None, description="Throw clips the demo table plays; default the ones in api/demo_clips."
     )
+    # Table workers apart from the service (issue 50; api/leases.py, api/routes/workers.py).
+    external_workers: bool = Field(
+        default=False,
+        description="`throwbox worker` processes run the tables with a camera: no live loop for them here.",
+    )
+    lease_ttl_s: float = Field(
+        default=5.0, gt=0, le=3600, description="How long a table worker's lease lasts without a renewal."
+    )
+    worker_check_s: float = Field(
+        default=1.0, gt=0, le=60, description="How often each replica looks for lost worker leases."
+    )
 
     @field_validator("webhook_urls")
     @classmethod

@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
 
     @keys.command("create")
     def create(
-        role: str = typer.Option(..., help="reader, dealer, surveillance or admin."),
+        role: str = typer.Option(..., help="reader, dealer, surveillance, admin or worker."),
         name: str = typer.Option("", help="Who or what holds the key (default: the role)."),
         supervisor: bool = typer.Option(False, help="May correct settled rounds."),
     ) -> None:
