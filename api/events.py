@@ -43,6 +43,7 @@ EVENT_TYPES = (
     "correction",
     "alert",
     "read",
+    "enrollment",
 )
 
 

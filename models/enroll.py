@@ -16,8 +16,9 @@ with its SHA-256, and the reader names it in every read (`models["pips"]`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,9 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 RIDGE = 1e-2
 STEPS = 300
 MAX_DICE = 60
+EMBED_SHARE = 0.8  # of the progress: running the face model; the rest, the fit
+
+Progress = Callable[[float], None]
 
 
 class EnrollDataError(ValueError):
@@ -83,11 +87,13 @@ def symmetries(crop: NDArray[np.uint8]) -> list[NDArray[np.uint8]]:
 
 
 def embed(
-    model: OnnxModel, crops: Sequence[NDArray[np.uint8]]
+    model: OnnxModel, crops: Sequence[NDArray[np.uint8]], *, progress: Progress | None = None
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """(probabilities (n, 6), embeddings (n, d)) of the model's two outputs."""
+    """(probabilities (n, 6), embeddings (n, d)) of the model's two outputs; `progress` told 0..1."""
     probs, embs = [], []
     for i in range(0, len(crops), 128):
+        if progress is not None:
+            progress(i / max(len(crops), 1))
         outputs = model.run(crops_to_tensor(list(crops[i : i + 128])))
         if len(outputs) < 2:
             raise EnrollDataError(
@@ -105,6 +111,7 @@ def fit_correction(
     *,
     ridge: float = RIDGE,
     steps: int = STEPS,
+    progress: Progress | None = None,
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """dW (6, d), db (6,) minimising the mean cross-entropy of softmax(log probs + E dW^T + db) on `faces`
     (1..6) plus ridge/2 |dW|^2: gradient descent with the step 1/L of the loss's smoothness bound."""
@@ -119,7 +126,9 @@ def fit_correction(
     lr = 1.0 / lipschitz
     w = np.zeros((6, d))
     b = np.zeros(6)
-    for _ in range(steps):
+    for step in range(steps):
+        if progress is not None and step % 25 == 0:
+            progress(step / steps)
         z = base + x @ w.T + b
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
@@ -137,8 +146,10 @@ def enroll_table(
     *,
     ridge: float = RIDGE,
     steps: int = STEPS,
+    progress: Progress | None = None,
 ) -> EnrollResult:
-    """Fit a table's correction from (die crop, face) examples (crops cut as the reader cuts them)."""
+    """Fit a table's correction from (die crop, face) examples (crops cut as the reader cuts them);
+    `progress` is told the share done, 0..1 (the face model's runs, then the fit's steps)."""
     from vision.pips.enrolled import corrected
 
     if not examples:
@@ -153,13 +164,27 @@ def enroll_table(
         crops += looks
         faces += [face] * len(looks)
     y = np.array(faces, np.int64)
-    probs, embedding = embed(model, crops)
-    d_weight, d_bias = fit_correction(probs, embedding, y, ridge=ridge, steps=steps)
+    tell = progress or (lambda _: None)
+    probs, embedding = embed(model, crops, progress=lambda p: tell(EMBED_SHARE * p))
+    d_weight, d_bias = fit_correction(
+        probs,
+        embedding,
+        y,
+        ridge=ridge,
+        steps=steps,
+        progress=lambda p: tell(EMBED_SHARE + (1 - EMBED_SHARE) * p),
+    )
     after = corrected(probs, embedding, d_weight, d_bias)
     counts = {str(f): int(sum(1 for _, g in examples if g == f)) for f in range(1, 7)}
     enrollment = Enrollment(
-        table_id=table_id, model_sha256=model.spec.sha256, d_weight=d_weight, d_bias=d_bias, examples=counts
+        table_id=table_id,
+        model_sha256=model.spec.sha256,
+        d_weight=d_weight,
+        d_bias=d_bias,
+        examples=counts,
+        fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    tell(1.0)
     return EnrollResult(
         enrollment=enrollment,
         dice=len(examples),
