@@ -67,6 +67,10 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("GET", "/v1/reads/x", None, VIEWERS),
     ("GET", "/v1/reads/x/frame", None, VIEWERS),
     ("POST", "/v1/settle", {"game": "hrd6", "wagers": [], "rolls": [[1, 2, 3, 4, 5, 6]]}, EVERYONE),
+    ("POST", "/v1/tables/T/enrollment", None, (A,)),
+    ("GET", "/v1/tables/T/enrollment", None, (S, A)),
+    ("DELETE", "/v1/tables/T/enrollment", None, (A,)),
+    ("GET", "/v1/enrollment-jobs/x", None, (S, A)),
 ]
 OPEN = ("/healthz", "/readyz", "/metrics")
 SERVICE_TAGS = (
@@ -81,6 +85,7 @@ SERVICE_TAGS = (
     "tables",
     "rules",
     "reads",
+    "enrollment",
 )
 
 
