@@ -15,12 +15,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, File, Form, HTTPException, Path, Request, UploadFile, status
-from pydantic import BaseModel, Field, WithJsonSchema
+from fastapi import APIRouter, HTTPException, Path, Request, status
+from pydantic import BaseModel, Field
 
 from api.db.models import EnrollmentJob, GameTable
+from api.db.session import Database
 from api.deps import Admin, DatabaseDep, SettingsDep, Watcher
 from api.enrollment import (
+    SOURCES,
     JobConflictError,
     confirmed_examples,
     create_job,
@@ -30,16 +32,14 @@ from api.enrollment import (
     start_job,
 )
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
+from api.settings import Settings
+from models.enroll import MAX_DICE
+from models.enroll_sources import MIN_DICE_PER_FACE
 
 router = APIRouter(tags=["enrollment"], responses=AUTH_RESPONSES)
 
 MAX_ARCHIVE_BYTES = 40 * 1024 * 1024
-MAX_DICE_SCHEMA = {
-    "type": "integer",
-    "minimum": 18,
-    "maximum": 60,
-    "description": "At most this many labelled dice are used (default 60); at least 3 of each face.",
-}
+MIN_DICE = 6 * MIN_DICE_PER_FACE
 
 
 class EnrollmentSummaryOut(BaseModel):
@@ -82,6 +82,35 @@ def _table_or_404(database: Any, table_id: str) -> None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
 
 
+# The form, as the OpenAPI document says it: the route reads it itself (`request.form()`), so that the
+# archive, a file part left out for the confirmed source, is said as a file and never as "a file or null".
+FORM_SCHEMA = {
+    "type": "object",
+    "required": ["source"],
+    "additionalProperties": False,
+    "properties": {
+        "source": {
+            "type": "string",
+            "enum": list(SOURCES),
+            "description": "photos: a zip of <face>/<photo>; frames: a zip of YOLO-labelled frames; "
+            "confirmed: the table's dealer-confirmed rolls (no archive).",
+        },
+        "archive": {"type": "string", "format": "binary", "description": "The zip archive (photos, frames)."},
+        "max_dice": {
+            "type": "integer",
+            "minimum": MIN_DICE,
+            "maximum": MAX_DICE,
+            "description": f"At most this many labelled dice are used (default {MAX_DICE}); at least "
+            f"{MIN_DICE_PER_FACE} of each face are needed.",
+        },
+    },
+}
+
+
+def _unprocessable(detail: str) -> HTTPException:
+    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=detail)
+
+
 @router.post(
     "/v1/tables/{table_id}/enrollment",
     status_code=status.HTTP_202_ACCEPTED,
@@ -99,24 +128,79 @@ def _table_or_404(database: Any, table_id: str) -> None:
         (503, "The reader's models could not be loaded."),
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": FORM_SCHEMA}}}
+    },
 )
-def create_enrollment(
-    request: Request,
-    table_id: str,
-    principal: Admin,
-    database: DatabaseDep,
-    settings: SettingsDep,
-    source: Annotated[
-        Literal["photos", "frames", "confirmed"],
-        Form(
-            description="photos: a zip of <face>/<photo>; frames: a zip of YOLO-labelled frames; "
-            "confirmed: the table's dealer-confirmed rolls (no archive)."
-        ),
-    ],
-    archive: Annotated[UploadFile | None, File(description="The zip archive, for photos and frames.")] = None,
-    max_dice: Annotated[int, Form(ge=18, le=60), WithJsonSchema(MAX_DICE_SCHEMA)] = 60,
+async def create_enrollment(
+    request: Request, table_id: str, principal: Admin, database: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """Enroll the table's dice (admin): the labelled dice are checked now, the fit runs as a job (202)."""
+    from starlette.concurrency import run_in_threadpool
+
+    try:
+        form = await request.form(max_files=1, max_fields=20)
+    except (HTTPException, ValueError) as exc:  # a broken multipart body; too many parts
+        detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, detail=f"not a readable form: {detail}") from exc
+    try:
+        fields = await _form_fields(form)
+    finally:
+        await form.close()  # the parts spooled to temporary files
+    source, archive, max_dice = fields
+    return await run_in_threadpool(
+        _enroll,
+        request=request,
+        table_id=table_id,
+        actor=principal.actor,
+        database=database,
+        settings=settings,
+        source=source,
+        archive=archive,
+        max_dice=max_dice,
+    )
+
+
+async def _form_fields(form: Any) -> tuple[str, bytes | None, int]:
+    """(source, the archive's bytes or None, max_dice) of the form, checked against FORM_SCHEMA."""
+    from starlette.datastructures import UploadFile
+
+    unknown = sorted(set(form.keys()) - {"source", "archive", "max_dice"})
+    if unknown:
+        raise _unprocessable(f"unknown form fields: {', '.join(map(repr, unknown))}")
+    source = form.get("source")
+    if source not in SOURCES:
+        raise _unprocessable(f"the form field 'source' must be one of {', '.join(SOURCES)}")
+    raw_max = form.get("max_dice", str(MAX_DICE))
+    if (
+        not isinstance(raw_max, str)
+        or not (raw_max.strip().isascii() and raw_max.strip().isdigit())
+        or not MIN_DICE <= int(raw_max) <= MAX_DICE
+    ):
+        raise _unprocessable(f"the form field 'max_dice' must be a whole number {MIN_DICE} .. {MAX_DICE}")
+    archive = form.get("archive")
+    if archive is not None and not isinstance(archive, UploadFile):
+        raise _unprocessable("the form field 'archive' must be a file part (a zip archive)")
+    data = None if archive is None else await archive.read(MAX_ARCHIVE_BYTES + 1)
+    if data is not None and len(data) > MAX_ARCHIVE_BYTES:
+        raise HTTPException(
+            status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes"
+        )
+    return str(source), data, int(raw_max)
+
+
+def _enroll(
+    *,
+    request: Request,
+    table_id: str,
+    actor: str,
+    database: Database,
+    settings: Settings,
+    source: str,
+    archive: bytes | None,
+    max_dice: int,
+) -> dict[str, Any]:
+    """Gather and check the labelled dice (4xx, nothing changed), then store the job and start it."""
     from models.enroll import EnrollDataError
     from models.enroll_sources import check_enough, frame_examples, photo_examples, zip_files
 
@@ -134,13 +218,7 @@ def create_enrollment(
         else:
             if archive is None:
                 raise EnrollDataError(f"the {source} source needs a zip archive in the 'archive' part")
-            data = archive.file.read(MAX_ARCHIVE_BYTES + 1)
-            if len(data) > MAX_ARCHIVE_BYTES:
-                raise HTTPException(
-                    status.HTTP_413_CONTENT_TOO_LARGE,
-                    detail=f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes",
-                )
-            files = zip_files(data)
+            files = zip_files(archive)
             if source == "photos":
                 examples = photo_examples(files, limit=max_dice)
             else:
@@ -151,16 +229,11 @@ def create_enrollment(
         detail = str(exc)
         if source == "confirmed" and report:
             detail += f" (rolls: {report['rolls_used']} used, {report['rolls_skipped']} skipped)"
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=detail) from exc
+        raise _unprocessable(detail) from exc
     model = _face_model(request, examples[0][0])
     try:
         job = create_job(
-            database,
-            table_id=table_id,
-            source=source,
-            examples=examples,
-            report=report,
-            actor=principal.actor,
+            database, table_id=table_id, source=source, examples=examples, report=report, actor=actor
         )
     except JobConflictError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
@@ -171,7 +244,7 @@ def create_enrollment(
         model=model,
         examples=examples,
         calibration_dir=settings.calibration_dir,
-        actor=principal.actor,
+        actor=actor,
         webhook_urls=settings.webhook_urls,
     )
     return job_document(job)

@@ -250,10 +250,23 @@ def test_bad_requests_are_refused_and_change_nothing(tmp_path: Path) -> None:
             assert answer.status_code == code, (source, words, answer.text)
             assert words in answer.json()["detail"], (words, answer.json())
             _nothing_changed(svc, app)
-        assert (
-            post(svc, "photos", photos_zip({f: 3 for f in range(1, 7)}), who="surveillance").status_code
-            == 403
+        # The form, read by the route itself: what its schema refuses is refused.
+        archive = photos_zip({f: 3 for f in range(1, 7)})
+        for data, words in [
+            ({"source": "photos", "max_dice": "17"}, "'max_dice' must be a whole number 18 .. 60"),
+            ({"source": "photos", "max_dice": "²"}, "'max_dice' must be"),
+            ({"source": "photos", "colour": "red"}, "unknown form fields: 'colour'"),
+            ({"source": "everything"}, "'source' must be one of photos, frames, confirmed"),
+        ]:
+            files = {"archive": ("dice.zip", archive, "application/zip")}
+            answer = svc.call("POST", "/v1/tables/T/enrollment", "admin", data=data, files=files)
+            assert answer.status_code == 422 and words in answer.json()["detail"], answer.text
+        plain = svc.call(
+            "POST", "/v1/tables/T/enrollment", "admin", data={"source": "photos", "archive": "x"}
         )
+        assert plain.status_code == 422 and "must be a file part" in plain.json()["detail"]
+        _nothing_changed(svc, app)
+        assert post(svc, "photos", archive, who="surveillance").status_code == 403
         missing = svc.call("POST", "/v1/tables/NOPE/enrollment", "admin", data={"source": "confirmed"})
         assert missing.status_code == 404
         _nothing_changed(svc, app)
