@@ -148,7 +148,7 @@ def confirmed_examples(
             skip(f"its read {read.id} is of table {read.table_id!r}")
             continue
         dice = read.result.get("dice") if isinstance(read.result, dict) else None
-        if not isinstance(dice, list):
+        if not isinstance(dice, list) or not all(isinstance(d, dict) for d in dice):
             skip(f"its read {read.id} has no dice")
             continue
         read_faces = [
