@@ -1,8 +1,9 @@
 """Table enrollment: adapt the shipped face model to one table's dice from a few labelled examples, no torch.
 
 `throwbox enroll --table ID --from DIR` reads `DIR/<face>/*.jpg` (one die per photo, the die filling it;
-faces 1..6), cuts each as the reader cuts a die whose box is the photo (`crop_die`), looks at it in the eight
-turns and mirror images a d6 face does not change under, and runs the registered face model on them with
+faces 1..6; or labelled frames, or confirmed rolls: `models.enroll_sources`), cuts each as the reader cuts a
+die whose box is the photo (`crop_die`), looks at it in the eight turns and mirror images a d6 face does not
+change under, and runs the registered face model on them with
 onnxruntime (`embedding`, its second output, and `probs`). Then, with numpy alone, it fits a correction of the
 shipped head, z = log p_shipped + e @ dW.T + db, by full-batch gradient descent on the cross-entropy plus a
 ridge penalty on dW (`ridge`): with few examples the correction stays small and the shipped head decides; the
@@ -19,7 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,28 +48,6 @@ class EnrollResult:
     seconds: float
     train_accuracy_before: float
     train_accuracy_after: float
-
-
-def die_photos(folder: Path, *, limit: int = MAX_DICE) -> list[tuple[Path, int]]:
-    """(photo, face) for DIR/<face>/*.jpg, faces 1..6, at most `limit` in all (taken in turn from each face,
-    in name order, so a cut keeps the faces balanced)."""
-    if not folder.is_dir():
-        raise EnrollDataError(f"not a folder: {folder}")
-    by_face: dict[int, list[Path]] = {}
-    for face in range(1, 7):
-        sub = folder / str(face)
-        if sub.is_dir():
-            by_face[face] = sorted(p for p in sub.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-    if not any(by_face.values()):
-        raise EnrollDataError(f"no die photos in {folder}/1 .. {folder}/6")
-    out: list[tuple[Path, int]] = []
-    k = 0
-    while len(out) < limit and any(k < len(v) for v in by_face.values()):
-        for face, paths in sorted(by_face.items()):
-            if k < len(paths) and len(out) < limit:
-                out.append((paths[k], face))
-        k += 1
-    return out
 
 
 def photo_crop(image_bgr: NDArray[np.uint8]) -> NDArray[np.uint8]:
@@ -192,16 +170,3 @@ def enroll_table(
         train_accuracy_before=float((probs.argmax(axis=1) + 1 == y).mean()),
         train_accuracy_after=float((after.argmax(axis=1) + 1 == y).mean()),
     )
-
-
-def examples_from_folder(folder: Path, *, limit: int = MAX_DICE) -> list[tuple[NDArray[np.uint8], int]]:
-    """(crop, face) of each die photo of DIR/<face>/*.jpg (`die_photos`)."""
-    import cv2
-
-    out = []
-    for path, face in die_photos(folder, limit=limit):
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
-            raise EnrollDataError(f"unreadable photo {path}")
-        out.append((photo_crop(np.asarray(image, np.uint8)), face))
-    return out
