@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 
 from api import audit
 from api.audit import EvidenceError, canonical_json, load_evidence
-from api.db.models import AuditEntry, EnrollmentJob, Read, Roll
+from api.db.models import AuditEntry, EnrollmentJob, GameTable, Read, Roll
 from api.db.session import Database
 from api.events import publish
 from models.enroll import MAX_DICE, EnrollDataError
@@ -233,6 +233,8 @@ def create_job(
 ) -> EnrollmentJob:
     """Store a queued job (refused with JobConflictError while another for the table is live) and audit it."""
     with database.session() as session:
+        # The table's row is locked first, so two requests at once for one table make one job (PostgreSQL).
+        session.scalars(select(GameTable).where(GameTable.id == table_id).with_for_update()).first()
         live = session.scalars(
             select(EnrollmentJob)
             .where(EnrollmentJob.table_id == table_id, EnrollmentJob.state.in_(ACTIVE_STATES))
