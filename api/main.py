@@ -16,6 +16,7 @@ from api import fairness as fairness_watch
 from api.auth import ALL_BUT_WORKER
 from api.db.session import Database
 from api.deps import require
+from api.event_wakeup import EventWakeup
 from api.events import WebhookDispatcher
 from api.leases import WorkerMonitor
 from api.live_service import LiveService
@@ -27,6 +28,7 @@ from api.routes import (
     calls,
     dashboard,
     docs,
+    enrollment,
     events,
     evidence,
     fairness,
@@ -76,8 +78,9 @@ async def _http_error_with_allow(request: Request, exc: Exception) -> Response:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Create the service with every router attached.
 
-    The database is migrated to the latest schema when the app starts (its lifespan), and the webhook
-    dispatcher runs while it is up.
+    The database is migrated to the latest schema when the app starts (its lifespan; with
+    `migrate_on_start` false it must already be at head, `throwbox db upgrade`), and the webhook
+    dispatcher (and, on PostgreSQL, the event listener that wakes the SSE streams) runs while it is up.
     """
     settings = settings if settings is not None else Settings()
     database = Database(settings.resolved_database_url)
@@ -86,7 +89,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        database.migrate()
+        if settings.migrate_on_start:
+            database.migrate()
+        else:
+            database.check_at_head()
+        wakeup = None
+        if EventWakeup.supported(database):
+            wakeup = EventWakeup(database)
+            wakeup.start()
+            app.state.event_wakeup = wakeup
         # The fairness watch's charts take seconds to design: done now, aside, not in the first roll.
         threading.Thread(
             target=fairness_watch.warm_up, args=(database,), name="fairness-warm-up", daemon=True
@@ -120,6 +131,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             monitor.stop()
             if dispatcher is not None:
                 dispatcher.stop()
+            if wakeup is not None:
+                wakeup.stop()
             database.dispose()
 
     app = FastAPI(
@@ -139,6 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Reads in progress at once (api/routes/reads.py waits settings.read_queue_s for a slot, then 503s).
     app.state.read_slots = asyncio.Semaphore(settings.max_concurrent_reads)
     app.state.database = database
+    app.state.event_wakeup = None  # api.event_wakeup.EventWakeup on PostgreSQL, while the app is up
     app.state.metrics = metrics
     install(app, metrics)
     app.include_router(health.router)
@@ -160,6 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(reads.router)
     app.include_router(read_results.router)
     app.include_router(workers.router)
+    app.include_router(enrollment.router)
     dashboard.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)

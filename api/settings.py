@@ -38,6 +38,17 @@ class Settings(BaseSettings):
     )
     webhook_timeout_s: float = Field(default=5.0, gt=0, le=120, description="Timeout of one delivery.")
     sse_poll_s: float = Field(default=0.25, gt=0, le=10, description="How often the event stream looks.")
+    sse_notify_poll_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="On PostgreSQL, where LISTEN/NOTIFY wakes the event stream: its fallback poll.",
+    )
+    migrate_on_start: bool = Field(
+        default=True,
+        description="Migrate the database when the service starts; false: refuse a schema not at head "
+        "(replicas: run `throwbox db upgrade` once instead).",
+    )
     max_evidence_bytes: int = Field(
         default=20_000_000, ge=1, description="Largest evidence frame or uploaded image accepted."
     )

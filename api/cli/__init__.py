@@ -30,12 +30,14 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.calibrate",
     "api.cli.keys",
     "api.cli.audit",
+    "api.cli.db",
     "api.cli.math",
     "api.cli.settle",
     "api.cli.read",
     "api.cli.watch",
     "api.cli.fairness",
     "api.cli.worker",
+    "api.cli.enroll",
     "models.cli",
 )
 

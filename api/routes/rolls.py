@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Query, Response, status
+from pydantic import WithJsonSchema
 from sqlalchemy import select
 
 from api import rounds
@@ -57,18 +58,23 @@ def submit_roll(
     database: DatabaseDep,
     settings: SettingsDep,
     metrics: MetricsDep,
+    # Headers are never null: the schema says the value when it is sent (as the events' Last-Event-ID).
     lease_epoch: Annotated[
         int | None,
-        Header(
-            alias="X-Throwbox-Lease-Epoch",
-            ge=0,
-            le=DB_INT_MAX,
-            description="A table worker's lease epoch (POST /v1/tables/{id}/lease): fences its rolls.",
+        Header(alias="X-Throwbox-Lease-Epoch", ge=0, le=DB_INT_MAX),
+        WithJsonSchema(
+            {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": DB_INT_MAX,
+                "description": "A table worker's lease epoch (POST /v1/tables/{id}/lease): fences its rolls.",
+            }
         ),
     ] = None,
     worker_id: Annotated[
         str | None,
-        Header(alias="X-Throwbox-Worker-Id", pattern=WORKER_ID_PATTERN, description="The worker's id."),
+        Header(alias="X-Throwbox-Worker-Id", pattern=WORKER_ID_PATTERN),
+        WithJsonSchema({"type": "string", "pattern": WORKER_ID_PATTERN, "description": "The worker's id."}),
     ] = None,
 ) -> RollAnswer:
     """Submit a throw (reader, dealer, worker). A table worker sends its lease epoch and id (headers): a

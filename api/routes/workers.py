@@ -30,6 +30,7 @@ from api.leases import (
     release_lease,
     take_lease,
 )
+from api.live_service import DEMO_SOURCE, DEMO_TABLE
 from api.read_records import live_read_details, record_read
 from api.routes.read_results import ReadId
 from api.schemas.errors import AUTH_RESPONSES, errors
@@ -85,6 +86,8 @@ def live_config(
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
         game, camera_source, calibration_id = row.game, row.camera_source, row.calibration_id
+    if table_id == DEMO_TABLE and settings.demo:  # as LiveService plays it: the clips, with the croupier
+        camera_source, calibration_id = DEMO_SOURCE, None
     try:
         calibration = _calibration_document(settings, calibration_id) if calibration_id else None
     except (CalibrationError, OSError, ValueError) as exc:

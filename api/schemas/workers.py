@@ -21,7 +21,10 @@ class LiveConfigOut(BaseModel):
     table_id: str
     game: str
     dice: int = Field(description="How many dice a throw has: 10 (hrd10) or 6 (hrd6).")
-    camera_source: str | None = Field(description="The table's camera (`<demo clips>`: the demo clips).")
+    camera_source: str | None = Field(
+        description="The table's camera; `<demo clips>` for the demo table of `throwbox serve --demo`: the "
+        "shipped demo clips, played with the demo croupier."
+    )
     calibration_id: str | None = Field(description="The table's calibration id, null when uncalibrated.")
     calibration: dict[str, Any] | None = Field(
         description="The stored calibration file (format, version, checksum, body), verified as the "
