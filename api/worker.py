@@ -733,6 +733,7 @@ class TableRunner:
         self.wanted_since = time.monotonic()  # since when this worker has wanted the table (not holding it)
         self.retry_at = 0.0  # after a loop that could not start: not before then
         self._draining = False  # the worker is stopping: no new lease, no loop
+        self._unanswered = 0  # renewals in a row that got no answer
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"worker-{table_id}", daemon=True)
@@ -855,15 +856,22 @@ class TableRunner:
     def _renew(self) -> None:
         response = self._lease_call()
         if response is None or response.status_code >= 500:
-            age = None if self.lease.renewed_at is None else time.monotonic() - self.lease.renewed_at
-            log.warning(
-                "table %s: lease not renewed (no answer for %.1f s); the loop goes on, spooling",
-                self.table_id,
-                age or 0.0,
-            )
+            age = 0.0 if self.lease.renewed_at is None else time.monotonic() - self.lease.renewed_at
+            self._unanswered += 1
+            if self._unanswered == 1 or self._unanswered % 10 == 0:  # not a line every TTL/3
+                log.warning(
+                    "table %s: lease not renewed (no answer for %.1f s); the loop goes on, spooling",
+                    self.table_id,
+                    age,
+                )
             return
         if response.status_code == 200:
             doc = response.json()
+            if self._unanswered:
+                log.warning(
+                    "table %s: lease renewed after %d renewals got no answer", self.table_id, self._unanswered
+                )
+                self._unanswered = 0
             with self._lock:
                 if int(doc["epoch"]) != self.lease.epoch:
                     log.warning(

@@ -20,6 +20,7 @@ from api.worker import (
     Outgoing,
     Spool,
     SpoolBusyError,
+    Worker,
     alert_request,
 )
 
@@ -227,3 +228,54 @@ def test_each_table_replays_in_its_own_lane_and_one_stuck_table_holds_up_no_othe
     finally:
         outbox.stop()
         spool.close()
+
+
+def test_a_refused_renewal_stops_the_tables_loop_at_once_and_the_table_is_taken_back_when_free(
+    tmp_path: Path,
+) -> None:
+    """A `Worker` in-process against a real service (lease TTL 1 s): while it holds table L1, the admin
+    releases its lease and another worker takes it; the worker's next renewal is refused (409), and the
+    table's loop is stopped at once; when the other worker lets it go, this one takes it back."""
+    from tests.api.conftest import running_service
+
+    class NoReader:  # the loop may see a throw before the test ends: a failed read is an alert, no more
+        def read(self, frame: Any, **kw: Any) -> Any:
+            raise RuntimeError("no reader in this test")
+
+    with running_service("sqlite", tmp_path / "data", external_workers=True, lease_ttl_s=1.0) as svc:
+        svc.ok(
+            "POST",
+            "/v1/tables",
+            "admin",
+            201,
+            json={"id": "L1", "game": "hrd10", "camera_source": "<demo clips>"},
+        )
+        worker = Worker(
+            services=[svc.base_url],
+            key=svc.keys["worker"],
+            tables=["L1"],
+            worker_id="w1",
+            spool_dir=tmp_path / "spool",
+            reader=NoReader(),
+        )
+        runner = worker.runners["L1"]
+        worker.start()
+        try:
+            wait_for(lambda: runner.lease.held and runner._loop_alive())
+            loop = runner.loop
+            assert loop is not None and worker.health()["tables"]["L1"]["state"] == "leased"
+            assert svc.call("DELETE", "/v1/tables/L1/lease?worker_id=w1", "admin").status_code == 204
+            taken = svc.ok("POST", "/v1/tables/L1/lease", "worker", json={"worker_id": "w2"})
+            refused_by = time.monotonic() + 1.0 / 3.0 + 2.0  # the next renewal, and some slack
+            wait_for(lambda: runner.lease.state == "lost", timeout_s=5)
+            wait_for(lambda: not loop._thread or not loop._thread.is_alive(), timeout_s=5)
+            assert time.monotonic() < refused_by
+            state = worker.health()["tables"]["L1"]
+            assert state["state"] == "lost" and state["running"] is False and taken["epoch"] > 1
+            assert svc.call("DELETE", "/v1/tables/L1/lease?worker_id=w2", "worker").status_code == 204
+            wait_for(lambda: runner.lease.held and runner._loop_alive(), timeout_s=5)
+            assert runner.loop is not loop and runner.lease.epoch is not None and runner.lease.epoch > 1
+        finally:
+            worker.stop(drain_s=0)
+        assert runner.lease.state == "released"
+        assert svc.ok("POST", "/v1/tables/L1/lease", "worker", json={"worker_id": "w3"})["worker_id"] == "w3"
