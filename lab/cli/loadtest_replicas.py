@@ -309,9 +309,33 @@ def _rolls_at(url: str, key: str, tables: list[str]) -> int:
     return total
 
 
+def _worker_health(ports: list[int]) -> list[dict[str, Any] | None]:
+    """Each worker's GET /healthz (None where it does not answer yet)."""
+    import httpx
+
+    answers: list[dict[str, Any] | None] = []
+    for port in ports:
+        try:
+            answers.append(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json())
+        except (httpx.HTTPError, ValueError):
+            answers.append(None)
+    return answers
+
+
+def _playing(health: dict[str, Any] | None) -> bool:
+    """True when every table of this worker is leased and its loop has had frames."""
+    if health is None or not health.get("tables"):
+        return False
+    return all(t.get("state") == "leased" and (t.get("frames") or 0) > 0 for t in health["tables"].values())
+
+
 @contextlib.contextmanager
-def workers(cluster: Cluster, urls: list[str], count: int, label: str) -> Iterator[dict[str, Any]]:
-    """COUNT `throwbox worker` processes, one demo-clip table each, spread over URLS; their rolls counted."""
+def workers(
+    cluster: Cluster, urls: list[str], count: int, label: str, ready_s: float = 120.0
+) -> Iterator[dict[str, Any]]:
+    """COUNT `throwbox worker` processes, one demo-clip table each, spread over URLS (each worker's first
+    --service is its own replica, the others its fail-over); the stage starts once every one plays (or after
+    READY_S); their rolls are counted at the service and their throws read at their /healthz."""
     import httpx
 
     info: dict[str, Any] = {"workers": 0}
@@ -325,6 +349,7 @@ def workers(cluster: Cluster, urls: list[str], count: int, label: str) -> Iterat
     admin = {"Authorization": f"Bearer {cluster.admin}"}
     tables = [f"W{label}-{k:02d}-{int(time.time())}" for k in range(count)]
     procs: list[subprocess.Popen[bytes]] = []
+    ports: list[int] = []
     with contextlib.ExitStack() as cleanup, httpx.Client(base_url=urls[0], timeout=60) as client:
         cleanup.callback(_stop, procs)  # dropped below once every worker is up
         croupier = cluster.workdir / "croupier.key"
@@ -341,11 +366,11 @@ def workers(cluster: Cluster, urls: list[str], count: int, label: str) -> Iterat
             key_file = cluster.workdir / f"worker-{label}-{k}.key"
             key_file.write_text(made.json()["key"] + "\n")
             key_file.chmod(0o600)
-            log = cluster.workdir / f"worker-{label}-{k}.log"
+            ports.append(_free_port())
+            services = urls[k % len(urls) :] + urls[: k % len(urls)]
             command = _cli(
                 "worker",
-                "--service",
-                urls[k % len(urls)],
+                *[arg for url in services for arg in ("--service", url)],
                 "--key-file",
                 str(key_file),
                 "--table",
@@ -355,15 +380,28 @@ def workers(cluster: Cluster, urls: list[str], count: int, label: str) -> Iterat
                 "--spool",
                 str(cluster.workdir / f"spool-{label}-{k}"),
                 "--health-port",
-                str(_free_port()),
+                str(ports[-1]),
                 "--croupier-key-file",
                 str(croupier),
             )
-            with log.open("wb") as out:
+            with (cluster.workdir / f"worker-{label}-{k}.log").open("wb") as out:
                 procs.append(subprocess.Popen(command, env=cluster.env, stdout=out, stderr=subprocess.STDOUT))
+        waited = time.monotonic()
+        while time.monotonic() - waited < ready_s and not all(map(_playing, _worker_health(ports))):
+            if any(proc.poll() is not None for proc in procs):
+                break
+            time.sleep(0.5)
+        playing = sum(map(_playing, _worker_health(ports)))
+        info.update(workers=count, tables=tables, playing_at_start=playing)
+        info["ready_after_s"] = round(time.monotonic() - waited, 1)
+        if playing < count:
+            info["note"] = (
+                f"only {playing} of {count} workers were playing their table when the load started "
+                f"(logs: {cluster.workdir})"
+            )
         cleanup.pop_all()
-    info.update(workers=count, tables=tables)
     before = _rolls_at(urls[0], cluster.admin, tables)
+    throws_before = _throws_read(_worker_health(ports))
     started = time.perf_counter()
     try:
         yield info
@@ -371,8 +409,15 @@ def workers(cluster: Cluster, urls: list[str], count: int, label: str) -> Iterat
         elapsed = time.perf_counter() - started
         info["rolls"] = _rolls_at(urls[0], cluster.admin, tables) - before
         info["rolls_per_s"] = round(info["rolls"] / elapsed, 2) if elapsed > 0 else 0.0
+        info["throws_read"] = _throws_read(_worker_health(ports)) - throws_before
         info["exited_early"] = sum(1 for proc in procs if proc.poll() is not None)
         _stop(procs)
+
+
+def _throws_read(healths: list[dict[str, Any] | None]) -> int:
+    return sum(
+        int(t.get("throws_read") or 0) for h in healths if h is not None for t in h.get("tables", {}).values()
+    )
 
 
 def _rounds_stage(
@@ -518,12 +563,11 @@ def print_report(report: dict[str, Any]) -> None:
         row("reads refused (503)", [str(c["reads"]["busy_503"]) for c in configs])
     if report["workers"]:
         row("worker rolls/s", [str(c["workers"].get("rolls_per_s", "-")) for c in configs])
+        row("worker throws read", [str(c["workers"].get("throws_read", "-")) for c in configs])
     errors = [c["rounds"]["errors"] + c.get("reads", {}).get("errors", 0) for c in configs]
     row("errors", [str(e) for e in errors])
-    for c in configs:
-        if c["workers"].get("note"):
-            typer.echo(f"note: {c['workers']['note']}")
-            break
+    for note in dict.fromkeys(c["workers"]["note"] for c in configs if c["workers"].get("note")):
+        typer.echo(f"note: {note}")
     if report.get("note"):
         typer.echo(f"note: {report['note']}")
     for c in configs:
