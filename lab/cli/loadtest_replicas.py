@@ -228,7 +228,7 @@ class Cluster:
     keys: dict[str, str]
 
 
-def _admin_key(env: dict[str, str], workdir: Path) -> str:
+def _admin_key(env: dict[str, str]) -> str:
     """Migrate once (`throwbox db upgrade` where this build has it) and make the run's admin key."""
     if has_command("db", "upgrade"):
         done = subprocess.run(_cli("db", "upgrade"), env=env, capture_output=True, text=True, check=False)
@@ -262,7 +262,7 @@ def replicas(database_url: str, count: int, external_workers: bool) -> Iterator[
         "THROWBOX_MIGRATE_ON_START": "false",
         "THROWBOX_EXTERNAL_WORKERS": "true" if external_workers else "false",
     }
-    admin = _admin_key(env, workdir)
+    admin = _admin_key(env)
     procs: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     try:
@@ -504,6 +504,7 @@ def run(
     counts = [1, replica_count] if replica_count > 1 else [1]
     with replicas(database_url, replica_count, external_workers=worker_count > 0) as cluster:
         _warm_up(cluster, image)
+        report["logs"] = str(cluster.workdir)  # the replicas' and workers' logs, kept
         for count in counts:
             urls = cluster.urls[:count]
             label = f"r{count}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +51,23 @@ def test_one_replica_then_two_in_one_run(tmp_path: Path) -> None:
         reads = config["reads"]
         assert reads["errors"] == 0 and reads["reads"] >= 1 and reads["reads_per_s"] > 0
     assert report["workers"] == 0
+
+
+@pytest.mark.skipif(
+    not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")), reason="Debian's PostgreSQL is not installed"
+)
+def test_the_throwaway_cluster_answers_and_is_removed() -> None:
+    from sqlalchemy import create_engine, text
+
+    from lab.cli.loadtest_replicas import throwaway_postgres
+
+    with throwaway_postgres() as url:
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                assert connection.execute(text("SHOW max_connections")).scalar() == "300"
+        finally:
+            engine.dispose()
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with socket.socket() as sock:  # stopped: nothing listens on its port any more
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
