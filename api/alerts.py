@@ -3,12 +3,17 @@ not show, a live camera lost) or by surveillance, stored with their audit entry 
 
 Routes (`api/routes/alerts.py`, rolls, rounds, calls) and the live service (`api/live_service.py`) raise
 them here, in the caller's transaction; only the routes speak HTTP.
+
+The kinds (each described in docs/live.md, Alerts): the live loop's and live service's (`LiveAlertKind`,
+which a table worker, issue 50, raises through `POST /v1/alerts`); `no_decision` (rolls),
+`dealer_call_mismatch` (calls), `payout_mismatch` (payouts), `dice_bias_suspected` (api/fairness.py),
+`worker_lost` (api/leases.py: a worker's lease expired without a release) and `review` (surveillance).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy.orm import Session
 
@@ -16,6 +21,28 @@ from api import audit
 from api.db.models import Alert
 from api.events import publish
 from api.metrics import Metrics
+
+# What the live loop (api/live.py) and the live service raise, so what a table worker may raise by REST.
+LiveAlertKind = Literal[
+    "camera_lost",
+    "camera_recovered",
+    "camera_moved",
+    "camera_in_place",
+    "camera_exposure",
+    "camera_exposure_ok",
+    "camera_grainy",
+    "camera_grain_ok",
+    "calibration_stale",
+    "dealer_error",
+    "layout_unverified",
+    "roll_not_posted",
+    "read_failed",
+    "reader_unavailable",
+    "live_loop_stopped",
+    "round_not_ready",
+]
+LIVE_ALERT_KINDS: frozenset[str] = frozenset(get_args(LiveAlertKind))
+REVIEW_KIND = "review"
 
 
 def raise_alert(

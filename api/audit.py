@@ -65,7 +65,12 @@ def entry_hash(
 
 def append(session: Session, *, actor: str, action: str, subject: str, payload: Any) -> AuditEntry:
     """Add one entry at the end of the chain, inside the caller's transaction."""
-    head = session.scalars(select(AuditHead).where(AuditHead.id == 1).with_for_update()).one()
+    # The lock is the database's (FOR UPDATE), so it serialises appenders of every process on one
+    # PostgreSQL; populate_existing makes the ORM take the row as read under the lock, not a copy this
+    # session may have loaded before it.
+    head = session.scalars(
+        select(AuditHead).where(AuditHead.id == 1).with_for_update().execution_options(populate_existing=True)
+    ).one()
     seq = head.seq + 1
     at = datetime.now(UTC).isoformat()
     text = canonical_json(payload)

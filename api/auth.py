@@ -12,6 +12,9 @@ Roles (what each may do is written next to every route, and tested in tests/api/
 - `surveillance`: reads everything (rounds, rolls, audit, alerts, events, evidence), raises reviews;
   changes nothing.
 - `admin`: tables, keys, acknowledging alerts; reads everything.
+- `worker`: a table worker (`throwbox worker`, issue 50) and nothing more: takes and renews table leases,
+  reads a table's live configuration, submits rolls, evidence frames, reads (`PUT /v1/reads/{id}`) and
+  live alerts, and lists tables; it may not open rounds, settle, correct, watch or manage keys.
 
 A key of any role may also carry the `supervisor` capability: it alone (with admin) may enter a
 correction of a settled round.
@@ -41,9 +44,12 @@ class Role(StrEnum):
     DEALER = "dealer"
     SURVEILLANCE = "surveillance"
     ADMIN = "admin"
+    WORKER = "worker"
 
 
 ALL_ROLES: frozenset[Role] = frozenset(Role)
+# Every role but the table worker's (the settle calculator, corrections): a worker does only its table's work.
+ALL_BUT_WORKER: frozenset[Role] = ALL_ROLES - {Role.WORKER}
 
 
 @dataclass(frozen=True)

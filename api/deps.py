@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
-from api.auth import ALL_ROLES, Principal, Role, authenticate, key_from_authorization
+from api.auth import ALL_BUT_WORKER, ALL_ROLES, Principal, Role, authenticate, key_from_authorization
 from api.db.session import Database
 from api.metrics import Metrics
 from api.schemas import DB_INT_MAX
@@ -85,13 +85,18 @@ def require(*roles: Role) -> Callable[[BearerDep, DatabaseDep], Principal]:
 
 # Who may do what (the matrix in api/auth.py's docstring and docs/service.md, Roles).
 AnyRole = Annotated[Principal, Depends(require(*ALL_ROLES))]
+NotWorker = Annotated[Principal, Depends(require(*ALL_BUT_WORKER))]
 Viewer = Annotated[Principal, Depends(require(Role.DEALER, Role.SURVEILLANCE, Role.ADMIN))]
 Watcher = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN))]
 Dealer = Annotated[Principal, Depends(require(Role.DEALER))]
-RollSubmitter = Annotated[Principal, Depends(require(Role.READER, Role.DEALER))]
+RollSubmitter = Annotated[Principal, Depends(require(Role.READER, Role.DEALER, Role.WORKER))]
 ReaderRole = Annotated[Principal, Depends(require(Role.READER))]
 Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
 Reviewer = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN))]
+# The table worker's routes (issue 50): its own, and the live alerts it raises beside surveillance's reviews.
+WorkerRole = Annotated[Principal, Depends(require(Role.WORKER))]
+WorkerOrAdmin = Annotated[Principal, Depends(require(Role.WORKER, Role.ADMIN))]
+AlertRaiser = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN, Role.WORKER))]
 
 # A database id in a path: refused (422) beyond the 32-bit range PostgreSQL's INTEGER holds.
 IdPath = Annotated[int, Path(ge=1, le=DB_INT_MAX)]

@@ -4,10 +4,15 @@ Every event is a row in `events`, written in the same transaction as the roll, s
 announces, so an acknowledged change always has its event. The SSE stream (`GET /v1/events`) reads
 that table from the id a client last saw (`Last-Event-ID`), so a reconnecting client misses nothing.
 
+On PostgreSQL, publishing also sends `NOTIFY throwbox_events` (delivered when the transaction commits),
+which wakes the streams of every replica at once (api/event_wakeup.py); they still poll, more slowly.
+
 Webhooks use an outbox: publishing writes one `webhook_deliveries` row per configured URL in the same
 transaction; `WebhookDispatcher` (a background thread) POSTs them and retries failures with doubling
-back-off, up to `webhook_max_attempts`. Delivery is at least once: receivers de-duplicate by the
-`X-Throwbox-Event-Id` header. The body is signed::
+back-off, up to `webhook_max_attempts`. Replicas each run one: a dispatcher claims due deliveries in a
+short transaction (`FOR UPDATE SKIP LOCKED`, then `claimed_until`), POSTs them outside any transaction
+and records the outcome, so two dispatchers never send the same delivery at once. Delivery is at least
+once: receivers de-duplicate by the `X-Throwbox-Event-Id` header. The body is signed::
 
     X-Throwbox-Timestamp: <unix seconds>
     X-Throwbox-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>." + body)>
@@ -24,14 +29,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select, text
 from sqlalchemy.orm import Session
 
 from api.audit import canonical_json
-from api.db.models import Event, WebhookDelivery
+from api.db.models import AuditHead, Event, WebhookDelivery
 from api.db.session import Database
 
 log = logging.getLogger("throwbox.events")
+
+# The PostgreSQL NOTIFY channel `publish` signals on (payload: the event id).
+NOTIFY_CHANNEL = "throwbox_events"
 
 EVENT_TYPES = (
     "round_opened",
@@ -69,15 +77,27 @@ def publish(
 
     Call it after `audit.append` in the same transaction: the audit head's row lock then orders the
     transactions that publish, so event ids become visible in increasing order (on PostgreSQL too) and
-    a stream reading "ids above the last one seen" never skips an event that commits late.
+    a stream reading "ids above the last one seen" never skips an event that commits late. The lock is
+    the database's, so this holds across every process on one PostgreSQL (replicas): the id is drawn
+    from the sequence while the lock is held, and the lock is released by the commit that shows it. On
+    PostgreSQL the lock is taken here again (a no-op for a caller that holds it), so a caller that
+    forgot `audit.append` still publishes in order; SQLite's writers are serialised by BEGIN IMMEDIATE.
     """
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
+    postgres = session.get_bind().dialect.name == "postgresql"
+    if postgres:
+        session.execute(select(AuditHead.id).where(AuditHead.id == 1).with_for_update())
     event = Event(type=event_type, table_id=table_id, data=data)
     session.add(event)
     session.flush()
     for url in webhook_urls:
         session.add(WebhookDelivery(event_id=event.id, url=url))
+    if postgres:
+        # Queued with the transaction: listeners hear it when (and only if) it commits.
+        session.execute(
+            text("SELECT pg_notify(:channel, :id)"), {"channel": NOTIFY_CHANNEL, "id": str(event.id)}
+        )
     return event
 
 
@@ -129,6 +149,11 @@ def sign(secret: bytes, *, timestamp: int, body: bytes) -> str:
     return f"sha256={digest}"
 
 
+# Deliveries one dispatcher claims at a time, and the slack added to their claim.
+CLAIM_BATCH = 20
+CLAIM_MARGIN_S = 10.0
+
+
 class WebhookDispatcher:
     """Background thread that delivers the webhook outbox with retries."""
 
@@ -171,8 +196,14 @@ class WebhookDispatcher:
                 if delivered == 0:
                     self._stop.wait(self._poll_s)
 
-    def deliver_due(self, client: httpx.Client) -> int:
-        """Try every delivery that is due once; return how many were tried."""
+    def claim_due(self, *, limit: int = CLAIM_BATCH) -> list[tuple[int, str, int, str]]:
+        """Take up to `limit` due deliveries for this dispatcher: (delivery id, url, event id, body).
+
+        A short transaction: the due rows are locked (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so another
+        replica's dispatcher takes other rows instead of waiting; SQLite's writers are serialised anyway)
+        and marked `claimed_until`, long enough for their POSTs; nothing is held open while they are sent.
+        A claim that outlives a dead dispatcher expires and the delivery is due again.
+        """
         now = datetime.now(UTC)
         with self._db.session() as session:
             due = session.scalars(
@@ -181,22 +212,32 @@ class WebhookDispatcher:
                     WebhookDelivery.delivered_at.is_(None),
                     WebhookDelivery.failed_at.is_(None),
                     WebhookDelivery.next_attempt_at <= now,
+                    or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until <= now),
                 )
                 .order_by(WebhookDelivery.id)
-                .limit(50)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
             ).all()
+            claimed_until = now + timedelta(seconds=(self._timeout_s + 1.0) * len(due) + CLAIM_MARGIN_S)
             jobs = []
             for delivery in due:
+                delivery.claimed_until = claimed_until
                 event = session.get(Event, delivery.event_id)
                 if event is not None:
                     jobs.append((delivery.id, delivery.url, event.id, canonical_json(event_document(event))))
+        return jobs
+
+    def deliver_due(self, client: httpx.Client) -> int:
+        """Claim the deliveries that are due, POST each once, record the outcome; return how many."""
+        jobs = self.claim_due()
         for delivery_id, url, event_id, body in jobs:
             error = self._post(client, url=url, event_id=event_id, body=body.encode("utf-8"))
             with self._db.session() as session:
-                row = session.get(WebhookDelivery, delivery_id)
+                row = session.get(WebhookDelivery, delivery_id, with_for_update=True)
                 if row is None:
                     continue
                 row.attempts += 1
+                row.claimed_until = None
                 if error is None:
                     row.delivered_at = datetime.now(UTC)
                     row.last_error = None

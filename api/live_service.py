@@ -8,7 +8,11 @@
   bets before each throw that finds no round waiting for dice; every `DEMO_ROUND_EVERY` throws it plays a
   whole rendered round from `api/demo_rounds/` (first roll, the dealer's move, wrong or right in turn, and
   the Extra Roll, with an Extra Roll wager), so the dealer's-move check and the Extra Roll are seen live too;
-- for every table with a `camera_source` when `THROWBOX_LIVE_TABLES` is set.
+- for every table with a `camera_source` when `THROWBOX_LIVE_TABLES` is set;
+
+but for none of these when `THROWBOX_EXTERNAL_WORKERS` is set: then table workers (`throwbox worker`,
+issue 50) run every table with a camera, the demo table's clips included, each under a lease
+(api/leases.py); the demo's loaded-dice table, which has no camera, still plays here.
 
 Each loop posts its rolls to `THROWBOX_RULES_URL` (default: this service, `THROWBOX_SELF_URL`) with a
 reader-role key: one the service creates for itself at start (revoked at stop), or `THROWBOX_RULES_KEY`
@@ -37,7 +41,7 @@ from api.db.models import GameTable
 from api.db.session import Database
 from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient, StoredRead
 from api.metrics import Metrics
-from api.read_records import record_read
+from api.read_records import live_read_details, record_read
 from api.schemas.rolls import RollSubmission
 from api.settings import Settings
 
@@ -99,16 +103,7 @@ class DatabaseRecorder:
                 document=document,
                 evidence_jpeg=jpeg,
                 actor=self.actor,
-                details={
-                    "reasons": document["reasons"],
-                    "winner": document["winner"],
-                    "match_count": document["match_count"],
-                    "frame_id": frame.frame_id,
-                    "calibration_id": extra.get("calibration_id"),
-                    "source": "live",
-                    "layout": extra.get("layout"),
-                    "extra_roll": extra.get("extra_roll"),
-                },
+                details=live_read_details(document),
             )
         self.metrics.reads.labels(verdict=str(document["verdict"])).inc()
         return StoredRead(read_id=read_id, evidence_sha256=sha256, evidence_jpeg=jpeg)
@@ -437,6 +432,8 @@ class LiveService:
                     database=self.database,
                     dealer_key=self._new_key(Role.DEALER, "demo-dice"),
                 )
+        if self.settings.external_workers:  # no loop here: no reader to load either
+            return
         self._starter = threading.Thread(target=self._start_loops, name="live-start", daemon=True)
         self._starter.start()
 
@@ -547,6 +544,8 @@ class LiveService:
                 select(GameTable.id, GameTable.game, GameTable.camera_source, GameTable.calibration_id)
             ).all()
         out: list[tuple[str, str, str, str | None]] = []
+        if self.settings.external_workers:  # table workers run every table with a camera
+            return out
         for table_id, game, source, calibration_id in rows:
             if table_id == DEMO_TABLE and self.settings.demo:
                 out.append((table_id, game, DEMO_SOURCE, None))

@@ -13,10 +13,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
 from api import fairness as fairness_watch
-from api.auth import ALL_ROLES
+from api.auth import ALL_BUT_WORKER
 from api.db.session import Database
 from api.deps import require
+from api.event_wakeup import EventWakeup
 from api.events import WebhookDispatcher
+from api.leases import WorkerMonitor
 from api.live_service import LiveService
 from api.metrics import Metrics, install
 from api.routes import (
@@ -37,6 +39,7 @@ from api.routes import (
     rounds,
     settle,
     tables,
+    workers,
 )
 from api.schemas.errors import AUTH_RESPONSES
 from api.settings import Settings
@@ -74,8 +77,9 @@ async def _http_error_with_allow(request: Request, exc: Exception) -> Response:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Create the service with every router attached.
 
-    The database is migrated to the latest schema when the app starts (its lifespan), and the webhook
-    dispatcher runs while it is up.
+    The database is migrated to the latest schema when the app starts (its lifespan; with
+    `migrate_on_start` false it must already be at head, `throwbox db upgrade`), and the webhook
+    dispatcher (and, on PostgreSQL, the event listener that wakes the SSE streams) runs while it is up.
     """
     settings = settings if settings is not None else Settings()
     database = Database(settings.resolved_database_url)
@@ -84,7 +88,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        database.migrate()
+        if settings.migrate_on_start:
+            database.migrate()
+        else:
+            database.check_at_head()
+        wakeup = None
+        if EventWakeup.supported(database):
+            wakeup = EventWakeup(database)
+            wakeup.start()
+            app.state.event_wakeup = wakeup
         # The fairness watch's charts take seconds to design: done now, aside, not in the first roll.
         threading.Thread(
             target=fairness_watch.warm_up, args=(database,), name="fairness-warm-up", daemon=True
@@ -99,6 +111,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 timeout_s=settings.webhook_timeout_s,
             )
             dispatcher.start()
+        # Table workers' leases: a lease that expires without a release raises `worker_lost` (api/leases.py).
+        monitor = WorkerMonitor(
+            database=database,
+            webhook_urls=settings.webhook_urls,
+            metrics=metrics,
+            interval_s=settings.worker_check_s,
+        )
+        monitor.start()
         # The live table loops (demo table, cameras): they post to this service once it answers.
         live = LiveService(settings=settings, database=database, metrics=metrics, app_state=app.state)
         app.state.live = live
@@ -107,8 +127,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             live.stop()
+            monitor.stop()
             if dispatcher is not None:
                 dispatcher.stop()
+            if wakeup is not None:
+                wakeup.stop()
             database.dispose()
 
     app = FastAPI(
@@ -128,6 +151,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Reads in progress at once (api/routes/reads.py waits settings.read_queue_s for a slot, then 503s).
     app.state.read_slots = asyncio.Semaphore(settings.max_concurrent_reads)
     app.state.database = database
+    app.state.event_wakeup = None  # api.event_wakeup.EventWakeup on PostgreSQL, while the app is up
     app.state.metrics = metrics
     install(app, metrics)
     app.include_router(health.router)
@@ -142,10 +166,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)
-    # The settle calculator changes nothing, but like every route it needs a key (any role).
-    app.include_router(settle.router, dependencies=[Depends(require(*ALL_ROLES))], responses=AUTH_RESPONSES)
+    # The settle calculator changes nothing, but like every route it needs a key (any role but a worker's).
+    app.include_router(
+        settle.router, dependencies=[Depends(require(*ALL_BUT_WORKER))], responses=AUTH_RESPONSES
+    )
     app.include_router(reads.router)
     app.include_router(read_results.router)
+    app.include_router(workers.router)
     dashboard.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)

@@ -1,5 +1,6 @@
 """Store one read: its annotated evidence frame (by SHA-256), the `reads` row, an audit entry and a `read`
-event. One implementation for `POST /v1/reads` and the live loop, so both leave the same trail."""
+event. One implementation for `POST /v1/reads`, the live loop and a table worker's `PUT /v1/reads/{id}`, so
+all leave the same trail."""
 
 from __future__ import annotations
 
@@ -24,13 +25,15 @@ def record_read(
     evidence_jpeg: bytes | None,
     actor: str,
     details: dict[str, Any] | None = None,
+    evidence_sha256: str | None = None,
 ) -> str | None:
     """Store the read in `session` and return the evidence frame's SHA-256 (None: no frame kept).
 
     `details` are extra fields for the audit entry and the event (frame id, calibration id, ...).
-    A frame larger than `settings.max_evidence_bytes` is not kept; the read still is.
+    A frame larger than `settings.max_evidence_bytes` is not kept; the read still is. Without
+    `evidence_jpeg`, `evidence_sha256` names a frame stored already (a worker uploaded it first).
     """
-    sha256 = None
+    sha256 = evidence_sha256
     if evidence_jpeg and len(evidence_jpeg) <= settings.max_evidence_bytes:
         sha256 = store_evidence(
             session,
@@ -69,3 +72,17 @@ def record_read(
         webhook_urls=settings.webhook_urls,
     )
     return sha256
+
+
+def live_read_details(document: dict[str, Any]) -> dict[str, Any]:
+    """The audit entry's and event's extra fields of a live read (the in-process loop's, a worker's)."""
+    return {
+        "reasons": document.get("reasons"),
+        "winner": document.get("winner"),
+        "match_count": document.get("match_count"),
+        "frame_id": document.get("frame_id"),
+        "calibration_id": document.get("calibration_id"),
+        "source": document.get("source"),
+        "layout": document.get("layout"),
+        "extra_roll": document.get("extra_roll"),
+    }

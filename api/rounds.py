@@ -318,16 +318,21 @@ def submit_roll(
     actor: str,
     webhook_urls: list[str],
     metrics: Metrics,
+    lease_epoch: int | None = None,
+    worker_id: str | None = None,
 ) -> SubmittedRoll:
     """Apply a throw to the table's open round and commit it with its answer, audit entry and events.
 
     A roll id sent again with the same body is answered from the first (`duplicate`), applied once.
     "invalid" and "void" advance nothing (`rethrow`); "no_decision" advances nothing and raises an alert.
+    A table worker's roll carries its lease (`lease_epoch`, `worker_id`): a new roll from a worker whose
+    lease another worker has taken over since is refused (api.leases.fence_refusal); a roll id already
+    applied is still answered as a duplicate, as nothing is applied again.
 
     Raises:
         NotFoundError: no such table, evidence frame or read.
-        StateConflictError: no open round, another round named, a roll id reused with other data, or one
-            roll id at two tables at once.
+        StateConflictError: no open round, another round named, a roll id reused with other data, one
+            roll id at two tables at once, or a superseded worker's lease (`lease_superseded`).
         RulesRefusedError: the rules engine refused the roll, by clause.
     """
     request_sha256 = hashlib.sha256(canonical_json(body.model_dump()).encode()).hexdigest()
@@ -355,6 +360,12 @@ def submit_roll(
                 raise NotFoundError(f"no evidence frame {body.evidence_sha256}; upload it first")
             if body.read_id is not None and session.get(Read, body.read_id) is None:
                 raise NotFoundError(f"no read {body.read_id!r}")
+            if lease_epoch is not None:
+                from api.leases import fence_refusal
+
+                refusal = fence_refusal(session, table_id=table_id, epoch=lease_epoch, worker_id=worker_id)
+                if refusal is not None:
+                    raise StateConflictError(refusal)
             row = session.scalars(
                 select(Round).where(Round.table_id == table_id, Round.closed_at.is_(None)).with_for_update()
             ).first()

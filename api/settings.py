@@ -38,6 +38,17 @@ class Settings(BaseSettings):
     )
     webhook_timeout_s: float = Field(default=5.0, gt=0, le=120, description="Timeout of one delivery.")
     sse_poll_s: float = Field(default=0.25, gt=0, le=10, description="How often the event stream looks.")
+    sse_notify_poll_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="On PostgreSQL, where LISTEN/NOTIFY wakes the event stream: its fallback poll.",
+    )
+    migrate_on_start: bool = Field(
+        default=True,
+        description="Migrate the database when the service starts; false: refuse a schema not at head "
+        "(replicas: run `throwbox db upgrade` once instead).",
+    )
     max_evidence_bytes: int = Field(
         default=20_000_000, ge=1, description="Largest evidence frame or uploaded image accepted."
     )
@@ -91,6 +102,17 @@ class Settings(BaseSettings):
     )
     demo_clips: Path | None = Field(
         default=None, description="Throw clips the demo table plays; default the ones in api/demo_clips."
+    )
+    # Table workers apart from the service (issue 50; api/leases.py, api/routes/workers.py).
+    external_workers: bool = Field(
+        default=False,
+        description="`throwbox worker` processes run the tables with a camera: no live loop for them here.",
+    )
+    lease_ttl_s: float = Field(
+        default=5.0, gt=0, le=3600, description="How long a table worker's lease lasts without a renewal."
+    )
+    worker_check_s: float = Field(
+        default=1.0, gt=0, le=60, description="How often each replica looks for lost worker leases."
     )
 
     @field_validator("webhook_urls")

@@ -30,6 +30,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.calibrate",
     "api.cli.keys",
     "api.cli.audit",
+    "api.cli.db",
     "api.cli.math",
     "api.cli.settle",
     "api.cli.read",

@@ -14,13 +14,17 @@ if TYPE_CHECKING:
 
 
 def open_database(settings: Settings) -> Database:
-    """The database of `settings`, migrated to the latest schema."""
+    """The database of `settings`, migrated to the latest schema (checked to be at it, where
+    `migrate_on_start` is false: then `throwbox db upgrade` migrates)."""
     from api.db.session import Database, DatabaseError
 
     try:
         database = Database(settings.resolved_database_url)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        database.migrate()
+        if settings.migrate_on_start:
+            database.migrate()
+        else:
+            database.check_at_head()
     except DatabaseError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -58,7 +62,7 @@ def register(app: typer.Typer) -> None:
 
     @keys.command("create")
     def create(
-        role: str = typer.Option(..., help="reader, dealer, surveillance or admin."),
+        role: str = typer.Option(..., help="reader, dealer, surveillance, admin or worker."),
         name: str = typer.Option("", help="Who or what holds the key (default: the role)."),
         supervisor: bool = typer.Option(False, help="May correct settled rounds."),
     ) -> None:

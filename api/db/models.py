@@ -208,6 +208,8 @@ class WebhookDelivery(Base):
     delivered_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     failed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # A dispatcher that took this delivery to POST it holds it until then (replicas: one POST at a time).
+    claimed_until: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class Alert(Base):
@@ -269,3 +271,22 @@ class DiceSet(Base):
     state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     registered_by: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+
+
+class TableLease(Base):
+    """Which table worker watches a table (issue 50): one row per table, taken, renewed and released by
+    `api.leases` with row locks (PostgreSQL) or the write lock (SQLite), so that across every service
+    replica exactly one worker holds a table at a time. `epoch` grows at each takeover by another worker;
+    the rolls of a superseded worker are refused by it (fencing)."""
+
+    __tablename__ = "table_leases"
+
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), primary_key=True)
+    worker_id: Mapped[str] = mapped_column(String(100))
+    epoch: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # Set (once, by one replica) when the lease expired without a release and `worker_lost` was raised.
+    lost_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)

@@ -1,4 +1,4 @@
-"""The database: engine, sessions, and the Alembic upgrade run at start-up.
+"""The database: engine, sessions, and the Alembic upgrade (at start-up, or once by `throwbox db upgrade`).
 
 SQLite (the embedded default) runs in WAL mode, and every transaction starts with `BEGIN IMMEDIATE`,
 so writers queue on SQLite's own lock (with a busy timeout) instead of failing when a read transaction
@@ -22,10 +22,16 @@ from sqlalchemy.orm import Session, sessionmaker
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _READ_ONLY = "throwbox_read_only"
+# The PostgreSQL advisory lock key `migrate` holds: two processes upgrading at once run the upgrade once.
+MIGRATION_LOCK_KEY = 0x7468_726F_7762_6F78 & 0x7FFF_FFFF_FFFF_FFFF  # "throwbox"
 
 
 class DatabaseError(Exception):
     """The database cannot be opened or migrated (a bad URL, a missing driver, a refused connection)."""
+
+
+class SchemaNotAtHeadError(DatabaseError):
+    """The schema is older than this code's migrations (a process that does not migrate refuses it)."""
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -100,22 +106,71 @@ class Database:
             if session.new or session.dirty or session.deleted:
                 raise RuntimeError("read_session used to write; use Database.session")
 
-    def migrate(self) -> None:
-        """Bring the schema to the latest Alembic revision."""
-        from alembic import command
+    def _alembic_config(self) -> Any:
         from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        return config
+
+    def migrate(self) -> str | None:
+        """Bring the schema to the latest Alembic revision; return the revision it found (None: empty).
+
+        On PostgreSQL the upgrade runs under a transaction-level advisory lock, so several processes
+        upgrading at once (replicas starting together, two `throwbox db upgrade`) run it once: the others
+        wait, then find the schema at head and do nothing.
+        """
+        from alembic import command
+        from alembic.runtime.migration import MigrationContext
 
         if self._sqlite_dir is not None:
             self._sqlite_dir.mkdir(parents=True, exist_ok=True)
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        config = self._alembic_config()
         try:
             with self.engine.connect() as connection:
+                if not self.is_sqlite:
+                    connection.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+                    )
+                before = MigrationContext.configure(connection).get_current_revision()
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
                 connection.commit()
         except Exception as exc:
             raise DatabaseError(f"cannot migrate the database: {self._describe(exc)}") from exc
+        return before
+
+    def head_revision(self) -> str:
+        """The newest revision of this code's migrations."""
+        from alembic.script import ScriptDirectory
+
+        head = ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+        if head is None:
+            raise DatabaseError("the migrations have no head revision")
+        return head
+
+    def current_revision(self) -> str | None:
+        """The database's schema revision (None: never migrated)."""
+        from alembic.runtime.migration import MigrationContext
+
+        if self._sqlite_dir is not None and not self._sqlite_dir.exists():
+            return None  # never created: not migrated (and reading it must not create it)
+        try:
+            with self.engine.connect() as connection:
+                revision = MigrationContext.configure(connection).get_current_revision()
+                connection.rollback()
+        except Exception as exc:
+            raise DatabaseError(f"cannot read the schema revision: {self._describe(exc)}") from exc
+        return revision
+
+    def check_at_head(self) -> None:
+        """Raise SchemaNotAtHeadError (one line, naming the command to run) unless the schema is at head."""
+        current, head = self.current_revision(), self.head_revision()
+        if current != head:
+            raise SchemaNotAtHeadError(
+                f"the database schema is at revision {current or 'none (empty database)'}, not {head}: "
+                "run `throwbox db upgrade` first (THROWBOX_MIGRATE_ON_START=false)"
+            )
 
     def _describe(self, exc: Exception) -> str:
         """The first line of the driver's message, with the password (if any) blanked out."""

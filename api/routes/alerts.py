@@ -1,4 +1,5 @@
-"""Alerts: listed by dealer, surveillance and admin; reviews raised by surveillance; acknowledged by admin."""
+"""Alerts: listed by dealer, surveillance and admin; reviews raised by surveillance, live alerts by a table
+worker; acknowledged by admin."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy import select
 
-from api.alerts import acknowledge_alert, raise_alert
+from api.alerts import REVIEW_KIND, acknowledge_alert, raise_alert
+from api.auth import Role
 from api.db.models import Alert
-from api.deps import Admin, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer, Watcher
+from api.deps import Admin, AlertRaiser, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer
 from api.schemas.admin import AlertIn, AlertOut
 from api.schemas.errors import AUTH_RESPONSES, errors
 
@@ -39,20 +41,36 @@ def list_alerts(
         return [alert_out(row) for row in session.scalars(query.order_by(Alert.id.desc()).limit(limit))]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=AlertOut, responses=errors(400))
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=AlertOut,
+    responses=errors(
+        400, (403, "This key's role may not do this, or not raise this kind (a worker: live kinds only).")
+    ),
+)
 def raise_review(
-    body: AlertIn, principal: Watcher, database: DatabaseDep, settings: SettingsDep, metrics: MetricsDep
+    body: AlertIn, principal: AlertRaiser, database: DatabaseDep, settings: SettingsDep, metrics: MetricsDep
 ) -> AlertOut:
-    """Raise a review (surveillance, admin): an alert a person asked for."""
+    """Raise a review (surveillance, admin): an alert a person asked for; or a live alert (worker: a table
+    worker's live loop, the kinds the in-process loop raises)."""
+    worker = principal.role is Role.WORKER
+    if worker == (body.kind == REVIEW_KIND):
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            detail="a table worker raises live alert kinds only"
+            if worker
+            else f"role {principal.role.value!r} raises reviews only (kind 'review')",
+        )
     with database.session() as session:
         row = raise_alert(
             session,
-            kind="review",
+            kind=body.kind,
             message=body.message,
             actor=principal.actor,
             table_id=body.table_id,
             round_id=body.round_id,
-            data={},
+            data=body.data,
             webhook_urls=settings.webhook_urls,
             metrics=metrics,
         )

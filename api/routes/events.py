@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import WithJsonSchema
 
 from api.deps import DatabaseDep, SettingsDep, Viewer
+from api.event_wakeup import EventWakeup
 from api.events import EVENT_TYPES, events_after, head_event_id, latest_events, sse_message
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, errors
@@ -133,9 +134,14 @@ async def stream(
             documents = events_after(session, after_id=after_id, limit=BATCH, types=wanted, table_id=table_id)
             return Batch(documents=documents, head=head, complete=len(documents) < BATCH)
 
+    # On PostgreSQL a NOTIFY from any replica's commit wakes the stream at once (api/event_wakeup.py);
+    # it still polls, every sse_notify_poll_s, and every sse_poll_s while the listener is down (SQLite).
+    wakeup: EventWakeup | None = getattr(request.app.state, "event_wakeup", None)
+    generation = wakeup.generation if wakeup is not None else 0
     first = await anyio.to_thread.run_sync(fetch, start, last)
 
     async def body() -> AsyncIterator[str]:
+        nonlocal generation
         batch, cursor = first, start
         quiet_since = time.monotonic()
         while True:
@@ -149,6 +155,7 @@ async def stream(
             if batch.documents:
                 quiet_since = time.monotonic()
                 if not batch.complete:
+                    generation = wakeup.generation if wakeup is not None else 0
                     batch = await anyio.to_thread.run_sync(fetch, cursor)
                     continue
             if not follow:
@@ -158,7 +165,11 @@ async def stream(
             if time.monotonic() - quiet_since > KEEPALIVE_S:
                 yield ": keep-alive\n\n"
                 quiet_since = time.monotonic()
-            await anyio.sleep(settings.sse_poll_s)
+            if wakeup is not None and wakeup.listening:
+                await wakeup.wait(generation, settings.sse_notify_poll_s)
+                generation = wakeup.generation
+            else:
+                await anyio.sleep(settings.sse_poll_s)
             batch = await anyio.to_thread.run_sync(fetch, cursor)
 
     return StreamingResponse(

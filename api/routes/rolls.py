@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi import APIRouter, Header, HTTPException, Query, Response, status
+from pydantic import WithJsonSchema
 from sqlalchemy import select
 
 from api import rounds
 from api.db.models import Roll
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
+from api.leases import WORKER_ID_PATTERN
 from api.routes.rounds import http_error
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
@@ -38,7 +40,11 @@ router = APIRouter(tags=["rolls"], responses=AUTH_RESPONSES)
         **errors(
             400,
             (404, "No such table, evidence frame or read."),
-            (409, "No open round, wrong round, wrong phase, or a roll id reused with other data."),
+            (
+                409,
+                "No open round, wrong round, wrong phase, a roll id reused with other data, or a table "
+                "worker's lease taken over by another worker since (`lease_superseded`).",
+            ),
             (422, "A malformed roll, or refused by the rules engine (e.g. wrong number of dice), by clause."),
             unprocessable=RULES_OR_VALIDATION,
         ),
@@ -52,8 +58,27 @@ def submit_roll(
     database: DatabaseDep,
     settings: SettingsDep,
     metrics: MetricsDep,
+    # Headers are never null: the schema says the value when it is sent (as the events' Last-Event-ID).
+    lease_epoch: Annotated[
+        int | None,
+        Header(alias="X-Throwbox-Lease-Epoch", ge=0, le=DB_INT_MAX),
+        WithJsonSchema(
+            {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": DB_INT_MAX,
+                "description": "A table worker's lease epoch (POST /v1/tables/{id}/lease): fences its rolls.",
+            }
+        ),
+    ] = None,
+    worker_id: Annotated[
+        str | None,
+        Header(alias="X-Throwbox-Worker-Id", pattern=WORKER_ID_PATTERN),
+        WithJsonSchema({"type": "string", "pattern": WORKER_ID_PATTERN, "description": "The worker's id."}),
+    ] = None,
 ) -> RollAnswer:
-    """Submit a throw (reader, dealer)."""
+    """Submit a throw (reader, dealer, worker). A table worker sends its lease epoch and id (headers): a
+    roll from a worker another has taken the table over from is refused (409, `lease_superseded`)."""
     try:
         submitted = rounds.submit_roll(
             database=database,
@@ -62,6 +87,8 @@ def submit_roll(
             actor=principal.actor,
             webhook_urls=settings.webhook_urls,
             metrics=metrics,
+            lease_epoch=lease_epoch,
+            worker_id=worker_id,
         )
     except rounds.RulesRefusedError as exc:
         metrics.errors.labels(kind="refused_by_rules").inc()

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from api import audit
 from api.alerts import raise_alert
 from api.db.models import Correction, GameTable, Round, Wager
-from api.deps import AnyRole, DatabaseDep, Dealer, IdPath, MetricsDep, SettingsDep, Viewer
+from api.deps import DatabaseDep, Dealer, IdPath, MetricsDep, NotWorker, SettingsDep, Viewer
 from api.events import publish
 from api.rounds import (
     NotFoundError,
@@ -408,7 +408,7 @@ def record_payout(
     },
 )
 def correct(
-    round_id: IdPath, body: CorrectionIn, principal: AnyRole, database: DatabaseDep, settings: SettingsDep
+    round_id: IdPath, body: CorrectionIn, principal: NotWorker, database: DatabaseDep, settings: SettingsDep
 ) -> CorrectionOut:
     """Correct a settled round (supervisor key or admin): the engine settles the wagers again on the
     corrected dice; the result is a new entry linked to the round, which itself never changes."""

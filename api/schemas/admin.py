@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RoleName = Literal["reader", "dealer", "surveillance", "admin"]
+from api.alerts import LiveAlertKind
+
+RoleName = Literal["reader", "dealer", "surveillance", "admin", "worker"]
 
 
 class KeyIn(BaseModel):
@@ -42,13 +44,18 @@ class NewKeyOut(BaseModel):
 
 
 class AlertIn(BaseModel):
-    """A review raised by surveillance (or an admin)."""
+    """A review raised by surveillance (or an admin), or a live alert raised by a table worker."""
 
     model_config = ConfigDict(extra="forbid")
 
     message: str = Field(min_length=1, max_length=2000)
     table_id: str | None = Field(default=None, max_length=64)
     round_id: int | None = Field(default=None, ge=1)
+    kind: Literal["review"] | LiveAlertKind = Field(
+        default="review",
+        description="`review` (surveillance, admin); a live loop's kind (a table worker's key only).",
+    )
+    data: dict[str, Any] = Field(default_factory=dict, description="The live alert's details.")
 
 
 class AlertOut(BaseModel):

@@ -23,6 +23,7 @@ OPERATOR = {
     "watch",
     "keys",
     "audit",
+    "db",
     "math",
     "settle",
     "fairness",

@@ -12,8 +12,9 @@ import pytest
 from api.main import create_app
 from tests.api.conftest import Service, running_service
 
-R, D, S, A = "reader", "dealer", "surveillance", "admin"
-EVERYONE = (R, D, S, A)
+R, D, S, A, W = "reader", "dealer", "surveillance", "admin", "worker"
+EVERYONE = (R, D, S, A, W)
+NOT_WORKER = (R, D, S, A)
 VIEWERS = (D, S, A)
 SHA = "0" * 64
 
@@ -42,14 +43,15 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
         "POST",
         "/v1/tables/T/rolls",
         {"roll_id": "x", "source": "reader", "verdict": "void", "faces": []},
-        (R, D),
+        (R, D, W),
     ),
     ("GET", "/v1/tables/T/rolls", None, VIEWERS),
     ("GET", "/v1/rolls/x", None, VIEWERS),
-    ("POST", "/v1/evidence", b"\x89PNG fake", (R, D)),
+    ("POST", "/v1/evidence", b"\x89PNG fake", (R, D, W)),
     ("GET", f"/v1/evidence/{SHA}", None, VIEWERS),
     ("GET", "/v1/alerts", None, VIEWERS),
     ("POST", "/v1/alerts", {"message": "look at round 1"}, (S, A)),
+    ("POST", "/v1/alerts", {"message": "camera 1 lost", "kind": "camera_lost", "table_id": "T"}, (W,)),
     ("POST", "/v1/alerts/1/acknowledge", None, (A,)),
     ("POST", "/v1/alerts/1/reviews", {"note": "seen on camera 2"}, (S, A)),
     ("GET", "/v1/alerts/1/reviews", None, VIEWERS),
@@ -66,7 +68,11 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("POST", "/v1/reads", None, (R,)),
     ("GET", "/v1/reads/x", None, VIEWERS),
     ("GET", "/v1/reads/x/frame", None, VIEWERS),
-    ("POST", "/v1/settle", {"game": "hrd6", "wagers": [], "rolls": [[1, 2, 3, 4, 5, 6]]}, EVERYONE),
+    ("POST", "/v1/settle", {"game": "hrd6", "wagers": [], "rolls": [[1, 2, 3, 4, 5, 6]]}, NOT_WORKER),
+    ("GET", "/v1/tables/T/live-config", None, (W, A)),
+    ("POST", "/v1/tables/T/lease", {"worker_id": "w-roles"}, (W, A)),
+    ("DELETE", "/v1/tables/T/lease?worker_id=w-roles", None, (W, A)),
+    ("PUT", "/v1/reads/x", {"table_id": "T", "document": {"verdict": "void", "faces": []}}, (W,)),
 ]
 OPEN = ("/healthz", "/readyz", "/metrics")
 SERVICE_TAGS = (
@@ -81,6 +87,7 @@ SERVICE_TAGS = (
     "tables",
     "rules",
     "reads",
+    "workers",
 )
 
 

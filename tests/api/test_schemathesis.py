@@ -1,5 +1,6 @@
 """Property-based requests over the whole OpenAPI document (schemathesis, every check, as `--checks all`),
-through a real uvicorn server, under the key of each role in turn: admin, surveillance, dealer, reader.
+through a real uvicorn server, under the key of each role in turn: admin, surveillance, dealer, reader and
+worker.
 
 What must hold, whatever is sent and whoever sends it: no 5xx (but the documented 503s); every status is one
 the document names for the operation (401 and 403 included) and its body fits the documented schema, every
@@ -32,7 +33,7 @@ from api.main import create_app
 from tests.api.conftest import Service, running_service
 
 MAX_EXAMPLES = 6
-ROLES = ("admin", "surveillance", "dealer", "reader")
+ROLES = ("admin", "surveillance", "dealer", "reader", "worker")
 # The only operations where a 503 is a documented answer, not a failure: not ready; the reader's models
 # cannot be loaded (no weights in a fresh clone) or it is busy.
 MAY_BE_UNAVAILABLE = {("GET", "/readyz"), ("POST", "/v1/reads")}
