@@ -51,6 +51,7 @@ EVENT_TYPES = (
     "correction",
     "alert",
     "read",
+    "enrollment",
 )
 
 

@@ -28,6 +28,7 @@ from api.routes import (
     calls,
     dashboard,
     docs,
+    enrollment,
     events,
     evidence,
     fairness,
@@ -173,6 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(reads.router)
     app.include_router(read_results.router)
     app.include_router(workers.router)
+    app.include_router(enrollment.router)
     dashboard.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)

@@ -1,4 +1,5 @@
 """`throwbox train faces`: train the face model on pretrained features (the `train` extra: torch).
+(`throwbox enroll` is api/cli/enroll.py: it reads the service's database for confirmed rolls.)
 
 Registered from `api/cli/__init__.py`; torch is imported only inside the command, so the rest of the
 command line (and the service) never needs it.
@@ -102,38 +103,3 @@ def register(app: typer.Typer) -> None:
             )
 
     app.add_typer(train, name="train")
-
-    @app.command("enroll")
-    def enroll(
-        table: Annotated[str, typer.Option("--table", help="Table id to enroll.")],
-        from_dir: Annotated[
-            Path, typer.Option("--from", help="Labelled die photos: DIR/<face>/*.jpg, faces 1..6.")
-        ],
-        calibration_dir: Annotated[
-            Path, typer.Option("--calibration-dir", help="Where table calibrations (and enrollments) live.")
-        ] = Path("data/calibration"),
-        limit: Annotated[int, typer.Option(min=1, help="At most this many labelled dice.")] = 60,
-        manifest: Annotated[Path | None, typer.Option(help="Model manifest (default: the shipped).")] = None,
-        threads: Annotated[int, typer.Option(min=0, help="onnxruntime threads.")] = 1,
-    ) -> None:
-        """Adapt the face model to one table's dice (numpy and onnxruntime only; no torch)."""
-        from calibration.errors import InvalidTableIdError
-        from calibration.store import check_table_id
-        from models.enroll import EnrollDataError, enroll_table, examples_from_folder
-        from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
-        from vision.pips.enrolled import save_enrollment
-
-        try:
-            check_table_id(table)
-            model = load_model("pips", manifest_path=manifest or MANIFEST_PATH, threads=threads)
-            result = enroll_table(model, table, examples_from_folder(from_dir, limit=limit))
-        except (EnrollDataError, InvalidTableIdError, ModelError) as exc:
-            typer.echo(f"throwbox enroll: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        saved = save_enrollment(result.enrollment, calibration_dir)
-        before, after = 100 * result.train_accuracy_before, 100 * result.train_accuracy_after
-        typer.echo(
-            f"table {table}: {result.dice} dice ({saved.examples}) in {result.seconds:.1f} s; examples "
-            f"read right {before:.1f} % -> {after:.1f} %; "
-            f"reads name {saved.tag(model.spec.tag)} (sha256 {saved.checksum})"
-        )

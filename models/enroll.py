@@ -1,8 +1,9 @@
 """Table enrollment: adapt the shipped face model to one table's dice from a few labelled examples, no torch.
 
 `throwbox enroll --table ID --from DIR` reads `DIR/<face>/*.jpg` (one die per photo, the die filling it;
-faces 1..6), cuts each as the reader cuts a die whose box is the photo (`crop_die`), looks at it in the eight
-turns and mirror images a d6 face does not change under, and runs the registered face model on them with
+faces 1..6; or labelled frames, or confirmed rolls: `models.enroll_sources`), cuts each as the reader cuts a
+die whose box is the photo (`crop_die`), looks at it in the eight turns and mirror images a d6 face does not
+change under, and runs the registered face model on them with
 onnxruntime (`embedding`, its second output, and `probs`). Then, with numpy alone, it fits a correction of the
 shipped head, z = log p_shipped + e @ dW.T + db, by full-batch gradient descent on the cross-entropy plus a
 ridge penalty on dW (`ridge`): with few examples the correction stays small and the shipped head decides; the
@@ -16,9 +17,9 @@ with its SHA-256, and the reader names it in every read (`models["pips"]`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import UTC, datetime
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +32,9 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 RIDGE = 1e-2
 STEPS = 300
 MAX_DICE = 60
+EMBED_SHARE = 0.8  # of the progress: running the face model; the rest, the fit
+
+Progress = Callable[[float], None]
 
 
 class EnrollDataError(ValueError):
@@ -44,28 +48,6 @@ class EnrollResult:
     seconds: float
     train_accuracy_before: float
     train_accuracy_after: float
-
-
-def die_photos(folder: Path, *, limit: int = MAX_DICE) -> list[tuple[Path, int]]:
-    """(photo, face) for DIR/<face>/*.jpg, faces 1..6, at most `limit` in all (taken in turn from each face,
-    in name order, so a cut keeps the faces balanced)."""
-    if not folder.is_dir():
-        raise EnrollDataError(f"not a folder: {folder}")
-    by_face: dict[int, list[Path]] = {}
-    for face in range(1, 7):
-        sub = folder / str(face)
-        if sub.is_dir():
-            by_face[face] = sorted(p for p in sub.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-    if not any(by_face.values()):
-        raise EnrollDataError(f"no die photos in {folder}/1 .. {folder}/6")
-    out: list[tuple[Path, int]] = []
-    k = 0
-    while len(out) < limit and any(k < len(v) for v in by_face.values()):
-        for face, paths in sorted(by_face.items()):
-            if k < len(paths) and len(out) < limit:
-                out.append((paths[k], face))
-        k += 1
-    return out
 
 
 def photo_crop(image_bgr: NDArray[np.uint8]) -> NDArray[np.uint8]:
@@ -83,11 +65,13 @@ def symmetries(crop: NDArray[np.uint8]) -> list[NDArray[np.uint8]]:
 
 
 def embed(
-    model: OnnxModel, crops: Sequence[NDArray[np.uint8]]
+    model: OnnxModel, crops: Sequence[NDArray[np.uint8]], *, progress: Progress | None = None
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """(probabilities (n, 6), embeddings (n, d)) of the model's two outputs."""
+    """(probabilities (n, 6), embeddings (n, d)) of the model's two outputs; `progress` told 0..1."""
     probs, embs = [], []
     for i in range(0, len(crops), 128):
+        if progress is not None:
+            progress(i / max(len(crops), 1))
         outputs = model.run(crops_to_tensor(list(crops[i : i + 128])))
         if len(outputs) < 2:
             raise EnrollDataError(
@@ -105,6 +89,7 @@ def fit_correction(
     *,
     ridge: float = RIDGE,
     steps: int = STEPS,
+    progress: Progress | None = None,
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """dW (6, d), db (6,) minimising the mean cross-entropy of softmax(log probs + E dW^T + db) on `faces`
     (1..6) plus ridge/2 |dW|^2: gradient descent with the step 1/L of the loss's smoothness bound."""
@@ -119,7 +104,9 @@ def fit_correction(
     lr = 1.0 / lipschitz
     w = np.zeros((6, d))
     b = np.zeros(6)
-    for _ in range(steps):
+    for step in range(steps):
+        if progress is not None and step % 25 == 0:
+            progress(step / steps)
         z = base + x @ w.T + b
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
@@ -137,8 +124,10 @@ def enroll_table(
     *,
     ridge: float = RIDGE,
     steps: int = STEPS,
+    progress: Progress | None = None,
 ) -> EnrollResult:
-    """Fit a table's correction from (die crop, face) examples (crops cut as the reader cuts them)."""
+    """Fit a table's correction from (die crop, face) examples (crops cut as the reader cuts them);
+    `progress` is told the share done, 0..1 (the face model's runs, then the fit's steps)."""
     from vision.pips.enrolled import corrected
 
     if not examples:
@@ -153,13 +142,27 @@ def enroll_table(
         crops += looks
         faces += [face] * len(looks)
     y = np.array(faces, np.int64)
-    probs, embedding = embed(model, crops)
-    d_weight, d_bias = fit_correction(probs, embedding, y, ridge=ridge, steps=steps)
+    tell = progress or (lambda _: None)
+    probs, embedding = embed(model, crops, progress=lambda p: tell(EMBED_SHARE * p))
+    d_weight, d_bias = fit_correction(
+        probs,
+        embedding,
+        y,
+        ridge=ridge,
+        steps=steps,
+        progress=lambda p: tell(EMBED_SHARE + (1 - EMBED_SHARE) * p),
+    )
     after = corrected(probs, embedding, d_weight, d_bias)
     counts = {str(f): int(sum(1 for _, g in examples if g == f)) for f in range(1, 7)}
     enrollment = Enrollment(
-        table_id=table_id, model_sha256=model.spec.sha256, d_weight=d_weight, d_bias=d_bias, examples=counts
+        table_id=table_id,
+        model_sha256=model.spec.sha256,
+        d_weight=d_weight,
+        d_bias=d_bias,
+        examples=counts,
+        fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    tell(1.0)
     return EnrollResult(
         enrollment=enrollment,
         dice=len(examples),
@@ -167,16 +170,3 @@ def enroll_table(
         train_accuracy_before=float((probs.argmax(axis=1) + 1 == y).mean()),
         train_accuracy_after=float((after.argmax(axis=1) + 1 == y).mean()),
     )
-
-
-def examples_from_folder(folder: Path, *, limit: int = MAX_DICE) -> list[tuple[NDArray[np.uint8], int]]:
-    """(crop, face) of each die photo of DIR/<face>/*.jpg (`die_photos`)."""
-    import cv2
-
-    out = []
-    for path, face in die_photos(folder, limit=limit):
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
-            raise EnrollDataError(f"unreadable photo {path}")
-        out.append((photo_crop(np.asarray(image, np.uint8)), face))
-    return out

@@ -36,6 +36,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.read",
     "api.cli.watch",
     "api.cli.fairness",
+    "api.cli.enroll",
     "models.cli",
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, DateTime, Dialect, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import JSON, Boolean, DateTime, Dialect, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -290,3 +290,26 @@ class TableLease(Base):
     released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     # Set (once, by one replica) when the lease expired without a release and `worker_lost` was raised.
     lost_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class EnrollmentJob(Base):
+    """A table enrollment run as a background job (`POST /v1/tables/{id}/enrollment`, issue 47), kept here so
+    that any replica of the service can answer for it; the enrollment itself is a file beside the table's
+    calibration (vision/pips/enrolled.py)."""
+
+    __tablename__ = "enrollment_jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), index=True)
+    source: Mapped[str] = mapped_column(String(20))  # photos, frames, confirmed
+    state: Mapped[str] = mapped_column(String(20))  # queued, running, done, failed
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    dice_per_face: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    examples: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # what was used and left out
+    result_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    held_in_accuracy: Mapped[float | None] = mapped_column(Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)

@@ -73,6 +73,10 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("POST", "/v1/tables/T/lease", {"worker_id": "w-roles"}, (W, A)),
     ("DELETE", "/v1/tables/T/lease?worker_id=w-roles", None, (W, A)),
     ("PUT", "/v1/reads/x", {"table_id": "T", "document": {"verdict": "void", "faces": []}}, (W,)),
+    ("POST", "/v1/tables/T/enrollment", None, (A,)),
+    ("GET", "/v1/tables/T/enrollment", None, (S, A)),
+    ("DELETE", "/v1/tables/T/enrollment", None, (A,)),
+    ("GET", "/v1/enrollment-jobs/x", None, (S, A)),
 ]
 OPEN = ("/healthz", "/readyz", "/metrics")
 SERVICE_TAGS = (
@@ -88,6 +92,7 @@ SERVICE_TAGS = (
     "rules",
     "reads",
     "workers",
+    "enrollment",
 )
 
 

@@ -11,7 +11,9 @@ One reading, said here: a request the schema accepts may still break a rule of t
 1..5, a stake of no cents). The rules engine refuses it with 422 and every problem by clause; that is the
 service answering, not the schema lying, so it counts as accepted (`positive_data_acceptance_or_rules`).
 So does a rule between two fields that JSON Schema cannot state, named one by one in `CROSS_FIELD_REFUSALS`
-(a dice set's out-of-play time must follow its in-play time).
+(a dice set's out-of-play time must follow its in-play time), and a refusal of what an uploaded file holds,
+which no schema states either, named by its words in `CONTENT_REFUSALS` (an enrollment's archive that is not
+a zip, or too few labelled dice).
 
 Bounded: `MAX_EXAMPLES` per operation and role; derandomized, so a failure reproduces. The admin's run goes
 again on PostgreSQL when THROWBOX_TEST_POSTGRES_URL is set.
@@ -59,6 +61,27 @@ CROSS_FIELD_REFUSALS = {
 }
 
 
+# (method, path template): how the 422's detail begins where it refuses what an upload holds.
+CONTENT_REFUSALS = {
+    ("POST", "/v1/tables/{table_id}/enrollment"): (
+        "the archive is not a zip file",
+        "the photos source needs a zip archive",
+        "the frames source needs a zip archive",
+        "the confirmed source takes no archive",
+        "too few labelled dice",
+    ),
+}
+
+
+def _content_refusal(response: Any, case: Any) -> bool:
+    try:
+        detail = response.json()["detail"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    starts = CONTENT_REFUSALS.get((case.method.upper(), case.path), ())
+    return isinstance(detail, str) and detail.startswith(starts)
+
+
 def _cross_field_refusal(response: Any, case: Any) -> bool:
     try:
         detail = response.json()["detail"]
@@ -69,8 +92,10 @@ def _cross_field_refusal(response: Any, case: Any) -> bool:
 
 def positive_data_acceptance_or_rules(ctx: Any, response: Any, case: Any) -> bool | None:
     """schemathesis's positive_data_acceptance, where the rules engine's refusal (422, by clause) of a
-    well-formed request, or a named cross-field refusal, is an answer (see the module docstring)."""
-    if response.status_code == 422 and (_rules_refusal(response) or _cross_field_refusal(response, case)):
+    well-formed request, or a named cross-field or content refusal, is an answer (see the module doc)."""
+    if response.status_code == 422 and (
+        _rules_refusal(response) or _cross_field_refusal(response, case) or _content_refusal(response, case)
+    ):
         return None
     result: bool | None = positive_data_acceptance(ctx, response, case)
     return result

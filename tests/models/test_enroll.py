@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from models.enroll import EnrollDataError, die_photos, enroll_table, fit_correction, photo_crop
+from models.enroll import EnrollDataError, enroll_table, fit_correction, photo_crop
+from models.enroll_sources import dice_per_face, folder_files, photo_examples
 from vision.onnx_session import OnnxModel, load_manifest, sha256_of
 from vision.pips.classifier import FaceReader
 from vision.pips.crops import crops_to_tensor
@@ -137,14 +138,13 @@ def test_damaged_or_foreign_enrollment_refused(tmp_path: Path) -> None:
 
 def test_die_photos_balanced_and_cropped(tmp_path: Path) -> None:
     folder = photos(tmp_path / "dice", per_face=15)
-    picked = die_photos(folder, limit=60)
+    picked = photo_examples(folder_files(folder), limit=60)
     assert len(picked) == 60
-    assert sorted({f for _, f in picked}) == [1, 2, 3, 4, 5, 6]
-    assert all(sum(1 for _, f in picked if f == face) == 10 for face in range(1, 7))
+    assert dice_per_face(picked) == {str(face): 10 for face in range(1, 7)}
     crop = photo_crop(np.zeros((80, 70, 3), np.uint8))
     assert crop.shape == (64, 64, 3)
     with pytest.raises(EnrollDataError):
-        die_photos(tmp_path / "empty-missing")
+        folder_files(tmp_path / "empty-missing")
 
 
 def test_enroll_command_stores_and_read_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

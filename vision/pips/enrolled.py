@@ -46,15 +46,19 @@ class Enrollment:
     d_bias: NDArray[np.float32]
     examples: dict[str, int]  # face -> labelled dice it was fitted on
     checksum: str = ""  # SHA-256 of the stored body (set when saved or loaded)
+    fitted_at: str | None = None  # ISO 8601 UTC; None in a file written before it was kept
 
     def body(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "table_id": self.table_id,
             "model_sha256": self.model_sha256,
             "d_weight": np.round(self.d_weight.astype(np.float64), 7).tolist(),
             "d_bias": np.round(self.d_bias.astype(np.float64), 7).tolist(),
             "examples": dict(self.examples),
         }
+        if self.fitted_at is not None:
+            body["fitted_at"] = self.fitted_at
+        return body
 
     def tag(self, model_tag: str) -> str:
         return f"{model_tag}+enroll:{self.table_id}:{self.checksum[:8]}"
@@ -92,6 +96,16 @@ def save_enrollment(enrollment: Enrollment, data_dir: Path) -> Enrollment:
     return saved
 
 
+def delete_enrollment(data_dir: Path, table_id: str) -> bool:
+    """Remove the table's enrollment file; False when it had none. Its reads go back to the shipped model."""
+    path = enrollment_path(data_dir, table_id)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def load_enrollment(data_dir: Path, table_id: str) -> Enrollment | None:
     """The table's enrollment, or None when it has none; `EnrollmentError` for a damaged file."""
     path = enrollment_path(data_dir, table_id)
@@ -123,6 +137,7 @@ def load_enrollment(data_dir: Path, table_id: str) -> Enrollment | None:
             d_bias=d_bias,
             examples={str(k): int(v) for k, v in body["examples"].items()},
             checksum=actual,
+            fitted_at=None if body.get("fitted_at") is None else str(body["fitted_at"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise EnrollmentError(f"{path}: malformed body ({exc!r})") from exc

@@ -1,7 +1,7 @@
 """table leases: one table worker per table (issue 50)
 
 Revision ID: 0004
-Revises: 0002_dice_sets
+Revises: 0003
 Create Date: 2026-12-06 20:50:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0002_dice_sets"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
