@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -41,6 +42,7 @@ def test_one_replica_then_two_in_one_run(tmp_path: Path) -> None:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads(done.stdout)
+    shutil.rmtree(report["logs"])  # the replicas' logs, kept by the command for a person to read
     assert [c["replicas"] for c in report["configurations"]] == [1, 2]
     for config in report["configurations"]:
         rounds = config["rounds"]
