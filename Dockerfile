@@ -28,10 +28,11 @@ RUN apt-get update \
     && mkdir -p /data /spool \
     && chown throwbox:throwbox /data /spool
 COPY --from=build /opt/throwbox /opt/throwbox
+# A lone container (SQLite in /data) migrates on start; deploy/compose.yaml runs `throwbox db upgrade` once
+# and starts its replicas with THROWBOX_MIGRATE_ON_START=false.
 ENV PATH=/opt/throwbox/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    THROWBOX_DATA_DIR=/data \
-    THROWBOX_MIGRATE_ON_START=false
+    THROWBOX_DATA_DIR=/data
 USER throwbox
 WORKDIR /data
 VOLUME ["/data"]
