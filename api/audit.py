@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.db.models import AuditEntry, AuditHead, Evidence
@@ -166,15 +168,20 @@ def store_evidence(
     path = evidence_path(evidence_dir, sha256)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        # A name of its own per write: the same frame may be stored by two threads, or two replicas on
+        # shared storage, at once (a name from the pid alone made the second rename fail).
+        tmp = path.with_suffix(f".tmp{os.getpid()}-{secrets.token_hex(8)}")
         with tmp.open("wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         tmp.replace(path)
     if session.get(Evidence, sha256) is None:
-        session.add(Evidence(sha256=sha256, size_bytes=len(data), media_type=media_type))
-        session.flush()
+        try:
+            with session.begin_nested():  # another transaction may record the same frame first
+                session.add(Evidence(sha256=sha256, size_bytes=len(data), media_type=media_type))
+        except IntegrityError:
+            pass  # recorded by the other writer: the same bytes, the same row
     return sha256
 
 

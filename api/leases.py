@@ -167,7 +167,11 @@ def _take(
     metrics: Metrics,
 ) -> Lease:
     with database.session() as session:
-        if session.get(GameTable, table_id) is None:
+        # The table row first (FOR KEY SHARE on PostgreSQL), as opening a round locks it before the audit
+        # head: a takeover of a lost lease writes the audit (its alert) and then the lease row, whose foreign
+        # key check share-locks the table row; taken in the other order, the two deadlocked under load
+        # (`throwbox lab loadtest --replicas 2 --workers 4`; tests/api/test_lease_lock_order.py).
+        if session.get(GameTable, table_id, with_for_update={"key_share": True}) is None:
             raise UnknownTableError(f"no table {table_id!r}")
         row = _locked(session, table_id)
         now = utcnow()

@@ -33,7 +33,7 @@ from vision.onnx_session import (
     load_model,
 )
 from vision.pips.classical import PipCountConfig
-from vision.pips.classifier import SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
+from vision.pips.classifier import PLANE_LOOK_SPAN, SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
 from vision.pips.crops import crop_die
 from vision.pips.enrolled import EnrolledModel, Enrollment
 from vision.state.model import DieStateClassifier
@@ -66,6 +66,9 @@ class ReaderConfig:
     second_look_below: float | None = SECOND_LOOK_BELOW
     # ...and whether it reads the four turns mirrored too (`FaceReader.second_look_mirror`).
     second_look_mirror: bool = SECOND_LOOK_MIRROR
+    # The look at the top face of a die still unsure, cut from the die-top plane of a calibrated table, this
+    # many die edges across (`FaceReader.plane_look_span`, issue 48); None: off.
+    plane_look_span: float | None = PLANE_LOOK_SPAN
     # On a photo read without a table, a coarse look's big die replaces the small boxes inside it only where
     # the face model reads the big box at least as surely, less this margin, as it reads those boxes on
     # average: a big die reads surely and its pips, taken for dice, do not; small dice read surely and the
@@ -135,6 +138,7 @@ class Reader:
                 second_look_below=self.config.second_look_below,
                 second_model=second_model,
                 second_look_mirror=self.config.second_look_mirror,
+                plane_look_span=self.config.plane_look_span,
             )
 
         self.faces = face_reader(pip_model)

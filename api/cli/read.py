@@ -5,12 +5,18 @@ loaded and checked against each image's resolution; the judge then places every 
 table, in a layout box) and each document records the calibration it used in "calibration_id". A table with
 no stored calibration is read without one (the document says `"calibration_id": null`); a stored one that is
 corrupt, of another version or for another resolution is refused with its reason (exit 2).
+
+The count of dice (issue 48, api/read_count.py): `--expect N` wins; else `--table ID` takes it from the
+table's game in the service database (10 or 6, or the Extra Roll's own count while its round waits for it);
+else the read is judged with no count, which the document's "count" block says (`"source": "none"`) and a
+one-line warning on stderr repeats.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -21,7 +27,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def read(
         images: list[Path] = typer.Argument(..., help="Image files (JPEG, PNG, ...).", show_default=False),
-        expect: int | None = typer.Option(None, "--expect", min=1, help="How many dice the roll must have."),
+        expect: int | None = typer.Option(
+            None,
+            "--expect",
+            min=1,
+            help="How many dice the roll must have (default: the --table's game, else none, with a warning).",
+        ),
         table: str | None = typer.Option(
             None, "--table", help="Table id: recorded in the result; its stored calibration is used."
         ),
@@ -43,6 +54,7 @@ def register(app: typer.Typer) -> None:
         """Find every die and read its top face; exit 1 if any image could not be read."""
         import cv2
 
+        from api.read_count import NO_COUNT_WARNING, resolve_count
         from api.read_document import annotate_read, read_document
         from calibration.errors import CalibrationError, CalibrationNotFoundError
         from calibration.store import load_table
@@ -69,6 +81,19 @@ def register(app: typer.Typer) -> None:
             except CalibrationError as exc:
                 typer.echo(f"throwbox read: table {table!r}: {exc}", err=True)
                 raise typer.Exit(2) from exc
+
+        from_table = None
+        if expect is None and table is not None:
+            from api.read_count import service_table_count
+
+            from_table, why_not = service_table_count(table)
+            if why_not is not None:
+                typer.echo(
+                    f"throwbox read: table {table!r}: no count of dice from its game: {why_not}", err=True
+                )
+        count = resolve_count(expect, from_table)
+        if count.expected is None:
+            typer.echo(f"throwbox read: warning: {NO_COUNT_WARNING}", err=True)
 
         try:
             reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH)
@@ -98,7 +123,7 @@ def register(app: typer.Typer) -> None:
                 image = load_image(path)
             except UnreadableImageError as exc:
                 failed += 1
-                doc = {"image": str(path), "error": str(exc), "verdict": None}
+                doc: dict[str, Any] = {"image": str(path), "error": str(exc), "verdict": None}
                 typer.echo(json.dumps(doc) if as_json else f"{path}: ERROR {exc}", err=not as_json)
                 continue
             geometry = None
@@ -115,11 +140,12 @@ def register(app: typer.Typer) -> None:
                     continue
                 geometry = TableGeometry.from_calibration(calibration)
             frame = Frame(image=image, frame_id=path.name, table_id=table)
-            roll = reader.read(frame, expected_dice=expect, geometry=geometry)
+            roll = reader.read(frame, expected_dice=count.expected, geometry=geometry)
             doc = {
                 "image": str(path),
                 **read_document(roll),
                 "calibration_id": None if calibration is None else calibration.calibration_id,
+                "count": count.as_dict(),
             }
             if annotate_dir is not None:
                 out_path = annotate_dir / f"{path.stem}.annotated.jpg"

@@ -5,7 +5,10 @@ its annotated evidence frame and an audit entry are committed before the answer.
 once per app, on the first read. A `table_id` naming a table with a stored calibration (its
 `calibration_id`) reads the frame as that table's camera sees it, as `throwbox read --table` does: the judge
 places the dice on the felt and, under an oblique camera, faces are cut from the die-top plane; the answer
-names the calibration used (`calibration_id`, null when the frame was read from the image alone).
+names the calibration used (`calibration_id`, null when the frame was read from the image alone). With no
+`expect`, a `table_id` also gives the count of dice: its game's (10 or 6), or the Extra Roll's own while its
+round waits for it (api/read_count.py); the answer's "count" block says which, `"source": "none"` when the
+read was judged with no count at all.
 
 Hostile uploads: the image's format is told by its first bytes, not by the part's declared type (a JPEG
 sent as `application/octet-stream` is read; text sent as `image/jpeg` is a 415); an image over the size
@@ -28,6 +31,7 @@ from pydantic import WithJsonSchema
 
 from api.db.models import GameTable
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
+from api.read_count import resolve_count, table_count
 from api.read_records import record_read
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
@@ -149,13 +153,21 @@ def create_read(
 
         geometry = TableGeometry.from_calibration(calibration)
     reader = _table_reader(get_reader(request), settings, table_id)
+    from_table = None
+    if expect is None and table_id is not None:
+        with database.read_session() as session:
+            from_table = table_count(session, table_id)
+    count = resolve_count(expect, from_table)
     read_id = uuid.uuid4().hex
     roll = reader.read(
-        Frame(image=frame_bgr, frame_id=read_id, table_id=table_id), expected_dice=expect, geometry=geometry
+        Frame(image=frame_bgr, frame_id=read_id, table_id=table_id),
+        expected_dice=count.expected,
+        geometry=geometry,
     )
     document = {
         **read_document(roll),
         "calibration_id": None if calibration is None else calibration.calibration_id,
+        "count": count.as_dict(),
     }
     ok, encoded = cv2.imencode(".jpg", annotate_read(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
     evidence = bytes(encoded) if ok else b""

@@ -23,10 +23,15 @@ from datasets.synth.randomise import (
     sample_degradation,
     sample_die_styles,
     sample_lighting,
+    sample_wide_chip_colour,
+    sample_wide_degradation,
+    sample_wide_die_styles,
+    sample_wide_lighting,
 )
 from datasets.synth.render import Lighting, RenderOutput, SceneLook, SceneRenderer
 from datasets.synth.scenarios import SCENARIO_FUNCS, ScenarioOutcome
 from datasets.synth.truth import image_truth, physical_truth, scene_verdict
+from datasets.synth.wide import STYLES
 
 # 0.2.0 (2026-11-30): a die propped on an edge or corner contact rests on its lower side
 # (`datasets.synth.dice.resting_side`), and a body lying on a die gives it no resting side.
@@ -105,8 +110,14 @@ class GeneratorConfig:
     # A loaded die (issue 49): (die index 0-based, face, bias), the face at 1/6 + bias on that die and the
     # other five sharing the rest; None: fair dice, the throws of every set before it. See `simulate_scene`.
     loaded_die: tuple[int, int, float] | None = None
+    # How the scenes look (issue 48): "usual", the looks every training set was drawn from, or "wide", dice,
+    # felts, light and camera noise beyond them (`datasets.synth.wide`, `randomise.sample_wide_*`). The
+    # same seed gives the same throws and cameras in both styles.
+    style: str = "usual"
 
     def __post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {self.style!r}")
         if self.n_dice not in (6, 10):
             raise ConfigError(f"High Roll Dice uses 10 dice (6 in the variation), got {self.n_dice}")
         for name in self.mix:
@@ -198,6 +209,9 @@ class SceneLookDraw:
     lighting: Lighting
     chips: tuple[ChipStack, ...]
     degradation: Degradation
+    # The wide style's light, as drawn: colour temperature (K) and "hard" or "soft"; None in the usual style.
+    light_kelvin: float | None = None
+    light_kind: str | None = None
 
 
 def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Generator) -> SceneLookDraw:
@@ -208,6 +222,8 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
     camera = sample_camera(
         rng, cfg.layout, width_px=w, height_px=h, oblique=bool(rng.random() < cfg.oblique_fraction)
     )
+    if cfg.style == "wide":
+        return _draw_wide_look(outcome, rng, camera)
     styles = sample_die_styles(rng, len(outcome.result.poses))
     felts = SceneRenderer.felt_names()
     look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
@@ -217,6 +233,18 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
         for c in outcome.world.chips
     )
     return SceneLookDraw(camera, look, lighting, chips, sample_degradation(rng))
+
+
+def _draw_wide_look(outcome: ScenarioOutcome, rng: np.random.Generator, camera: Camera) -> SceneLookDraw:
+    """The wide style's look after the camera (drawn as the usual style draws it)."""
+    styles = sample_wide_die_styles(rng, len(outcome.result.poses))
+    felts = SceneRenderer.felt_names("wide")
+    look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
+    lighting, kelvin, kind = sample_wide_lighting(rng)
+    chips = tuple(
+        ChipStack(c.x_mm, c.y_mm, c.n_chips, sample_wide_chip_colour(rng)) for c in outcome.world.chips
+    )
+    return SceneLookDraw(camera, look, lighting, chips, sample_wide_degradation(rng), kelvin, kind)
 
 
 def build_truth(
@@ -271,6 +299,13 @@ def build_truth(
     }
     if cfg.see_through > 0:
         render_info["see_through"] = cfg.see_through
+    if cfg.style != "usual":
+        render_info["style"] = cfg.style
+        render_info["light"] = {
+            "colour": list(lighting.colour),
+            "kelvin": draw.light_kelvin,
+            "kind": draw.light_kind,
+        }
     return SceneTruth(
         scene_id=scene_id,
         image=image,

@@ -134,6 +134,113 @@ def sample_degradation(rng: np.random.Generator) -> Degradation:
     )
 
 
+# The wide style (issue 48, `throwbox lab synth --style wide`): the looks below reach past what the usual
+# samplers above draw, each range written beside the usual one it widens; the cameras are the usual ones
+# (`sample_camera`), so a wide set shows the same throws from the same cameras as the usual set of its seed.
+
+
+def colour_temperature_rgb(kelvin: float) -> tuple[float, float, float]:
+    """The RGB tint (largest channel 1) of a black body at `kelvin` (1,000-40,000 K).
+
+    Tanner Helland's fit to the CIE 1964 black-body colours, written out (eight lines) rather than pulling
+    in a colour-science library for one curve.
+    """
+    t = float(np.clip(kelvin, 1000.0, 40000.0)) / 100.0
+    if t <= 66:
+        r = 255.0
+        g = 99.4708025861 * np.log(t) - 161.1195681661
+        b = 0.0 if t <= 19 else 138.5177312231 * np.log(t - 10) - 305.0447927307
+    else:
+        r = 329.698727446 * (t - 60) ** -0.1332047592
+        g = 288.1221695283 * (t - 60) ** -0.0755148492
+        b = 255.0
+    rgb = np.clip(np.array([r, g, b], dtype=np.float64), 0.0, 255.0)
+    rgb /= rgb.max()
+    return (float(rgb[0]), float(rgb[1]), float(rgb[2]))
+
+
+# Colour temperature of the wide style's light (K): from candle-warm tungsten to a cold overcast daylight;
+# the usual light is a near-white tint (each channel 0.85-1.0).
+WIDE_KELVIN = (2200.0, 9000.0)
+
+
+def sample_wide_die_styles(rng: np.random.Generator, n: int) -> tuple[str, ...]:
+    """Dice of the wide palette (`datasets.synth.wide`): one style for the set, sometimes a mix."""
+    from datasets.synth.wide import WIDE_DIE_STYLES
+
+    names = [s.name for s in WIDE_DIE_STYLES]
+    if rng.random() < 0.8:
+        return (str(rng.choice(names)),) * n
+    return tuple(str(rng.choice(names)) for _ in range(n))
+
+
+def sample_wide_lighting(rng: np.random.Generator) -> tuple[Lighting, float, str]:
+    """Light of the wide style, its colour temperature (K) and its kind ("hard" or "soft").
+
+    Wider than `sample_lighting` in colour (2,200-9,000 K against a near-white tint), direction (from 20
+    degrees above the felt, against 35), intensity and hardness: a hard light is one strong lamp (little
+    ambient light, strong diffuse and specular, always a shadow), a soft one a diffuse room light (much
+    ambient light, little diffuse or specular, a shadow one time in three).
+    """
+    az = rng.uniform(0, 2 * np.pi)
+    el = rng.uniform(np.radians(20), np.radians(89))
+    direction = (float(np.cos(az) * np.cos(el)), float(np.sin(az) * np.cos(el)), float(np.sin(el)))
+    kelvin = float(rng.uniform(*WIDE_KELVIN))
+    tint = colour_temperature_rgb(kelvin)
+    if rng.random() < 0.5:
+        kind = "hard"
+        light = Lighting(
+            direction=direction,
+            colour=tint,
+            ambient=float(rng.uniform(0.2, 0.45)),
+            diffuse=float(rng.uniform(0.6, 0.95)),
+            specular=float(rng.uniform(0.3, 0.9)),
+            shadow=True,
+        )
+    else:
+        kind = "soft"
+        light = Lighting(
+            direction=direction,
+            colour=tint,
+            ambient=float(rng.uniform(0.7, 1.0)),
+            diffuse=float(rng.uniform(0.05, 0.3)),
+            specular=float(rng.uniform(0.0, 0.15)),
+            shadow=bool(rng.random() < 1 / 3),
+        )
+    return light, kelvin, kind
+
+
+def sample_wide_degradation(rng: np.random.Generator) -> Degradation:
+    """The wide style's image: exposure 0.55-1.5 (usual 0.8-1.2), white balance off by up to 20 % a
+    channel (usual 8 %), glare half the time (usual 30 %), defocus and camera shake more often and
+    stronger, sensor noise sd 2-14 (usual 0.5-6), JPEG quality 35-95 (usual 60-95)."""
+    cg = rng.uniform(0.8, 1.2, size=3)
+    glare = None
+    if rng.random() < 0.5:
+        glare = (
+            float(rng.uniform(0.1, 0.9)),
+            float(rng.uniform(0.1, 0.9)),
+            float(rng.uniform(0.05, 0.35)),
+            float(rng.uniform(0.2, 0.9)),
+        )
+    return Degradation(
+        gain=float(rng.uniform(0.55, 1.5)),
+        channel_gain=(float(cg[0]), float(cg[1]), float(cg[2])),
+        glare=glare,
+        defocus_sigma_px=float(rng.uniform(0.4, 2.4)) if rng.random() < 0.5 else 0.0,
+        motion_px=int(rng.integers(3, 14)) if rng.random() < 0.25 else 0,
+        motion_angle_deg=float(rng.uniform(0, 180)),
+        noise_sigma=float(rng.uniform(2.0, 14.0)),
+        jpeg_quality=int(rng.integers(35, 96)),
+    )
+
+
+def sample_wide_chip_colour(rng: np.random.Generator) -> tuple[float, float, float, float]:
+    """Any chip colour (the usual chips take one of six)."""
+    c = rng.uniform(0.05, 0.95, size=3)
+    return (float(c[0]), float(c[1]), float(c[2]), 1.0)
+
+
 def degrade(image: ImageArray, deg: Degradation, rng: np.random.Generator) -> ImageArray:
     """Apply the degradations except JPEG (the writer encodes with `deg.jpeg_quality`).
 

@@ -38,6 +38,7 @@ from datasets.synth.textures import (
     write_die_mesh,
     write_felt_mesh,
 )
+from datasets.synth.wide import FELT_PATTERNS, STYLES, WIDE_DIE_STYLES, WIDE_FELTS, wide_felt_names
 
 ImageArray = NDArray[np.uint8]
 NEAR_M, FAR_M = 0.05, 5.0
@@ -162,26 +163,41 @@ class _World:
     assets: Path
     meshes: dict[str, Path]
     pool: dict[tuple[object, ...], list[int]]
+    die_styles: tuple[str, ...] = ()  # the palette's die styles, face-id included (every one pooled)
+    felts: tuple[str, ...] = ()
 
 
-# One world per (layout, die edge, see-through) on the process's shared EGL client: every renderer in a
-# process draws into the same world, so its bodies (and so its shadows, see `_prefill`) never depend on how
-# many renderers a process made, and textures are written and loaded once.
-_SHARED_WORLDS: dict[tuple[ThrowBoxLayout, float, float], _World] = {}
+# One world per (layout, die edge, see-through, style) on the process's shared EGL client: every renderer in
+# a process draws into the same world, so its bodies (and so its shadows, see `_prefill`) never depend on how
+# many renderers a process made, and textures are written and loaded once. The wide style's palette is a
+# world of its own, so a usual scene's world (and image) is what it was before the wide style existed.
+_SHARED_WORLDS: dict[tuple[ThrowBoxLayout, float, float, str], _World] = {}
 
 
-def _new_world(layout: ThrowBoxLayout, die_edge_mm: float, see_through: float = 0.0) -> _World:
+def _new_world(
+    layout: ThrowBoxLayout, die_edge_mm: float, see_through: float = 0.0, style: str = "usual"
+) -> _World:
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
     assets = Path(tempfile.mkdtemp(prefix="throwbox-synth-"))
     meshes: dict[str, Path] = {}
-    for style in (*DIE_STYLES, FACE_ID_STYLE):
-        meshes[f"die:{style.name}"] = write_die_mesh(
-            assets, style, edge_m=die_edge_mm / 1000.0, see_through=see_through
+    dice = (*(WIDE_DIE_STYLES if style == "wide" else DIE_STYLES), FACE_ID_STYLE)
+    for die in dice:
+        meshes[f"die:{die.name}"] = write_die_mesh(
+            assets, die, edge_m=die_edge_mm / 1000.0, see_through=see_through
         )
-    for name, bgr in FELT_COLOURS:
-        for i, ink in enumerate(INK_COLOURS):
-            key = f"{name}-{i}"
-            meshes[f"felt:{key}"] = write_felt_mesh(assets, key, layout, felt_bgr=bgr, ink_bgr=ink)
-    return _World(assets, meshes, {})
+    if style == "wide":
+        for key, bgr, pattern, ink in WIDE_FELTS:
+            meshes[f"felt:{key}"] = write_felt_mesh(
+                assets, key, layout, felt_bgr=bgr, ink_bgr=ink, pattern=FELT_PATTERNS[pattern]
+            )
+    else:
+        for name, bgr in FELT_COLOURS:
+            for i, ink in enumerate(INK_COLOURS):
+                key = f"{name}-{i}"
+                meshes[f"felt:{key}"] = write_felt_mesh(assets, key, layout, felt_bgr=bgr, ink_bgr=ink)
+    felts = SceneRenderer.felt_names(style)
+    return _World(assets, meshes, {}, tuple(d.name for d in dice), felts)
 
 
 @atexit.register
@@ -201,6 +217,8 @@ class SceneRenderer:
             `datasets.synth.textures.ghost_pips`). Its textures make a world of their own, with the same
             bodies; a process that renders both kinds holds both worlds' bodies, which can move shadow
             edges (see `_prefill`): `throwbox lab synth` makes each data set in processes of its own.
+        style: "usual" (the palette every training set was made with) or "wide" (`datasets.synth.wide`: dice
+            and felts of its own, in a world of its own as `see_through` makes one).
     """
 
     def __init__(
@@ -210,9 +228,13 @@ class SceneRenderer:
         prefer_egl: bool = True,
         die_edge_mm: float = 19.0,
         see_through: float = 0.0,
+        style: str = "usual",
     ) -> None:
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
         self.layout = layout
         self.see_through = see_through
+        self.style = style
         self.prefer_egl = prefer_egl and os.environ.get("THROWBOX_RENDERER", "").lower() != "tiny"
         self.die_edge_mm = die_edge_mm
         self._cid: int | None = None
@@ -238,8 +260,10 @@ class SceneRenderer:
         return self._world.pool
 
     @staticmethod
-    def felt_names() -> tuple[str, ...]:
-        """Every felt in the palette."""
+    def felt_names(style: str = "usual") -> tuple[str, ...]:
+        """Every felt in the style's palette."""
+        if style == "wide":
+            return wide_felt_names()
         return tuple(f"{name}-{i}" for name, _ in FELT_COLOURS for i in range(len(INK_COLOURS)))
 
     @property
@@ -273,13 +297,15 @@ class SceneRenderer:
         if self.prefer_egl:
             cid = _shared_egl_client()
             if cid is not None:
-                key = (self.layout, self.die_edge_mm, self.see_through)
+                key = (self.layout, self.die_edge_mm, self.see_through, self.style)
                 if key not in _SHARED_WORLDS:
-                    _SHARED_WORLDS[key] = _new_world(self.layout, self.die_edge_mm, self.see_through)
+                    _SHARED_WORLDS[key] = _new_world(
+                        self.layout, self.die_edge_mm, self.see_through, self.style
+                    )
                 self._cid, self._egl, self._world = cid, True, _SHARED_WORLDS[key]
                 return cid
         self._cid, self._egl = int(pb.connect(pb.DIRECT)), False
-        self._world = _new_world(self.layout, self.die_edge_mm, self.see_through)
+        self._world = _new_world(self.layout, self.die_edge_mm, self.see_through, self.style)
         return self._cid
 
     def _take(self, cid: int, key: tuple[object, ...], make: Callable[[], int]) -> int:
@@ -308,11 +334,13 @@ class SceneRenderer:
         import pybullet as pb
 
         self._used, self._shown = {}, []
-        for felt in self.felt_names():
+        if self._world is None:
+            raise RenderError("renderer not started")
+        for felt in self._world.felts:
             self._mesh_body(cid, f"felt:{felt}")
-        for style in (*DIE_STYLES, FACE_ID_STYLE):
+        for name in self._world.die_styles:
             for _ in range(PREFILL_DICE):
-                self._mesh_body(cid, f"die:{style.name}")
+                self._mesh_body(cid, f"die:{name}")
         defaults = SceneLook(die_styles=(), felt="")
         self._box_body(cid, [1.5, 1.5, 0.05], list(defaults.table_rgba))
         for _, half in wall_boxes_m(self.layout):

@@ -7,6 +7,7 @@ afterwards). Drawing is done with OpenCV.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,15 +235,26 @@ def write_die_mesh(folder: Path, style: DieStyle, *, edge_m: float, see_through:
 
 
 def felt_texture(
-    layout: ThrowBoxLayout, *, felt_bgr: BGR, ink_bgr: BGR, px_per_mm: float = 2.0
+    layout: ThrowBoxLayout,
+    *,
+    felt_bgr: BGR,
+    ink_bgr: BGR,
+    px_per_mm: float = 2.0,
+    pattern: Callable[[int, int], NDArray[np.float32]] | None = None,
 ) -> ImageArray:
-    """The felt of the throw box with the labelled layout boxes printed on it (image row 0 = y max)."""
+    """The felt of the throw box with the labelled layout boxes printed on it (image row 0 = y max).
+
+    `pattern(h, w)`: a brightness factor per texel laid over the felt under the print (the wide style's
+    weaves, stripes and wear, `datasets.synth.wide`); None: the plain felt of every usual set.
+    """
     w = round(layout.width_mm * px_per_mm)
     h = round(layout.depth_mm * px_per_mm)
     rng = np.random.default_rng(7)  # fixed: the felt's weave is part of the palette, not of a scene
     img = np.empty((h, w, 3), dtype=np.float32)
     img[:] = felt_bgr
     img += rng.normal(0.0, 6.0, size=(h, w, 1)).astype(np.float32)
+    if pattern is not None:
+        img *= pattern(h, w)[..., None]
     img8 = np.clip(img, 0, 255).astype(np.uint8)
 
     def to_px(x_mm: float, y_mm: float) -> tuple[int, int]:
@@ -275,11 +287,19 @@ def felt_texture(
     return img8
 
 
-def write_felt_mesh(folder: Path, name: str, layout: ThrowBoxLayout, *, felt_bgr: BGR, ink_bgr: BGR) -> Path:
+def write_felt_mesh(
+    folder: Path,
+    name: str,
+    layout: ThrowBoxLayout,
+    *,
+    felt_bgr: BGR,
+    ink_bgr: BGR,
+    pattern: Callable[[int, int], NDArray[np.float32]] | None = None,
+) -> Path:
     """Write the felt texture and a quad OBJ (metres) covering the throw box floor at z = 0."""
     folder.mkdir(parents=True, exist_ok=True)
     tex = folder / f"felt-{name}.png"
-    cv2.imwrite(str(tex), felt_texture(layout, felt_bgr=felt_bgr, ink_bgr=ink_bgr))
+    cv2.imwrite(str(tex), felt_texture(layout, felt_bgr=felt_bgr, ink_bgr=ink_bgr, pattern=pattern))
     w, d = layout.width_mm / 1000.0, layout.depth_mm / 1000.0
     verts = [(0.0, 0.0, 0.0), (w, 0.0, 0.0), (w, d, 0.0), (0.0, d, 0.0)]
     uvs = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]

@@ -156,7 +156,7 @@ def make_video(
 
 def _init(cfg: GeneratorConfig, out: str) -> None:
     _STATE["cfg"], _STATE["out"] = cfg, Path(out)
-    _STATE["renderer"] = SceneRenderer(cfg.layout, see_through=cfg.see_through)
+    _STATE["renderer"] = SceneRenderer(cfg.layout, see_through=cfg.see_through, style=cfg.style)
 
 
 def _one(index: int) -> str:

@@ -61,7 +61,7 @@ class DatasetSummary:
 def _init_worker(cfg: GeneratorConfig, out: str) -> None:
     _STATE["cfg"] = cfg
     _STATE["out"] = Path(out)
-    _STATE["renderer"] = SceneRenderer(cfg.layout, see_through=cfg.see_through)
+    _STATE["renderer"] = SceneRenderer(cfg.layout, see_through=cfg.see_through, style=cfg.style)
 
 
 def _close_worker() -> None:
@@ -116,9 +116,11 @@ def refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
         "resolutions": [list(r) for r in cfg.resolutions],
         "see_through": cfg.see_through,
         "loaded_die": None if cfg.loaded_die is None else list(cfg.loaded_die),
+        "style": cfg.style,
     }
+    defaults: dict[str, object] = {"see_through": 0.0, "style": "usual"}
     for key, value in mine.items():
-        had = old.get(key, 0.0 if key == "see_through" else None)
+        had = old.get(key, defaults.get(key))
         if had != value:
             raise DatasetExistsError(
                 f"{out} already holds a data set with {key}={had!r} (asked: {value!r}); use another folder"
@@ -172,6 +174,7 @@ def generate_dataset(
         "scene_ids": [r.scene_id for r in records],
         **({"see_through": cfg.see_through} if cfg.see_through > 0 else {}),
         **({"loaded_die": list(cfg.loaded_die)} if cfg.loaded_die is not None else {}),
+        **({"style": cfg.style} if cfg.style != "usual" else {}),
         **(extra_manifest or {}),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

@@ -9,6 +9,8 @@ every error. `--url` points it at a service that is already running instead.
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import random
 import socket
@@ -49,6 +51,38 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+KINDS = ("roll", "read", "open_round", "wagers", "no_more_bets")
+
+
+def summarize(tally: Tally, elapsed_s: float) -> dict[str, Any]:
+    """p50/p99/mean per kind of request, all requests, throughput and errors, as plain numbers."""
+    kinds: dict[str, Any] = {}
+    for kind in KINDS:
+        values = tally.latency_ms.get(kind, [])
+        if values:
+            kinds[kind] = {
+                "n": len(values),
+                "p50_ms": round(percentile(values, 50), 1),
+                "p99_ms": round(percentile(values, 99), 1),
+                "mean_ms": round(statistics.fmean(values), 1),
+            }
+    everything = [v for values in tally.latency_ms.values() for v in values]
+    out: dict[str, Any] = {
+        "wall_s": round(elapsed_s, 2),
+        "requests": len(everything),
+        "requests_per_s": round(len(everything) / elapsed_s, 1) if elapsed_s > 0 else 0.0,
+        "kinds": kinds,
+        "errors": len(tally.errors),
+        "error_samples": tally.errors[:5],
+    }
+    if everything:
+        out["all"] = {
+            "p50_ms": round(percentile(everything, 50), 1),
+            "p99_ms": round(percentile(everything, 99), 1),
+        }
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -56,9 +90,9 @@ def _free_port() -> int:
         return port
 
 
-def _play_table(
+def play_table(
     *,
-    base_url: str,
+    base_urls: list[str],
     table: str,
     rounds: int,
     dealer: str,
@@ -72,12 +106,14 @@ def _play_table(
     from api.schemas.rolls import RollSubmission
 
     rng = random.Random(seed)
+    turn = itertools.count()
     dealer_h = {"Authorization": f"Bearer {dealer}"}
     reader_h = {"Authorization": f"Bearer {reader}"}
 
     def call(kind: str, method: str, path: str, headers: dict[str, str], expect: int, **kw: Any) -> Any:
         started = time.perf_counter()
         try:
+            client = clients[next(turn) % len(clients)]  # the replicas in turn, one request each
             response = client.request(method, path, headers=headers, **kw)
         except httpx.HTTPError as exc:
             tally.error(f"{table} {kind}: {type(exc).__name__}: {exc}")
@@ -88,7 +124,8 @@ def _play_table(
             return None
         return response.json()
 
-    with httpx.Client(base_url=base_url, timeout=60) as client:
+    clients = [httpx.Client(base_url=url, timeout=60) for url in base_urls]
+    try:
         for number in range(rounds):
             opened = call("open_round", "POST", f"/v1/tables/{table}/rounds", dealer_h, 201)
             if opened is None:
@@ -133,6 +170,9 @@ def _play_table(
                 if answer is None or answer["settled"]:
                     break
                 dice = answer["round"]["dice_to_rethrow"]
+    finally:
+        for client in clients:
+            client.close()
 
 
 def register(app: typer.Typer) -> None:
@@ -148,19 +188,83 @@ def register(app: typer.Typer) -> None:
         ),
         seed: int = typer.Option(0, help="Seed of the random dice."),
         image: Path | None = typer.Option(
-            None, help="A JPEG frame: every throw also POSTs it to /v1/reads (needs the reader's models)."
+            None,
+            help="A JPEG frame: every throw also POSTs it to /v1/reads (needs the reader's models). With "
+            "--replicas: the reads stage's frame (default tests/vision/fixtures/IMG_20191208_111702.jpg).",
         ),
+        replicas: int = typer.Option(
+            0,
+            min=0,
+            max=16,
+            help="N >= 1: on PostgreSQL, start N `throwbox serve` replicas and run the same load against one "
+            "replica, then against all N, in this run (0: one service on SQLite, as before).",
+        ),
+        workers: int = typer.Option(
+            0,
+            min=0,
+            max=64,
+            help="With --replicas: M `throwbox worker`s play demo-clip tables during the load.",
+        ),
+        database_url: str = typer.Option(
+            "",
+            help="With --replicas: an empty PostgreSQL database (default: a throwaway cluster by initdb).",
+        ),
+        read_clients: int = typer.Option(
+            4, min=1, max=256, help="With --replicas: clients POSTing the frame to /v1/reads at once."
+        ),
+        read_seconds: float = typer.Option(
+            15.0, min=0, max=3600, help="With --replicas: how long the reads stage lasts (0: no reads stage)."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
     ) -> None:
-        """Benchmark: TABLES tables submitting rolls concurrently; p50/p99 latency and errors."""
+        """Benchmark: TABLES tables submitting rolls concurrently; p50/p99 latency and errors.
+
+        With --replicas N: the rounds, then a reads stage (reads per second), against one replica and then
+        against N replicas on one PostgreSQL database, in one run (lab/cli/loadtest_replicas.py).
+        """
         import httpx
 
         frame = None
+        if image is None and replicas > 0:
+            from lab.cli.loadtest_replicas import DEFAULT_IMAGE
+
+            image = DEFAULT_IMAGE if DEFAULT_IMAGE.exists() else None
         if image is not None:
             try:
                 frame = image.read_bytes()
             except OSError as exc:
                 typer.echo(f"error: cannot read --image {image}: {exc}", err=True)
                 raise typer.Exit(2) from exc
+        if workers and not replicas:
+            typer.echo("error: --workers needs --replicas", err=True)
+            raise typer.Exit(2)
+        if replicas:
+            from lab.cli import loadtest_replicas as spread
+
+            if url:
+                typer.echo(
+                    "error: --replicas starts its own replicas; it takes --database-url, not --url", err=True
+                )
+                raise typer.Exit(2)
+            with spread.postgres_url(database_url) as db_url:
+                report = spread.run(
+                    database_url=db_url,
+                    replica_count=replicas,
+                    worker_count=workers,
+                    tables=tables,
+                    rounds=rounds,
+                    seed=seed,
+                    image=frame,
+                    read_clients=read_clients,
+                    read_seconds=read_seconds,
+                )
+            if as_json:
+                typer.echo(json.dumps(report, indent=2))
+            else:
+                spread.print_report(report)
+            if spread.total_errors(report):
+                raise typer.Exit(1)
+            return
         workdir = Path(tempfile.mkdtemp(prefix="throwbox-loadtest-"))
         server: subprocess.Popen[bytes] | None = None
         if url:
@@ -211,9 +315,9 @@ def register(app: typer.Typer) -> None:
             tally = Tally()
             threads = [
                 threading.Thread(
-                    target=_play_table,
+                    target=play_table,
                     kwargs={
-                        "base_url": base_url,
+                        "base_urls": [base_url],
                         "table": name,
                         "rounds": rounds,
                         "dealer": keys["dealer"],
@@ -235,6 +339,13 @@ def register(app: typer.Typer) -> None:
             if server is not None:
                 server.terminate()
                 server.wait(timeout=30)
+        if as_json:
+            typer.echo(
+                json.dumps({"tables": tables, "rounds": rounds, **summarize(tally, elapsed_s)}, indent=2)
+            )
+            if tally.errors:
+                raise typer.Exit(1)
+            return
         everything = [v for values in tally.latency_ms.values() for v in values]
         typer.echo(
             f"tables {tables}, rounds per table {rounds}, wall {elapsed_s:.1f} s, "

@@ -90,12 +90,14 @@ class TruthReader:
     def __init__(self, script: Sequence[Sequence[DieReading]] = ()) -> None:
         self.script = list(script)
         self.frames: list[Frame] = []
+        self.expected: list[int | None] = []  # the count of dice each read was asked for
         self.clip: Path | None = None
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
     ) -> Roll:
         self.frames.append(frame)
+        self.expected.append(expected_dice)
         if self.script:
             return roll_of(self.script.pop(0), frame)
         assert self.clip is not None
@@ -387,6 +389,9 @@ def test_dealer_error_on_the_layout_box_and_the_extra_roll_reads_only_rethrown_d
     read = svc.ok("GET", f"/v1/reads/{extra.read_id}", "surveillance")
     assert read["calibration_id"] == "test-cal"
     assert read["extra_roll"]["new_matches"] == 2
+    # The count of dice (issue 48): each throw is read with the table's dice, the Extra Roll too (its frame
+    # shows the kept dice beside the rethrown ones, split afterwards); the dealer's move with none.
+    assert reader.expected == [10, None, 10]
 
 
 def test_a_move_the_reader_cannot_vouch_for_asks_a_person_to_look_instead_of_accusing_the_dealer(

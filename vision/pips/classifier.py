@@ -23,6 +23,13 @@ edges across) instead of from its box in the frame. The top face comes out squar
 an oblique camera shows with their own pips, are pushed to the crop's edge. Both the classifier and the pip
 count read that crop. A photo read without a calibration, or a camera nearly straight above, is cut from
 its box as before.
+
+A look at the top face (issue 48, off: `plane_look_span` None): with a table calibration, a die still unsure
+after the second look is read once more from a tighter crop of its top face alone, cut from the die-top plane
+seen square-on (`crops_die_top`, `plane_look_span` die edges across, under any camera), turned as the second
+look turns it, and its probabilities become the weighted geometric mean of that reading (weight
+`plane_look_weight`; 1.0: it alone) and the one before. What it
+buys on tuning scenes is measured by `python -m lab.plane_look` (docs/reader.md, "A look at the top face").
 """
 
 from __future__ import annotations
@@ -58,6 +65,10 @@ RECTIFY_SPAN = 1.6
 # symmetry group): every d6 face mirrored is the same face turned, so the face cannot change, and the net's
 # errors on a mirrored crop are its own. Off until judged (docs/history/reader.md, "Eight looks").
 SECOND_LOOK_MIRROR = False
+# The look at the top face (the module's docstring): the crop's side in die edges; None: off. Off until a
+# span is chosen on tuning scenes and judged on fresh ones (docs/reader.md, "A look at the top face").
+PLANE_LOOK_SPAN: float | None = None
+PLANE_LOOK_WEIGHT = 0.5  # the top-face reading's share of the merged log-probabilities; 1.0: it alone
 
 
 class FaceModel(Protocol):
@@ -89,9 +100,15 @@ class FaceReader:
         rectify_min_tilt_deg: float | None = RECTIFY_MIN_TILT_DEG,
         rectify_span: float = RECTIFY_SPAN,
         second_look_mirror: bool = SECOND_LOOK_MIRROR,
+        plane_look_span: float | None = PLANE_LOOK_SPAN,
+        plane_look_weight: float = PLANE_LOOK_WEIGHT,
     ) -> None:
         if rectify_span <= 0:
             raise ValueError(f"rectify_span must be positive, got {rectify_span}")
+        if plane_look_span is not None and not plane_look_span > 0:
+            raise ValueError(f"plane_look_span must be positive or None, got {plane_look_span}")
+        if not 0.0 < plane_look_weight <= 1.0:
+            raise ValueError(f"plane_look_weight must be in (0, 1], got {plane_look_weight}")
         if not 0.0 <= second_weight <= 1.0:
             raise ValueError(f"second_weight must be in [0, 1], got {second_weight}")
         if second_accept is not None and not 0.0 < second_accept <= 1.0:
@@ -105,6 +122,8 @@ class FaceReader:
         self.rectify_min_tilt_deg = rectify_min_tilt_deg
         self.rectify_span = rectify_span
         self.second_look_mirror = second_look_mirror
+        self.plane_look_span = plane_look_span
+        self.plane_look_weight = plane_look_weight
 
     def _probs(self, batch: NDArray[np.float32], model: FaceModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
@@ -177,6 +196,35 @@ class FaceReader:
 
         return cut_top
 
+    def plane_look(
+        self,
+        image_bgr: ImageArray,
+        candidates: Sequence[DieCandidate],
+        geometry: TableGeometry | None,
+        probs: NDArray[np.float32],
+    ) -> NDArray[np.float32]:
+        """`probs` with every die still under `second_look_below` read again from its top face alone, cut
+        from the die-top plane `plane_look_span` die edges across and turned (the module's docstring): the
+        geometric mean of that reading and the one before, weighted `plane_look_weight` on the new one.
+        Unchanged without a calibration, with the look off, or where no die is unsure."""
+        if geometry is None or self.plane_look_span is None or self.second_look_below is None:
+            return probs
+        unsure = np.flatnonzero(probs.max(axis=1) < self.second_look_below)
+        if unsure.size == 0:
+            return probs
+        edge = geometry.layout.die_edge_mm
+        centres = geometry.centres_mm([candidates[int(i)].box_xyxy for i in unsure])
+        tops = crops_die_top(
+            image_bgr, geometry.camera, centres, z_mm=edge, side_mm=edge * self.plane_look_span
+        )
+        again = self.probabilities(tops, turned=True)
+        before = np.log(np.maximum(probs[unsure], 1e-6))
+        out = probs.copy()
+        w = self.plane_look_weight
+        mean_log = (1.0 - w) * before + w * np.log(np.maximum(again, 1e-6))
+        out[unsure] = _normalised(np.asarray(mean_log, np.float32))
+        return out
+
     def __call__(
         self,
         image_bgr: ImageArray,
@@ -193,6 +241,8 @@ class FaceReader:
         cut = self.cutter(image_bgr, geometry)
         crops = cut(candidates, 1.0)
         probs = self.probabilities(crops, turned=turned)
+        if not turned:
+            probs = self.plane_look(image_bgr, candidates, geometry, probs)
         readings = []
         for row, crop, cand in zip(probs, crops, candidates, strict=True):
 
