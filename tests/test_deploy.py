@@ -4,9 +4,7 @@ The compose file parses and has the services the README describes; every `throwb
 compose file, the systemd units and the Dockerfile is one this CLI accepts, options and values included
 (parsed by the Typer app's own click parser, nothing run); every THROWBOX_* variable they set is a Settings
 field with a valid value; HAProxy's config names every replica at its port; and, where they are installed,
-`haproxy -c` and `systemd-analyze verify` accept the files. Commands and settings that other parts of issue
-50 bring (`throwbox db upgrade`, `throwbox worker`, THROWBOX_EXTERNAL_WORKERS, THROWBOX_MIGRATE_ON_START) are
-skipped, with that reason, in a build that does not have them yet; anything else missing fails.
+`haproxy -c` and `systemd-analyze verify` accept the files. Anything missing fails.
 """
 
 from __future__ import annotations
@@ -34,9 +32,6 @@ DOCKERFILE = ROOT / "Dockerfile"
 BINARY = "/opt/throwbox/venv/bin/throwbox"  # where the units expect the venv (deploy/README.md)
 REPLICAS = ("serve-1", "serve-2")
 
-# Built by other parts of issue 50 at the same time: skipped (not failed) while this build lacks them.
-PENDING_COMMANDS = {("db", "upgrade"): "replicas", ("worker",): "worker-proc"}
-PENDING_SETTINGS = {"external_workers": "worker-api", "migrate_on_start": "replicas"}
 # click's UsageError, as this typer has it (typer 0.2x vendors its own click): BadParameter's base.
 USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
@@ -167,9 +162,6 @@ def _command_path(argv: list[str]) -> tuple[Any, tuple[str, ...], list[str]]:
 def test_every_command_line_is_one_the_cli_accepts(where: str, argv: list[str]) -> None:
     command, path, rest = _command_path(argv)
     if command is None:
-        for pending, branch in PENDING_COMMANDS.items():
-            if pending[: len(path)] == path:
-                pytest.skip(f"`throwbox {' '.join(pending)}` is not in this build yet (branch {branch})")
         pytest.fail(f"{where}: `throwbox {' '.join(path)}` is not a throwbox command")
     try:
         command.make_context(" ".join(path), rest)  # parses options and values; runs nothing
@@ -196,8 +188,6 @@ def test_every_throwbox_variable_is_a_setting(
 ) -> None:
     field = name.removeprefix("THROWBOX_").lower()
     if field not in Settings.model_fields:
-        if field in PENDING_SETTINGS:
-            pytest.skip(f"{name} is not a setting in this build yet (branch {PENDING_SETTINGS[field]})")
         pytest.fail(f"{where}: {name} is not a field of api.settings.Settings")
     if "${" in value:  # compose interpolation (the password from deploy/.env)
         value = re.sub(r"\$\{[^}]*\}", "secret", value)
