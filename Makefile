@@ -31,7 +31,7 @@ typecheck:
 	$(BIN)/mypy
 
 pytest:
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2  # two workers (pytest-xdist): most of the suite waits on servers and subprocesses
 
 # Benchmarks (not tests: these machines are shared and noisy; quote medians, compare ratios within one run).
 # Each writes its figures as JSON under reports/bench/.
