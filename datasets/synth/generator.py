@@ -26,6 +26,7 @@ from datasets.synth.randomise import (
 )
 from datasets.synth.render import Lighting, RenderOutput, SceneLook, SceneRenderer
 from datasets.synth.scenarios import SCENARIO_FUNCS, ScenarioOutcome
+from datasets.synth.textures import DIE_STYLES
 from datasets.synth.truth import image_truth, physical_truth, scene_verdict
 
 # 0.2.0 (2026-11-30): a die propped on an edge or corner contact rests on its lower side
@@ -105,6 +106,10 @@ class GeneratorConfig:
     # A loaded die (issue 49): (die index 0-based, face, bias), the face at 1/6 + bias on that die and the
     # other five sharing the rest; None: fair dice, the throws of every set before it. See `simulate_scene`.
     loaded_die: tuple[int, int, float] | None = None
+    # One dice style for every die (a name of `datasets.synth.textures.DIE_STYLES`), e.g. a style held out
+    # of training (issue 47's enrollment figure); None: styles drawn as before. The styles are still drawn,
+    # so a set made with it shows the same throws, cameras and light as the same seed made without it.
+    style: str | None = None
 
     def __post_init__(self) -> None:
         if self.n_dice not in (6, 10):
@@ -116,6 +121,9 @@ class GeneratorConfig:
             raise ConfigError("no resolution given")
         if not 0.0 <= self.see_through <= 1.0:
             raise ConfigError(f"see_through must lie in 0..1, got {self.see_through}")
+        if self.style is not None and self.style not in {s.name for s in DIE_STYLES}:
+            names = ", ".join(s.name for s in DIE_STYLES)
+            raise ConfigError(f"no dice style named {self.style!r}; known: {names}")
         if self.loaded_die is not None:
             die, face, bias = self.loaded_die
             if not 0 <= die < self.n_dice or face not in range(1, 7) or not -1 / 6 <= bias <= 5 / 6:
@@ -209,6 +217,8 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
         rng, cfg.layout, width_px=w, height_px=h, oblique=bool(rng.random() < cfg.oblique_fraction)
     )
     styles = sample_die_styles(rng, len(outcome.result.poses))
+    if cfg.style is not None:
+        styles = (cfg.style,) * len(styles)
     felts = SceneRenderer.felt_names()
     look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
     lighting = sample_lighting(rng)
@@ -271,6 +281,8 @@ def build_truth(
     }
     if cfg.see_through > 0:
         render_info["see_through"] = cfg.see_through
+    if cfg.style is not None:
+        render_info["style"] = cfg.style
     return SceneTruth(
         scene_id=scene_id,
         image=image,

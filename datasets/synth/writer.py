@@ -116,6 +116,7 @@ def refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
         "resolutions": [list(r) for r in cfg.resolutions],
         "see_through": cfg.see_through,
         "loaded_die": None if cfg.loaded_die is None else list(cfg.loaded_die),
+        "style": cfg.style,
     }
     for key, value in mine.items():
         had = old.get(key, 0.0 if key == "see_through" else None)
@@ -172,6 +173,7 @@ def generate_dataset(
         "scene_ids": [r.scene_id for r in records],
         **({"see_through": cfg.see_through} if cfg.see_through > 0 else {}),
         **({"loaded_die": list(cfg.loaded_die)} if cfg.loaded_die is not None else {}),
+        **({"style": cfg.style} if cfg.style is not None else {}),
         **(extra_manifest or {}),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

@@ -100,6 +100,12 @@ def register(app: typer.Typer) -> None:
             "--loaded-die",
             help="A loaded die DIE:FACE:BIAS (die 1-based), e.g. 1:6:0.05: that face at 1/6 + 0.05 on die 1.",
         ),
+        style: str | None = typer.Option(
+            None,
+            "--style",
+            help="Every die in this dice style (datasets/synth/textures.py DIE_STYLES, e.g. casino-blue); "
+            "the same seed gives the same throws, cameras and light with or without it.",
+        ),
     ) -> None:
         """Generate synthetic throw-box scenes with exact ground truth."""
         from datasets.synth.generator import (
@@ -120,6 +126,7 @@ def register(app: typer.Typer) -> None:
                 oblique_fraction=oblique,
                 see_through=see_through,
                 loaded_die=parse_loaded_die(loaded_die) if loaded_die else None,
+                style=style,
             )
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc
