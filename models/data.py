@@ -7,6 +7,7 @@ Only numpy/OpenCV here, so `throwbox lab eval` can use it without torch. Real-se
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,12 +114,15 @@ def load_yolo_folder(folder: Path, *, box_kind: str) -> list[LabelledImage]:
     return items
 
 
-def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[LabelledImage]:
+def load_synth(
+    root: Path, *, limit: int = 0, all_dice: bool = False, styles_out: Collection[str] = ()
+) -> list[LabelledImage]:
     """Synthetic scenes written by `throwbox lab synth`, through `datasets.loaders` (the generator's loader).
 
     Dice less than 30 % visible are left out, and so are dice with no face by the rules (void, off the
     table) unless `all_dice` (detection training: a wedged die or a die off the felt is still a die in the
-    picture); their face is then the one on top as the camera sees it, or 0 where there is none.
+    picture); their face is then the one on top as the camera sees it, or 0 where there is none. A scene
+    with any die (seen or not) in one of `styles_out` is left out whole: a dice style held out of training.
     """
     from datasets import loaders
 
@@ -127,6 +131,10 @@ def load_synth(root: Path, *, limit: int = 0, all_dice: bool = False) -> list[La
     except loaders.DatasetError as exc:
         raise DatasetError(str(exc)) from exc
     items = []
+    if styles_out:
+        scenes = tuple(
+            s for s in scenes if s.truth is None or not any(d.style in styles_out for d in s.truth.dice)
+        )
     for scene in scenes[: limit or None]:
         dice = [d for d in scene.dice if all_dice or d.face is not None]
         items.append(

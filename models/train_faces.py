@@ -29,6 +29,7 @@ from models.data import LabelledImage
 from vision.pips.crops import CROP_PX, crop_die, crops_to_tensor
 
 TOP_TO_DIE = 1.2  # as models.train_pips: matteop65 boxes hold the top face; widened to the whole die
+SYNTHETIC = "synthetic"  # the name prefix of a synthetic training set (`throwbox train faces --synth`)
 CHECKPOINT = "checkpoint.pt"
 CARD_JSON = "card.json"
 CARD_MD = "card.md"
@@ -53,6 +54,10 @@ class FacesConfig:
     resume: bool = False
     pretrained: bool = True
     name: str = "pips_lite_candidate.onnx"
+    # Share of each batch drawn from the synthetic sets (the training sets whose name starts with
+    # "synthetic"), the rest from the photos; without either kind, every crop from the one there is.
+    synth_share: float = 0.5
+    styles_out: tuple[str, ...] = ()  # synthetic dice styles held out of training (whole scenes left out)
     data: dict[str, int] = field(default_factory=dict)  # source -> dice seen (filled by the run)
 
 
@@ -147,10 +152,20 @@ def train_faces(
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
     device = torch.device(cfg.device)
-    items = [it for part in train_sets.values() for it in part]
-    if not items:
+    if not 0.0 <= cfg.synth_share <= 1.0:
+        raise ValueError(f"synth_share is a share of each batch, 0 to 1: got {cfg.synth_share}")
+    real_items = [it for name, part in train_sets.items() if not name.startswith(SYNTHETIC) for it in part]
+    synth_items = [it for name, part in train_sets.items() if name.startswith(SYNTHETIC) for it in part]
+    if not real_items and not synth_items:
         raise ValueError("no training images")
-    sampler = CropSampler(items, cfg.seed)
+    # Two samplers, so that the share of synthetic crops is the one asked whatever the sizes of the sets
+    # (one sampler draws every die as often as another: 40,000 rendered dice would drown 2,438 real ones).
+    parts = ((real_items, 1.0 - cfg.synth_share), (synth_items, cfg.synth_share))
+    samplers = [(CropSampler(part, cfg.seed + k), share) for k, (part, share) in enumerate(parts) if part]
+    if len(samplers) == 1:
+        samplers = [(samplers[0][0], 1.0)]
+    counts = [round(cfg.batch * share) for _, share in samplers]
+    counts[0] = cfg.batch - sum(counts[1:])
     cfg.data = {name: int(sum(len(it.faces) for it in part)) for name, part in train_sets.items()}
     model = LiteFaceNet(blocks=cfg.blocks, embed=cfg.embed, pretrained=cfg.pretrained).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
@@ -163,7 +178,8 @@ def train_faces(
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         steps, spent = int(state["steps"]), float(state["seconds"])
-        sampler.rng.bit_generator.state = state["sampler_rng"]
+        for (sampler, _), rng_state in zip(samplers, state["sampler_rngs"], strict=True):
+            sampler.rng.bit_generator.state = rng_state
         torch.set_rng_state(state["torch_rng"])
 
     def save() -> None:
@@ -173,7 +189,7 @@ def train_faces(
                 "opt": opt.state_dict(),
                 "steps": steps,
                 "seconds": spent,
-                "sampler_rng": sampler.rng.bit_generator.state,
+                "sampler_rngs": [sampler.rng.bit_generator.state for sampler, _ in samplers],
                 "torch_rng": torch.get_rng_state(),
                 "config": {k: str(v) for k, v in asdict(cfg).items()},
             },
@@ -197,7 +213,9 @@ def train_faces(
             lr = lr_at(cfg.lr, step=steps, frac=spent / budget_s, warmup_steps=100)
             for group in opt.param_groups:
                 group["lr"] = lr
-            crops, faces = sampler.draw(cfg.batch)
+            drawn = [sampler.draw(n) for (sampler, _), n in zip(samplers, counts, strict=True) if n]
+            crops = np.concatenate([c for c, _ in drawn])
+            faces = np.concatenate([f for _, f in drawn])
             x = torch.from_numpy(crops_to_tensor(list(crops))).to(device)
             y = torch.from_numpy(faces - 1).to(device)
             model.train()
@@ -245,8 +263,15 @@ def train_faces(
         "device": cfg.device,
         "threads": cfg.threads,
         "resumed": cfg.resume,
-        "settings": {"blocks": cfg.blocks, "embed": cfg.embed, "lr": cfg.lr, "minutes": cfg.minutes},
+        "settings": {
+            "blocks": cfg.blocks,
+            "embed": cfg.embed,
+            "lr": cfg.lr,
+            "minutes": cfg.minutes,
+            "synth_share": cfg.synth_share if synth_items and real_items else float(bool(synth_items)),
+        },
         "data_seen_dice": cfg.data,
+        "synthetic_styles_held_out": list(cfg.styles_out),
         "figures_unseen_classifier_alone": figures,
         "written_utc": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
     }
@@ -266,6 +291,8 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"- settings: {card['settings']}",
         "- data seen (labelled dice; each drawn with random augmentation): "
         + ", ".join(f"{k} {v}" for k, v in card["data_seen_dice"].items()),
+        "- synthetic dice styles held out of training: "
+        + (", ".join(card.get("synthetic_styles_held_out", [])) or "none"),
         "",
         "## Figures on data not seen (the classifier alone, on the labelled boxes)",
         "",

@@ -117,6 +117,7 @@ def refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
         "see_through": cfg.see_through,
         "loaded_die": None if cfg.loaded_die is None else list(cfg.loaded_die),
         "style": cfg.style,
+        "die_style": cfg.die_style,
     }
     defaults: dict[str, object] = {"see_through": 0.0, "style": "usual"}
     for key, value in mine.items():
@@ -175,6 +176,7 @@ def generate_dataset(
         **({"see_through": cfg.see_through} if cfg.see_through > 0 else {}),
         **({"loaded_die": list(cfg.loaded_die)} if cfg.loaded_die is not None else {}),
         **({"style": cfg.style} if cfg.style != "usual" else {}),
+        **({"die_style": cfg.die_style} if cfg.die_style is not None else {}),
         **(extra_manifest or {}),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

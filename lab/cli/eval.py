@@ -147,6 +147,12 @@ def register(app: typer.Typer) -> None:
             "uncertain or missed, and each detection on no labelled die) and DIR/failures.jpg (a crop of "
             "each, with label, reading and probability; lab/failures.py).",
         ),
+        label_overrides: Path | None = typer.Option(
+            None,
+            "--label-overrides",
+            help="The reader's figures by labels corrected in this committed JSON file "
+            "(lab/label_overrides.py); the data set itself is not changed.",
+        ),
     ) -> None:
         """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
         from vision.reader import ReaderConfig
@@ -161,6 +167,9 @@ def register(app: typer.Typer) -> None:
                 "scene's calibration; --calibrated is for the reader's figures",
                 err=True,
             )
+            raise typer.Exit(2)
+        if label_overrides is not None and (verdicts or extra_rolls or layout_moves):
+            typer.echo("throwbox lab eval: --label-overrides is for the reader's figures", err=True)
             raise typer.Exit(2)
         # The plot is written after the whole run: a path it cannot be written to is said now, before any
         # image is read, not after the figures are computed (and lost with a traceback).
@@ -257,6 +266,19 @@ def register(app: typer.Typer) -> None:
         except DatasetError as exc:
             typer.echo(f"throwbox lab eval: {exc}", err=True)
             raise typer.Exit(2) from exc
+        applied: list[dict[str, Any]] = []
+        if label_overrides is not None:
+            from dataclasses import asdict
+
+            from lab.label_overrides import LabelOverrideError, apply_overrides, read_overrides
+
+            try:
+                overrides = read_overrides(label_overrides)
+                items = apply_overrides(items, overrides)
+            except LabelOverrideError as exc:
+                typer.echo(f"throwbox lab eval: --label-overrides: {exc}", err=True)
+                raise typer.Exit(2) from exc
+            applied = [asdict(o) for o in overrides]
         items = items[skip:]
         if limit:
             items = items[:limit]
@@ -330,6 +352,7 @@ def register(app: typer.Typer) -> None:
             "detector_score_threshold": reader.detector.config.score_threshold,
             "detector_input_blur_sigma": reader.detector.config.input_blur_sigma,
             "calibrated": calibrated,
+            "label_overrides": applied,
             **tally.summary(box_kind=box_kind),
             "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2)
             if oracle_total

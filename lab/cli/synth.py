@@ -106,6 +106,12 @@ def register(app: typer.Typer) -> None:
             help="usual: the looks the training sets were drawn from; wide: dice, felts, light and camera "
             "noise beyond them (the same seed gives the same throws and cameras in both).",
         ),
+        die_style: str | None = typer.Option(
+            None,
+            "--die-style",
+            help="Every die in this dice style (datasets/synth/textures.py DIE_STYLES, e.g. casino-blue); "
+            "the same seed gives the same throws, cameras and light with or without it.",
+        ),
     ) -> None:
         """Generate synthetic throw-box scenes with exact ground truth."""
         from datasets.synth.generator import (
@@ -127,6 +133,7 @@ def register(app: typer.Typer) -> None:
                 see_through=see_through,
                 loaded_die=parse_loaded_die(loaded_die) if loaded_die else None,
                 style=style,
+                die_style=die_style,
             )
         except ConfigError as exc:
             raise typer.BadParameter(str(exc)) from exc

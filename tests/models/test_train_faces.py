@@ -127,3 +127,34 @@ def test_resume_without_checkpoint_is_refused(tmp_path: Path) -> None:
     cfg = FacesConfig(out=tmp_path / "none", resume=True, blocks=1, embed=8, pretrained=False, max_steps=1)
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         train_faces(cfg, {"drawn": tiny_dice(tmp_path / "d", 3)}, {}, progress=False)
+
+
+def test_synthetic_share_of_each_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("efficientnet_lite_pytorch")
+    pytest.importorskip("onnx")
+    from models.train_faces import CARD_JSON, CHECKPOINT, FacesConfig, train_faces
+    from models.train_pips import CropSampler
+
+    drawn: list[tuple[int, int]] = []  # (dice the sampler holds, crops drawn from it)
+    real_draw = CropSampler.draw
+
+    def draw(self: CropSampler, n: int) -> tuple[np.ndarray, np.ndarray]:
+        drawn.append((len(self.dice), n))
+        return real_draw(self, n)
+
+    monkeypatch.setattr(CropSampler, "draw", draw)
+    # 3 photos, 9 rendered dice: one sampler over all would draw three rendered crops to one real one.
+    train = {"drawn": tiny_dice(tmp_path / "real", 3), "synthetic drawn": tiny_dice(tmp_path / "synth", 9)}
+    cfg = FacesConfig(
+        out=tmp_path / "run", max_steps=2, blocks=1, embed=8, batch=8, threads=1, pretrained=False,
+        synth_share=0.25,
+    )  # fmt: skip
+    train_faces(cfg, train, {}, progress=False)
+    assert drawn == [(3, 6), (9, 2)] * 2
+    card = json.loads((tmp_path / "run" / CARD_JSON).read_text())
+    assert card["settings"]["synth_share"] == 0.25
+    assert card["data_seen_dice"] == {"drawn": 3, "synthetic drawn": 9}
+    assert len(torch.load(tmp_path / "run" / CHECKPOINT, weights_only=False)["sampler_rngs"]) == 2
+    with pytest.raises(ValueError, match="share"):
+        train_faces(FacesConfig(out=tmp_path / "bad", synth_share=1.5), train, {}, progress=False)

@@ -393,3 +393,38 @@ def test_verdicts_read_the_dice_called_cocked_as_the_reader_does(
         assert read_cocked is not None and read_cocked.model.spec.name == "pips_cocked"  # type: ignore[attr-defined]
         assert read_turned.keywords == {"turned": True}  # type: ignore[attr-defined]
         assert read_turned.func is read_cocked  # type: ignore[attr-defined]
+
+
+def test_label_overrides_change_the_figures_by_the_corrected_labels_only(tmp_path: Path) -> None:
+    plain = _eval(tmp_path, "--limit", "1")
+    # The first photo's first die is labelled 6; call it a 1: a die read right by the labels is now wrong.
+    fix = tmp_path / "fix.json"
+    fix.write_text(json.dumps([{"image": "IMG_20191208_111328.jpg", "die": 1, "labelled": 6, "face": 1}]))
+    fixed = _eval(tmp_path, "--limit", "1", "--label-overrides", str(fix))
+    assert fixed["label_overrides"] == [
+        {"image": "IMG_20191208_111328.jpg", "die": 1, "labelled": 6, "face": 1, "why": ""}
+    ]
+    key = "confusion_gt_rows_read_cols_1_to_6_and_uncertain"
+    before, after = plain[key], fixed[key]
+    assert isinstance(before, list) and isinstance(after, list)
+    assert sum(map(sum, before)) == sum(map(sum, after))  # the same dice, one moved from row 6 to row 1
+    assert sum(before[5]) - 1 == sum(after[5]) and sum(before[0]) + 1 == sum(after[0])
+    wrong = fix.with_name("wrong.json")
+    wrong.write_text(json.dumps([{"image": "IMG_20191208_111328.jpg", "die": 1, "labelled": 5, "face": 1}]))
+    refused = runner.invoke(
+        app, ["eval", str(FIXTURES), "--label-overrides", str(wrong), "--plot", str(tmp_path / "e.png")]
+    )
+    assert refused.exit_code == 2 and "labelled 6, not 5" in refused.output
+    verdicts = runner.invoke(
+        app,
+        [
+            "eval",
+            str(FIXTURES),
+            "--verdicts",
+            "--label-overrides",
+            str(fix),
+            "--plot",
+            str(tmp_path / "v.png"),
+        ],
+    )
+    assert verdicts.exit_code == 2 and "--label-overrides is for the reader's figures" in verdicts.output

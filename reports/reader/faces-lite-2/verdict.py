@@ -1,0 +1,75 @@
+"""The rule of docs/history/faces-pretrained-2.md applied to judge.sh's JSONs, as written before any read.
+
+python reports/reader/faces-lite-2/verdict.py reports/reader/faces-lite-2
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def figures(summary: dict[str, Any]) -> dict[str, float | int]:
+    """Right (end to end), given against the label, and left to a person (not found or left unsure)."""
+    conf = summary["confusion_gt_rows_read_cols_1_to_6_and_uncertain"]
+    right = sum(conf[i][i] for i in range(6))
+    given = sum(sum(row[:6]) for row in conf)
+    gt = int(summary["gt_dice"])
+    return {
+        "gt": gt,
+        "right": right,
+        "wrong": given - right,
+        "left": gt - given,
+        "final_of_gt_dice": summary["face_accuracy_pct"]["final_of_gt_dice"],
+        "final_of_matched": summary["face_accuracy_pct"]["final_of_matched"],
+        "on_labelled_boxes": summary["face_on_labelled_boxes_pct"],
+    }
+
+
+def main() -> None:
+    here = Path(sys.argv[1])
+
+    def load(name: str) -> dict[str, Any]:
+        return dict(json.loads((here / name).read_text(encoding="utf-8")))
+
+    rows: list[tuple[str, str, str, bool]] = []
+    for rule, stem, key in (
+        ("R1 nellbyler test (2 labels corrected)", "nellbyler", "final_of_gt_dice"),
+        ("R2 matteop65 valid", "matteop65", "final_of_matched"),
+        ("R4 clearfresh-s47471", "clearfresh", "final_of_gt_dice"),
+    ):
+        old, cand = figures(load(f"{stem}-old.json")), figures(load(f"{stem}-cand.json"))
+        what = "right of all labelled dice" if key == "final_of_gt_dice" else "right of the dice found"
+        rows.append((f"{rule}: {what} (%)", str(old[key]), str(cand[key]), cand[key] >= old[key]))
+        rows.append(
+            (f"{rule}: faces given against the label", str(old["wrong"]), str(cand["wrong"]),
+             cand["wrong"] <= old["wrong"])
+        )  # fmt: skip
+    b_old, b_cand = load("bench-old.json")["one_thread"], load("bench-cand.json")["one_thread"]
+    ratio = b_cand["p50_ms"] / b_old["p50_ms"]
+    rows.append(("R3 bench p50, one thread (ms)", str(b_old["p50_ms"]), f"{b_cand['p50_ms']} ({ratio:.2f}x)",
+                 ratio <= 1.2))  # fmt: skip
+    print("| check | shipped (18c) | candidate | verdict |")
+    print("|---|---|---|---|")
+    for name, a, b, ok in rows:
+        print(f"| {name} | {a} | {b} | {'pass' if ok else '**fail**'} |")
+    passed = all(ok for *_, ok in rows)
+    print(f"\nRule: {'PASSED: register the candidate' if passed else 'FAILED: register nothing'}")
+    print("\nThe issue's bars (reported, not deciding):\n")
+    print("| set | reader | right / labelled dice | given wrong | left to a person | classifier on boxes |")
+    print("|---|---|---|---|---|---|")
+    for stem in ("nellbyler", "matteop65", "clearfresh"):
+        for who in ("old", "cand"):
+            f = figures(load(f"{stem}-{who}.json"))
+            print(
+                f"| {stem} | {who} | {f['right']} / {f['gt']} ({f['final_of_gt_dice']} %) | {f['wrong']} | "
+                f"{f['left']} | {f['on_labelled_boxes']} % |"
+            )
+    cpu_old, cpu_cand = b_old["thread_cpu_p50_ms"], b_cand["thread_cpu_p50_ms"]
+    print(f"\nbench thread CPU p50 (ms): shipped {cpu_old}, candidate {cpu_cand}")
+
+
+if __name__ == "__main__":
+    main()
