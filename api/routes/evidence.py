@@ -12,10 +12,13 @@ from api.db.models import Evidence
 from api.deps import DatabaseDep, RollSubmitter, SettingsDep, Viewer
 from api.schemas.admin import EvidenceOut
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
+from vision.image import sniff_format
 
 router = APIRouter(prefix="/v1/evidence", tags=["evidence"], responses=AUTH_RESPONSES)
 
 MEDIA_TYPES = ("image/jpeg", "image/png", "image/webp")
+# What each declared type's bytes must start with (vision.image.sniff_format's names).
+FORMAT_OF = {"image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WebP"}
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
 
@@ -24,7 +27,7 @@ SHA256_PATTERN = r"^[0-9a-f]{64}$"
     status_code=status.HTTP_201_CREATED,
     response_model=EvidenceOut,
     responses=errors(
-        (415, "The body is not declared as JPEG, PNG or WebP."),
+        (415, "The body is not declared as JPEG, PNG or WebP, or its bytes are not the type it declares."),
         (422, "The body is empty or larger than the service keeps."),
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
@@ -53,6 +56,14 @@ async def upload(
             detail=f"send the frame as one of: {', '.join(MEDIA_TYPES)}",
         )
     data = await request.body()
+    found = sniff_format(data)
+    if data and found != FORMAT_OF[media_type]:
+        # The declared type is not trusted: a frame kept as evidence must be the image it says it is.
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            detail=f"the body is declared {media_type} but its bytes are "
+            + (f"a {found} image" if found else "no image format this service keeps"),
+        )
     try:
         with database.session() as session:
             sha256 = store_evidence(

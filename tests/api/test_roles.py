@@ -47,7 +47,7 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ),
     ("GET", "/v1/tables/T/rolls", None, VIEWERS),
     ("GET", "/v1/rolls/x", None, VIEWERS),
-    ("POST", "/v1/evidence", b"\x89PNG fake", (R, D, W)),
+    ("POST", "/v1/evidence", b"\x89PNG\r\n\x1a\n fake", (R, D, W)),
     ("GET", f"/v1/evidence/{SHA}", None, VIEWERS),
     ("GET", "/v1/alerts", None, VIEWERS),
     ("POST", "/v1/alerts", {"message": "look at round 1"}, (S, A)),

@@ -73,6 +73,13 @@ def test_evidence_stored_by_sha256_and_checked_on_fetch(service: Service) -> Non
         ).status_code
         == 422
     )
+    # The declared type is checked against the bytes: a PNG declared as JPEG, text declared as PNG.
+    for body, declared, named in (
+        (PNG, "image/jpeg", "a PNG image"),
+        (b"not a frame", "image/png", "no image"),
+    ):
+        refused = svc.call("POST", "/v1/evidence", "reader", content=body, headers={"Content-Type": declared})
+        assert refused.status_code == 415 and named in refused.json()["detail"], refused.text
     assert svc.call("GET", f"/v1/evidence/{'1' * 64}", "surveillance").status_code == 404
     # A roll refers to evidence by SHA-256; an unknown one is refused before anything is stored.
     svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "EV", "game": "hrd6"})
