@@ -197,7 +197,8 @@ async def _form_fields(form: Any) -> tuple[str, bytes | None, int, bool]:
     ):
         raise _unprocessable(f"the form field 'max_dice' must be a whole number {MIN_DICE} .. {MAX_DICE}")
     raw_force = form.get("force", "false")
-    if raw_force not in ("true", "false"):
+    force = raw_force.strip().lower() if isinstance(raw_force, str) else None
+    if force not in ("true", "false", "1", "0"):
         raise _unprocessable("the form field 'force' must be true or false")
     archive = form.get("archive")
     if archive is not None and not isinstance(archive, UploadFile):
@@ -207,7 +208,7 @@ async def _form_fields(form: Any) -> tuple[str, bytes | None, int, bool]:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes"
         )
-    return str(source), data, int(raw_max), raw_force == "true"
+    return str(source), data, int(raw_max), force in ("true", "1")
 
 
 def _enroll(
