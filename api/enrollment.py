@@ -13,7 +13,9 @@ The fit itself and the photo and frame sources are `models.enroll` and `models.e
 - **Jobs** (`start_job`, `run_job`): a row of `enrollment_jobs` (state queued -> running -> done | failed,
   progress 0..1), so any replica answers for it; the fit runs in a thread of the replica that took it. A job
   whose row has not moved for `STALE_AFTER` is taken as dead (its replica stopped) and no longer blocks a
-  new one for the table.
+  new one for the table. A fit that does not prove itself by cross-validation (`models.enroll.Validation`)
+  is not stored: the job ends `failed`, its error giving both figures and its `validation` them all, unless
+  it was asked with `force` (stored, and recorded as forced).
 - **Record** (`record_change`): every change of a table's enrollment (fitted, deleted) is an audit entry and
   an `enrollment` event in one transaction.
 """
@@ -214,6 +216,7 @@ def job_document(row: EnrollmentJob) -> dict[str, Any]:
         "examples": row.examples,
         "result_sha256": row.result_sha256,
         "held_in_accuracy": row.held_in_accuracy,
+        "validation": row.examples.get("validation") if isinstance(row.examples, dict) else None,
         "error": row.error,
         "created_by": row.created_by,
         "created_at": row.created_at,
@@ -230,6 +233,7 @@ def create_job(
     examples: Sequence[Example],
     report: dict[str, Any],
     actor: str,
+    force: bool = False,
 ) -> EnrollmentJob:
     """Store a queued job (refused with JobConflictError while another for the table is live) and audit it."""
     with database.session() as session:
@@ -263,7 +267,12 @@ def create_job(
             actor=actor,
             action="enrollment.request",
             subject=f"table:{table_id}",
-            payload={"job_id": row.id, "source": source, "dice_per_face": row.dice_per_face},
+            payload={
+                "job_id": row.id,
+                "source": source,
+                "dice_per_face": row.dice_per_face,
+                "force": force,
+            },
         )
         session.expunge(row)
         return row
@@ -289,9 +298,11 @@ def run_job(
     calibration_dir: Path,
     actor: str,
     webhook_urls: list[str],
+    force: bool = False,
 ) -> None:
-    """Fit the enrollment, store it and record it; the job row follows (progress, then done or failed)."""
-    from models.enroll import enroll_table
+    """Fit the enrollment and cross-validate it; store it and record it when it proves itself (or `force`);
+    the job row follows (progress, then done, or failed with the figures)."""
+    from models.enroll import enroll_table, forced
     from vision.pips.enrolled import save_enrollment
 
     last = [0.0, 0.0]  # progress told, when
@@ -304,6 +315,24 @@ def run_job(
     try:
         _set(database, job_id, state="running")
         result = enroll_table(model, table_id, examples, progress=progress)
+        validation = result.validation
+        is_forced = not validation.helps
+        if is_forced and not force:
+            with database.session() as session:
+                row = session.get(EnrollmentJob, job_id)
+                if row is None:  # pragma: no cover - a job row is never deleted
+                    return
+                row.state, row.error, row.finished_at = "failed", validation.refusal(), now_utc()
+                row.updated_at = row.finished_at
+                row.held_in_accuracy = round(result.train_accuracy_after, 4)
+                row.examples = {
+                    **row.examples,
+                    "validation": validation.document(),
+                    "seconds": round(result.seconds, 2),
+                }
+            return
+        if is_forced:
+            result = forced(result)
         saved = save_enrollment(result.enrollment, calibration_dir)
         with database.session() as session:
             row = session.get(EnrollmentJob, job_id)
@@ -317,6 +346,7 @@ def run_job(
                 **row.examples,
                 "held_in_accuracy_before": round(result.train_accuracy_before, 4),
                 "seconds": round(result.seconds, 2),
+                "validation": validation.document(forced=is_forced),
             }
             record_change(
                 session,
@@ -324,7 +354,7 @@ def run_job(
                 summary=enrollment_summary(saved),
                 actor=actor,
                 webhook_urls=webhook_urls,
-                extra={"job_id": job_id, "face_model": model.spec.tag},
+                extra={"job_id": job_id, "face_model": model.spec.tag, "forced": is_forced},
             )
     except Exception as exc:  # any failure of the fit is the job's answer, said in its row
         log.exception("enrollment job %s failed", job_id)
@@ -352,6 +382,7 @@ def enrollment_summary(enrollment: Enrollment) -> dict[str, Any]:
         "sha256": enrollment.checksum,
         "dice_per_face": dict(enrollment.examples),
         "fitted_at": enrollment.fitted_at,
+        "validation": enrollment.validation,
     }
 
 

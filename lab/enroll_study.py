@@ -9,8 +9,9 @@ cut as the reader cuts them, with the shipped head and with the table's correcti
 
 With `--synth DIR`, a rendered set of one dice style (`throwbox lab synth ... --die-style NAME`; MODEL trained
 with `throwbox train faces --leave-out-style NAME`): the N dice are drawn from DIR's dice, and the figures are
-on all the others of DIR. A model with no embedding output (the shipped stage 18c) cannot be enrolled: its
-shipped head's figure alone is given.
+on all the others of DIR. A model with no embedding output cannot be enrolled: its shipped head's figure
+alone is given. The report also gives the enrollment's own cross-validated verdict on the N dice
+(`models.enroll.Validation`): whether `throwbox enroll` would store it or refuse it (`stored_by_guard`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def main() -> None:
         report["enrolled_dice"] = result.dice
         report["enroll_seconds"] = round(result.seconds, 2)
         report["enrolled"] = accuracy(lambda b: enrolled.run(b)[0], test_crops, test_faces)
+        report["cross_validated"] = result.validation.document()
+        report["stored_by_guard"] = result.validation.helps
     print(json.dumps(report, indent=1))
 
 

@@ -7,6 +7,10 @@ api/enrollment.py), run in the foreground. The command lives in `api/` rather th
 dir and database (`THROWBOX_DATA_DIR`, `THROWBOX_DATABASE_URL`, or `--data-dir`, `--database-url`). An
 enrollment stored in the service's calibration dir (no `--calibration-dir`) is a change of the service's
 table: it is audited and published as `POST` would; one written elsewhere is a file only.
+
+The enrollment is stored only when it proves itself by cross-validation over the given dice
+(`models.enroll.Validation`); otherwise the command says both figures and exits 2, storing nothing, unless
+`--force` (the stored file and the audit entry then say `forced`).
 """
 
 from __future__ import annotations
@@ -54,6 +58,14 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option(min=18, max=60, help="At most this many labelled dice.")] = 60,
         manifest: Annotated[Path | None, typer.Option(help="Model manifest (default: the shipped).")] = None,
         threads: Annotated[int, typer.Option(min=0, help="onnxruntime threads.")] = 1,
+        force: Annotated[
+            bool,
+            typer.Option(
+                "--force",
+                help="Store the enrollment even when cross-validation says it reads the dice no better "
+                "(recorded as forced).",
+            ),
+        ] = False,
     ) -> None:
         """Adapt the face model to one table's dice (numpy and onnxruntime only; no torch)."""
         from pydantic import SecretStr
@@ -61,7 +73,7 @@ def register(app: typer.Typer) -> None:
         from api.settings import Settings
         from calibration.errors import InvalidTableIdError
         from calibration.store import check_table_id
-        from models.enroll import EnrollDataError, enroll_table
+        from models.enroll import EnrollDataError, enroll_table, forced
         from models.enroll_sources import check_enough, folder_files, frame_examples, photo_examples
         from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
         from vision.pips.enrolled import save_enrollment
@@ -113,6 +125,14 @@ def register(app: typer.Typer) -> None:
             if database is not None:
                 database.dispose()
             raise typer.Exit(2) from exc
+        validation = result.validation
+        if not validation.helps and not force:
+            if database is not None:
+                database.dispose()
+            typer.echo(f"throwbox enroll: table {table}: {validation.refusal()}{report}", err=True)
+            raise typer.Exit(2)
+        if not validation.helps:
+            result = forced(result)
         saved = save_enrollment(result.enrollment, store)
         if database is not None:
             try:
@@ -126,13 +146,18 @@ def register(app: typer.Typer) -> None:
                             summary=enrollment_summary(saved),
                             actor="cli:enroll",
                             webhook_urls=settings.webhook_urls,
-                            extra={"face_model": model.spec.tag, "source": chosen[0].lstrip("-")},
+                            extra={
+                                "face_model": model.spec.tag,
+                                "source": chosen[0].lstrip("-"),
+                                "forced": not validation.helps,
+                            },
                         )
             finally:
                 database.dispose()
         before, after = 100 * result.train_accuracy_before, 100 * result.train_accuracy_after
         typer.echo(
             f"table {table}: {result.dice} dice ({saved.examples}) in {result.seconds:.1f} s{report}; "
-            f"examples read right {before:.1f} % -> {after:.1f} %; "
+            f"examples read right {before:.1f} % -> {after:.1f} % (held in); {validation.figures()}"
+            f"{'; stored by --force though it does not prove itself' if not validation.helps else ''}; "
             f"reads name {saved.tag(model.spec.tag)} (sha256 {saved.checksum})"
         )

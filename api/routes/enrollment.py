@@ -8,6 +8,8 @@ refused (4xx) before any job exists and nothing changes; the fit runs in the bac
 `GET /v1/enrollment-jobs/{job_id}` (surveillance, admin) follows it. `GET /v1/tables/{id}/enrollment`
 (surveillance, admin) summarises the table's enrollment; `DELETE` (admin) removes it, so the table reads
 with the shipped model again. Fitting and deleting are audited and published (`enrollment` events).
+A fit that does not prove itself by cross-validation over the given dice is not stored (the job ends
+`failed` with both figures) unless the form says `force=true` (stored, audited as forced).
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ class EnrollmentSummaryOut(BaseModel):
     sha256: str = Field(description="SHA-256 of the stored enrollment; reads name its first 8 characters.")
     dice_per_face: dict[str, int]
     fitted_at: str | None = Field(description="ISO 8601 UTC; null for a file written before it was kept.")
+    validation: dict[str, Any] | None = Field(
+        default=None,
+        description="Cross-validated figures: dice held out of each fit read right (and sure and wrong) by "
+        "the shipped and the enrolled head, `helps`, and `forced` when stored though it did not prove "
+        "itself; null for a file written before they were kept.",
+    )
 
 
 class EnrollmentJobOut(BaseModel):
@@ -68,6 +76,10 @@ class EnrollmentJobOut(BaseModel):
     result_sha256: str | None = Field(description="SHA-256 of the stored enrollment, once done.")
     held_in_accuracy: float | None = Field(
         description="Share of the examples the enrolled model reads right (held in: they were fitted on)."
+    )
+    validation: dict[str, Any] | None = Field(
+        description="Cross-validated figures of the fit (as the table's summary gives them), once fitted; "
+        "a job whose fit did not prove itself fails with them and stores nothing."
     )
     error: str | None
     created_by: str
@@ -102,6 +114,11 @@ FORM_SCHEMA = {
             "maximum": MAX_DICE,
             "description": f"At most this many labelled dice are used (default {MAX_DICE}); at least "
             f"{MIN_DICE_PER_FACE} of each face are needed.",
+        },
+        "force": {
+            "type": "boolean",
+            "description": "Store the enrollment even when cross-validation says it reads the held-out dice "
+            "no better than the shipped head (recorded as forced). Default false.",
         },
     },
 }
@@ -147,7 +164,7 @@ async def create_enrollment(
         fields = await _form_fields(form)
     finally:
         await form.close()  # the parts spooled to temporary files
-    source, archive, max_dice = fields
+    source, archive, max_dice, force = fields
     return await run_in_threadpool(
         _enroll,
         request=request,
@@ -158,14 +175,15 @@ async def create_enrollment(
         source=source,
         archive=archive,
         max_dice=max_dice,
+        force=force,
     )
 
 
-async def _form_fields(form: Any) -> tuple[str, bytes | None, int]:
-    """(source, the archive's bytes or None, max_dice) of the form, checked against FORM_SCHEMA."""
+async def _form_fields(form: Any) -> tuple[str, bytes | None, int, bool]:
+    """(source, the archive's bytes or None, max_dice, force) of the form, checked against FORM_SCHEMA."""
     from starlette.datastructures import UploadFile
 
-    unknown = sorted(set(form.keys()) - {"source", "archive", "max_dice"})
+    unknown = sorted(set(form.keys()) - {"source", "archive", "max_dice", "force"})
     if unknown:
         raise _unprocessable(f"unknown form fields: {', '.join(map(repr, unknown))}")
     source = form.get("source")
@@ -178,6 +196,10 @@ async def _form_fields(form: Any) -> tuple[str, bytes | None, int]:
         or not MIN_DICE <= int(raw_max) <= MAX_DICE
     ):
         raise _unprocessable(f"the form field 'max_dice' must be a whole number {MIN_DICE} .. {MAX_DICE}")
+    raw_force = form.get("force", "false")
+    force = raw_force.strip().lower() if isinstance(raw_force, str) else None
+    if force not in ("true", "false", "1", "0"):
+        raise _unprocessable("the form field 'force' must be true or false")
     archive = form.get("archive")
     if archive is not None and not isinstance(archive, UploadFile):
         raise _unprocessable("the form field 'archive' must be a file part (a zip archive)")
@@ -186,7 +208,7 @@ async def _form_fields(form: Any) -> tuple[str, bytes | None, int]:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes"
         )
-    return str(source), data, int(raw_max)
+    return str(source), data, int(raw_max), force in ("true", "1")
 
 
 def _enroll(
@@ -199,6 +221,7 @@ def _enroll(
     source: str,
     archive: bytes | None,
     max_dice: int,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Gather and check the labelled dice (4xx, nothing changed), then store the job and start it."""
     from models.enroll import EnrollDataError
@@ -233,7 +256,13 @@ def _enroll(
     model = _face_model(request, examples[0][0])
     try:
         job = create_job(
-            database, table_id=table_id, source=source, examples=examples, report=report, actor=actor
+            database,
+            table_id=table_id,
+            source=source,
+            examples=examples,
+            report=report,
+            actor=actor,
+            force=force,
         )
     except JobConflictError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
@@ -246,6 +275,7 @@ def _enroll(
         calibration_dir=settings.calibration_dir,
         actor=actor,
         webhook_urls=settings.webhook_urls,
+        force=force,
     )
     return job_document(job)
 

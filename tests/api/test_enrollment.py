@@ -31,6 +31,9 @@ from api.settings import Settings
 from tests.api.conftest import Service, database_url
 from tests.conftest import serve_app
 from tests.models.enroll_data import (
+    CentreGreySession,
+    ProbsOnlySession,
+    SureRightSession,
     die_boxes,
     fake_face_model,
     fake_manifest,
@@ -44,8 +47,15 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "layout" / "correct
 
 
 @contextmanager
-def enroll_service(backend: str, data_dir: Path, *, fake_face: bool = True) -> Iterator[tuple[Service, Any]]:
-    """The service with its reader's face model faked (or the shipped one), keys for every role, table T."""
+def enroll_service(
+    backend: str,
+    data_dir: Path,
+    *,
+    fake_face: bool = True,
+    session: type[CentreGreySession] = CentreGreySession,
+) -> Iterator[tuple[Service, Any]]:
+    """The service with its reader's face model faked by `session` (or the shipped one), keys for every
+    role, table T."""
     from vision.reader import Reader
 
     with database_url(backend, data_dir) as url:
@@ -53,7 +63,7 @@ def enroll_service(backend: str, data_dir: Path, *, fake_face: bool = True) -> I
         app = create_app(settings)
         reader = Reader(threads=1)
         if fake_face:
-            fake = fake_face_model(data_dir.parent / f"model-{uuid.uuid4().hex[:6]}")
+            fake = fake_face_model(data_dir.parent / f"model-{uuid.uuid4().hex[:6]}", session)
             reader.onnx_models["pips"] = fake
             reader.faces.model = fake
             reader.models = {**reader.models, "pips": fake.spec.tag}
@@ -77,9 +87,12 @@ def wait_done(svc: Service, job_id: str, timeout_s: float = 30.0) -> dict[str, A
         time.sleep(0.05)
 
 
-def post(svc: Service, source: str, archive: bytes | None = None, who: str = "admin") -> httpx.Response:
+def post(
+    svc: Service, source: str, archive: bytes | None = None, who: str = "admin", **form: str
+) -> httpx.Response:
     files = {"archive": ("dice.zip", archive, "application/zip")} if archive is not None else None
-    return svc.call("POST", "/v1/tables/T/enrollment", who, data={"source": source}, files=files)
+    data = {"source": source, **form}
+    return svc.call("POST", "/v1/tables/T/enrollment", who, data=data, files=files)
 
 
 # Confirmed rolls: (the reader's faces, None where unsure; the dealer's faces). See the module docstring of
@@ -152,6 +165,11 @@ def test_each_source_enrolls_the_table_and_reads_name_it(backend: str, tmp_path:
         assert job["state"] == "done", job
         assert job["progress"] == 1.0 and job["error"] is None
         assert job["held_in_accuracy"] == 1.0 and job["dice_per_face"] == expected
+        # Proved on dice held out of each fit: the shipped head reads only the 1s right, the enrolled all.
+        validation = job["validation"]
+        assert validation["helps"] and not validation["forced"] and validation["folds"] == 5
+        assert validation["dice"] == sum(expected.values()) == validation["enrolled_right"]
+        assert validation["shipped_right"] == int(expected["1"])
         if source == "confirmed":
             report = job["examples"]
             assert (report["rolls_used"], report["rolls_skipped"]) == (3, 1)
@@ -175,6 +193,7 @@ def test_each_source_enrolls_the_table_and_reads_name_it(backend: str, tmp_path:
 
         summary = svc.ok("GET", "/v1/tables/T/enrollment", "surveillance")
         assert summary["sha256"] == job["result_sha256"] and summary["dice_per_face"] == expected
+        assert summary["validation"] == validation
         assert (
             summary["fitted_at"] is not None
             and summary["face_model_sha256"] == app.state.reader.onnx_models["pips"].spec.sha256
@@ -278,10 +297,55 @@ def test_bad_requests_are_refused_and_change_nothing(tmp_path: Path) -> None:
 
 
 def test_a_face_model_without_embedding_cannot_be_enrolled(tmp_path: Path) -> None:
-    with enroll_service("sqlite", tmp_path / "data", fake_face=False) as (svc, app):
+    with enroll_service("sqlite", tmp_path / "data", session=ProbsOnlySession) as (svc, app):
         answer = post(svc, "photos", photos_zip({f: 3 for f in range(1, 7)}))
         assert answer.status_code == 409 and "no embedding output" in answer.json()["detail"]
         _nothing_changed(svc, app)
+        bad = post(svc, "photos", photos_zip({f: 3 for f in range(1, 7)}), force="yes")
+        assert bad.status_code == 422 and "'force'" in bad.json()["detail"]
+
+
+def test_the_shipped_face_model_can_be_enrolled(tmp_path: Path) -> None:
+    """Stage 18c ships with its embedding output (models/expose_embedding.py): the job runs and proves or
+    refuses itself with its figures."""
+    with enroll_service("sqlite", tmp_path / "data", fake_face=False) as (svc, _):
+        answer = post(svc, "photos", photos_zip({f: 4 for f in range(1, 7)}))
+        assert answer.status_code == 202, answer.text
+        job = wait_done(svc, answer.json()["job_id"], timeout_s=60.0)
+        validation = job["validation"]
+        assert validation is not None and validation["dice"] == 24 and validation["folds"] == 5
+        assert job["state"] == ("done" if validation["helps"] else "failed"), job
+
+
+def test_an_enrollment_that_does_not_prove_itself_is_refused_unless_forced(tmp_path: Path) -> None:
+    with enroll_service("sqlite", tmp_path / "data", session=SureRightSession) as (svc, app):
+        archive = photos_zip({f: 5 for f in range(1, 7)})
+        refused = wait_done(svc, post(svc, "photos", archive).json()["job_id"])
+        assert refused["state"] == "failed" and refused["result_sha256"] is None
+        assert "does not prove itself" in refused["error"]
+        assert "shipped head 100.0 % (30/30" in refused["error"] and "enrolled" in refused["error"]
+        figures = refused["validation"]
+        assert figures["shipped_right"] == 30 and not figures["helps"] and not figures["forced"]
+        assert svc.call("GET", "/v1/tables/T/enrollment", "admin").status_code == 404
+        with app.state.database.read_session() as session:
+            assert not session.scalars(
+                select(AuditEntry).where(AuditEntry.action == "enrollment.fitted")
+            ).all()
+
+        forced = wait_done(svc, post(svc, "photos", archive, force="true").json()["job_id"])
+        assert forced["state"] == "done" and forced["validation"]["forced"], forced
+        summary = svc.ok("GET", "/v1/tables/T/enrollment", "surveillance")
+        assert summary["sha256"] == forced["result_sha256"] and summary["validation"]["forced"]
+        with app.state.database.read_session() as session:
+            fitted = session.scalars(select(AuditEntry).where(AuditEntry.action == "enrollment.fitted")).all()
+            requested = session.scalars(
+                select(AuditEntry).where(AuditEntry.action == "enrollment.request")
+            ).all()
+        assert len(fitted) == 1 and '"forced": true' in fitted[0].payload.replace('":true', '": true')
+        assert sorted('"force": true' in r.payload.replace('":true', '": true') for r in requested) == [
+            False,
+            True,
+        ]
 
 
 def test_one_job_at_a_time_per_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

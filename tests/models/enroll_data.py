@@ -43,6 +43,25 @@ class CentreGreySession:
         return [probs, np.eye(EMBED, dtype=np.float32)[bins]]
 
 
+class ProbsOnlySession(CentreGreySession):
+    """A face model exported with its probabilities alone (no embedding output): it cannot be enrolled."""
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        return super().run(output_names, input_feed)[:1]
+
+
+class SureRightSession(CentreGreySession):
+    """A face model that already reads every drawn die right, sure of it: no enrollment can read them better,
+    so the guard refuses one."""
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        _, embedding = super().run(output_names, input_feed)
+        face = np.clip(embedding.argmax(axis=1) - 1, 0, 5)  # grey level(face) falls in bin `face`
+        probs = np.full((len(face), 6), 0.004, np.float32)
+        probs[np.arange(len(face)), face] = 0.98
+        return [probs, embedding]
+
+
 def fake_manifest(folder: Path) -> Path:
     weights = folder / "fake_face.onnx"
     folder.mkdir(parents=True, exist_ok=True)
@@ -53,10 +72,10 @@ def fake_manifest(folder: Path) -> Path:
     return manifest
 
 
-def fake_face_model(folder: Path) -> OnnxModel:
+def fake_face_model(folder: Path, session: type[CentreGreySession] = CentreGreySession) -> OnnxModel:
     manifest = fake_manifest(folder)
     spec = load_manifest(manifest)["pips"]
-    return OnnxModel(spec, models_dir=manifest.parent, session_factory=lambda *a: CentreGreySession())
+    return OnnxModel(spec, models_dir=manifest.parent, session_factory=lambda *a: session())
 
 
 def photo(face: int) -> np.ndarray:

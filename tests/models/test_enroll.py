@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from models.enroll import EnrollDataError, enroll_table, fit_correction, photo_crop
+from models.enroll import EnrollDataError, enroll_table, fit_correction, fold_of, photo_crop
 from models.enroll_sources import dice_per_face, folder_files, photo_examples
 from vision.onnx_session import OnnxModel, load_manifest, sha256_of
 from vision.pips.classifier import FaceReader
@@ -161,6 +161,9 @@ def test_enroll_command_stores_and_read_names_it(tmp_path: Path, monkeypatch: py
     saved = load_enrollment(cal, "t9")
     assert saved is not None and sum(saved.examples.values()) == 60
     assert f"fake_face+enroll:t9:{saved.checksum[:8]}" in out.output
+    # Proved by cross-validation (the fake shipped head reads only the 1s right), and said so.
+    assert "shipped head 16.7 % (10/60, 50 sure and wrong), enrolled 100.0 % (60/60, 0 sure" in out.output
+    assert saved.validation is not None and saved.validation["helps"] and not saved.validation["forced"]
     bad = CliRunner().invoke(
         app, ["enroll", "--table", "../x", "--from", str(folder), "--manifest", str(manifest)]
     )
@@ -211,3 +214,80 @@ def test_service_reads_a_table_through_its_enrollment(tmp_path: Path) -> None:
     with pytest.raises(HTTPException) as err:
         _table_reader(reader, settings, "t1")
     assert err.value.status_code == 503
+
+
+def test_folds_are_stratified_and_fixed() -> None:
+    faces = [f for f in range(1, 7) for _ in range(10)]
+    fold = fold_of(faces)
+    assert fold.tolist() == fold_of(faces).tolist()  # a fixed seed
+    for k in range(5):
+        held = [faces[i] for i in np.flatnonzero(fold == k)]
+        assert sorted(held) == [f for f in range(1, 7) for _ in range(2)]  # two of each face per fold
+    assert set(fold_of([1, 2, 3]).tolist()) == {0, 1, 2}  # fewer dice than folds: one die per fold
+
+
+def test_validation_is_kept_in_the_enrollment_file(tmp_path: Path) -> None:
+    result = enroll_table(fake_model(tmp_path), "t1", [(die(f), f) for f in range(1, 7) for _ in range(5)])
+    v = result.validation
+    assert (v.folds, v.dice, v.shipped_right, v.enrolled_right) == (5, 30, 5, 30)
+    assert (v.shipped_sure_wrong, v.enrolled_sure_wrong) == (25, 0) and v.helps
+    saved = save_enrollment(result.enrollment, tmp_path / "cal")
+    assert saved.validation == v.document() and saved.validation["shipped_accuracy"] == pytest.approx(
+        1 / 6, abs=1e-4
+    )
+    # A file written before validation was kept still loads (no key, same checksum rule).
+    old = type(saved)(
+        table_id="t0",
+        model_sha256=saved.model_sha256,
+        d_weight=saved.d_weight,
+        d_bias=saved.d_bias,
+        examples={},
+    )
+    assert save_enrollment(old, tmp_path / "cal").validation is None
+
+
+class SureRightFaceSession(FakeFaceSession):
+    """A face model already right and sure on every drawn die: enrollment cannot read them better."""
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any]) -> list[Any]:
+        _, emb = super().run(output_names, input_feed)
+        probs = np.full((len(emb), 6), 0.004, np.float32)
+        probs[np.arange(len(emb)), np.clip(emb.argmax(axis=1) - 1, 0, 5)] = 0.98
+        return [probs, emb]
+
+
+def test_enroll_command_refuses_what_does_not_prove_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vision.onnx_session as onnx_session
+    from api.cli import app
+
+    manifest = fake_manifest(tmp_path)
+    monkeypatch.setattr(onnx_session, "onnxruntime_session", lambda *a: SureRightFaceSession())
+    folder = photos(tmp_path / "dice", per_face=5)
+    cal = tmp_path / "cal"
+    args = ["enroll", "--table", "t9", "--from", str(folder), "--calibration-dir", str(cal)]
+    out = CliRunner().invoke(app, [*args, "--manifest", str(manifest)])
+    assert out.exit_code == 2, out.output
+    assert "does not prove itself" in out.output and "shipped head 100.0 % (30/30" in out.output
+    assert load_enrollment(cal, "t9") is None  # nothing stored
+    out = CliRunner().invoke(app, [*args, "--manifest", str(manifest), "--force"])
+    assert out.exit_code == 0, out.output
+    assert "stored by --force" in out.output
+    saved = load_enrollment(cal, "t9")
+    assert saved is not None and saved.validation is not None
+    assert saved.validation["forced"] and not saved.validation["helps"]
+
+
+def test_the_shipped_face_model_can_be_enrolled(tmp_path: Path) -> None:
+    """Stage 18c ships with its pooled features as a second output (models/expose_embedding.py): the reader
+    still reads with `probs`, and an enrollment fits and cross-validates on it."""
+    from vision.onnx_session import MANIFEST_PATH, load_model
+
+    model = load_model("pips", manifest_path=MANIFEST_PATH, threads=1)
+    probs, embedding = model.run(crops_to_tensor([die(3), die(5)]))
+    assert probs.shape == (2, 6) and embedding.shape == (2, 96)
+    result = enroll_table(model, "t1", [(die(f), f) for f in range(1, 7) for _ in range(3)])
+    assert result.enrollment.d_weight.shape == (6, 96)
+    assert result.validation.dice == 18 and result.validation.folds == 5
+    assert 0 <= result.validation.shipped_right <= 18 and 0 <= result.validation.enrolled_right <= 18

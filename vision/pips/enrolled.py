@@ -47,6 +47,9 @@ class Enrollment:
     examples: dict[str, int]  # face -> labelled dice it was fitted on
     checksum: str = ""  # SHA-256 of the stored body (set when saved or loaded)
     fitted_at: str | None = None  # ISO 8601 UTC; None in a file written before it was kept
+    # Cross-validated figures (`models.enroll.Validation.document`, `forced` when stored though it did not
+    # prove itself); None in a file written before they were kept.
+    validation: dict[str, Any] | None = None
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -58,6 +61,8 @@ class Enrollment:
         }
         if self.fitted_at is not None:
             body["fitted_at"] = self.fitted_at
+        if self.validation is not None:
+            body["validation"] = dict(self.validation)
         return body
 
     def tag(self, model_tag: str) -> str:
@@ -138,6 +143,7 @@ def load_enrollment(data_dir: Path, table_id: str) -> Enrollment | None:
             examples={str(k): int(v) for k, v in body["examples"].items()},
             checksum=actual,
             fitted_at=None if body.get("fitted_at") is None else str(body["fitted_at"]),
+            validation=None if body.get("validation") is None else dict(body["validation"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise EnrollmentError(f"{path}: malformed body ({exc!r})") from exc
