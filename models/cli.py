@@ -146,7 +146,12 @@ def register(app: typer.Typer) -> None:
 
         nell = real / "d6-topdown-nellbyler" if real_photos else None
         top = real / "d6-webcam-matteop65" / "train" if real_photos else None
-        data = state_data(synth, seed, real_flat=nell, real_top=top, not_dice=not_dice, log=typer.echo)
+        from models.data import DatasetError
+
+        try:
+            data = state_data(synth, seed, real_flat=nell, real_top=top, not_dice=not_dice, log=typer.echo)
+        except DatasetError as exc:
+            raise typer.BadParameter(f"real sets: {exc}") from exc
         cfg = StateConfig(
             out=out, minutes=minutes, seed=seed, batch=batch, lr=lr, blocks=blocks, embed=embed,
             balance=balance, device=device, threads=threads, max_steps=max_steps, resume=resume, name=name,
