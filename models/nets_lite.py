@@ -50,7 +50,13 @@ class LiteFaceNet(nn.Module):
     (tests: no weights file read)."""
 
     def __init__(
-        self, *, blocks: int = 11, embed: int = 256, image_size: int = 64, pretrained: bool = True
+        self,
+        *,
+        blocks: int = 11,
+        embed: int = 256,
+        image_size: int = 64,
+        pretrained: bool = True,
+        outputs: int = 6,
     ) -> None:
         super().__init__()
         if not 1 <= blocks <= LITE0_BLOCKS:
@@ -67,7 +73,7 @@ class LiteFaceNet(nn.Module):
         width = int(self.blocks[-1]._bn2.num_features)
         self.neck = nn.Sequential(nn.Conv2d(width, embed, 1, bias=False), nn.BatchNorm2d(embed), nn.ReLU6())
         self.dropout = nn.Dropout(0.2)
-        self.head = nn.Linear(embed, 6)
+        self.head = nn.Linear(embed, outputs)
 
     def embed(self, x: Tensor) -> Tensor:
         """(N, embed) pooled features of (N, 3, H, W) RGB crops in [0, 1]."""
@@ -83,3 +89,18 @@ class LiteFaceNet(nn.Module):
         """(probabilities (N, 6), embedding (N, embed)): the export's two outputs."""
         e = self.embed(x)
         return torch.softmax(self.head(e), dim=1), e
+
+
+class LiteStateNet(LiteFaceNet):
+    """The die-state model on the same pretrained features: (N, 3, 64, 64) context crops in [0, 1] ->
+    (N, states + 1) logits, the states then the tilt (as `models.nets_die_state.DieStateNet`, so its
+    `ExportWrapper` turns them into the reader's (N, states + 1) output: softmax, tilt in degrees)."""
+
+    def __init__(
+        self, *, states: int = 7, blocks: int = 5, embed: int = 128, pretrained: bool = True
+    ) -> None:
+        super().__init__(blocks=blocks, embed=embed, pretrained=pretrained, outputs=states + 1)
+        self.states = states
+
+    def forward(self, x: Tensor) -> Tensor:  # type: ignore[override]
+        return self.logits(x)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -246,6 +248,173 @@ def augment(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uin
     return np.asarray(out, np.uint8)
 
 
+@dataclass
+class StateData:
+    """The die-state model's crops: training (with tilts) and held back, and the held-back real photos."""
+
+    x_tr: NDArray[np.uint8]
+    y_tr: NDArray[np.int64]
+    t_tr: NDArray[np.float32]
+    x_va: NDArray[np.uint8]
+    y_va: NDArray[np.int64]
+    train_scenes: int
+    val_scenes: int
+    real_va: NDArray[np.uint8]  # held-back real nellbyler dice (flat)
+    real_none_va: NDArray[np.uint8]  # held-back detections on no die in those photos
+    top_va: NDArray[np.uint8]  # held-back dice of the top-face set
+    top_none_va: NDArray[np.uint8]
+    top_held: list[str] = field(default_factory=list)
+    real_top: Path | None = None
+
+    def counts(self) -> NDArray[np.int64]:
+        return np.bincount(self.y_tr, minlength=len(STATE_LABELS)).astype(np.int64)
+
+
+def state_data(
+    synth: Sequence[Path],
+    seed: int,
+    *,
+    real_flat: Path | None = None,
+    real_top: Path | None = None,
+    not_dice: bool = False,
+    log: Callable[[str], None] = print,
+) -> StateData:
+    """Crops and labels of the synthetic folders (each holds back its own fixed tenth, whatever `seed`) and
+    of the real photos asked for; `not_dice` mines the shipped detector's detections on no die."""
+    # The held-back tenth of each folder does not depend on `seed`, so a run continuing another (--init)
+    # never trains on the scenes the earlier run held back. (Runs before 2026-11-29 20:20 split by --seed.)
+    splits: list[tuple[Path, list[SceneTruth], list[SceneTruth]]] = []
+    for root in synth:
+        paths = sorted((root / "labels").glob("*.json"))
+        if not paths:
+            raise SystemExit(f"{root}: no labels/*.json")
+        scenes = [read_scene(p) for p in paths]
+        order = np.random.default_rng(SPLIT_SEED).permutation(len(scenes))
+        n_val = max(1, len(scenes) // 10)
+        splits.append((root, [scenes[i] for i in order[n_val:]], [scenes[i] for i in order[:n_val]]))
+    parts = [load_crops(root, tr, seed) for root, tr, _ in splits]
+    x_tr = np.concatenate([x for x, _, _ in parts])
+    y_tr = np.concatenate([y for _, y, _ in parts])
+    t_tr = np.concatenate([t for _, _, t in parts])
+    parts = [load_crops(root, va, seed + 1) for root, _, va in splits]
+    x_va = np.concatenate([x for x, _, _ in parts])
+    y_va = np.concatenate([y for _, y, _ in parts])
+    empty = stack_crops([])
+    x_real_va, x_real_none_va = empty, empty
+    miner = NotDiceMiner() if not_dice else None
+
+    def add(x: NDArray[np.uint8], label: int, to_train: bool = True) -> None:
+        nonlocal x_tr, y_tr, t_tr, x_va, y_va
+        if to_train:
+            x_tr = np.concatenate([x_tr, x])
+            y_tr = np.concatenate([y_tr, np.full(len(x), label, np.int64)])
+            t_tr = np.concatenate([t_tr, np.zeros(len(x), np.float32)])
+        else:
+            x_va = np.concatenate([x_va, x])
+            y_va = np.concatenate([y_va, np.full(len(x), label, np.int64)])
+
+    if miner is not None:
+        for root, tr, va in splits:
+            add(not_die_crops(root, tr, miner, seed + 2), NO_DIE)
+            add(not_die_crops(root, va, miner, seed + 3), NO_DIE, to_train=False)
+        n_tr, n_va = int((y_tr == NO_DIE).sum()), int((y_va == NO_DIE).sum())
+        log(f"{n_tr} crops of detections on no die, {n_va} held back")
+    x_top_va, x_top_none_va = empty, empty
+    top_held: list[str] = []
+    if real_top is not None:
+        if miner is None:
+            raise SystemExit("--real-top needs --not-dice (the detector's boxes on the photos)")
+        x_top, x_top_none, x_top_va, x_top_none_va, top_held = real_top_crops(real_top, seed, miner)
+        add(x_top, FLAT)
+        add(x_top_none, NO_DIE)
+        log(
+            f"{real_top}: {len(x_top)} flat and {len(x_top_none)} no-die crops added; held back "
+            f"{len(top_held)} photos ({len(x_top_va)} dice, {len(x_top_none_va)} detections on no die)"
+        )
+    if real_flat is not None:
+        x_real, x_real_va, x_real_none, x_real_none_va = real_flat_crops(real_flat, seed, miner=miner)
+        add(x_real, FLAT)
+        add(x_real_none, NO_DIE)
+        log(
+            f"{len(x_real)} real flat crops added, {len(x_real_va)} held back; real detections on no die "
+            f"{len(x_real_none)}, {len(x_real_none_va)} held back"
+        )
+    return StateData(
+        x_tr=x_tr, y_tr=y_tr, t_tr=t_tr, x_va=x_va, y_va=y_va,
+        train_scenes=sum(len(tr) for _, tr, _ in splits), val_scenes=sum(len(va) for _, _, va in splits),
+        real_va=x_real_va, real_none_va=x_real_none_va, top_va=x_top_va, top_none_va=x_top_none_va,
+        top_held=top_held, real_top=real_top,
+    )  # fmt: skip
+
+
+def sampling(counts: NDArray[np.int64], balance: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(class weights of the loss, draw weights per class): mild weights `(max / count) ** 0.25` (the flat
+    prior kept) when `balance` is 1; with `balance` < 1 class k is drawn ~ count_k ** balance, weights 1."""
+    weight = (counts.max() / np.maximum(counts, 1)) ** 0.25
+    if balance < 1.0:
+        weight = np.ones(len(counts))  # the sampling already lifts the rare states
+    return weight.astype(np.float64), np.maximum(counts, 1).astype(np.float64) ** (balance - 1.0)
+
+
+def held_back_figures(
+    predict: Callable[[NDArray[np.float32]], NDArray[np.float32]], data: StateData
+) -> tuple[dict[str, float | None], dict[str, int], dict[str, object], dict[str, object]]:
+    """(recall per class, support, real nellbyler figures, top-face set figures) on the held-back crops;
+    `predict` maps (N, 3, 64, 64) crops to the export's (N, 8) output."""
+    from vision.state.model import crops_to_tensor
+
+    def run(xs: NDArray[np.uint8]) -> NDArray[np.float32]:
+        outs = [predict(crops_to_tensor(list(xs[i : i + 256]))) for i in range(0, len(xs), 256)]
+        return np.concatenate(outs) if outs else np.zeros((0, len(STATE_LABELS) + 1), np.float32)
+
+    pred = run(data.x_va)[:, : len(STATE_LABELS)].argmax(axis=1)
+    y_va = data.y_va
+    recall = {
+        STATE_LABELS[k]: round(100.0 * float((pred[y_va == k] == k).mean()), 2) if (y_va == k).any() else None
+        for k in range(len(STATE_LABELS))
+    }
+    support = dict(zip(STATE_LABELS, np.bincount(y_va, minlength=len(STATE_LABELS)).tolist(), strict=True))
+    real: dict[str, object] = {"crops": len(data.real_va), "called_flat_pct": None}
+    top: dict[str, object] = {"folder": None if data.real_top is None else str(data.real_top)}
+    for name, xs in (
+        ("dice", data.real_va),
+        ("on_no_die", data.real_none_va),
+        ("top_dice", data.top_va),
+        ("top_on_no_die", data.top_none_va),
+    ):
+        if not len(xs):
+            continue
+        real_probs = run(xs)
+        called = real_probs[:, : len(STATE_LABELS)].argmax(axis=1)
+        if name == "dice":
+            real["called_flat_pct"] = round(100.0 * float((called == FLAT).mean()), 2)
+            real["called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+            real["p_no_die_max"] = round(float(real_probs[:, NO_DIE].max()), 4)
+        elif name == "on_no_die":
+            real["on_no_die_crops"] = len(xs)
+            real["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+        elif name == "top_dice":
+            top["dice"] = len(xs)
+            top["dice_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+            top["dice_p_no_die_at_least_0.7"] = int((real_probs[:, NO_DIE] >= 0.7).sum())
+        else:
+            top["on_no_die"] = len(xs)
+            top["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+    return recall, support, real, top
+
+
+def export_state(wrapper: Any, path: Path) -> None:
+    """The reader's die-state ONNX contract: `crops` (N, 3, 64, 64) -> `state` (N, 8) (an `ExportWrapper`)."""
+    export_onnx(
+        wrapper,
+        path,
+        example_shape=(2, 3, STATE_CROP_PX, STATE_CROP_PX),
+        input_name="crops",
+        output_name="state",
+        dynamic_axes={"crops": {0: "n"}, "state": {0: "n"}},
+    )
+
+
 def main() -> None:
     require_torch()
     import torch
@@ -310,80 +479,20 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    # The held-back tenth of each folder does not depend on --seed, so a run continuing another (--init)
-    # never trains on the scenes the earlier run held back. (Runs before 2026-11-29 20:20 split by --seed.)
-    splits: list[tuple[Path, list[SceneTruth], list[SceneTruth]]] = []
-    for root in args.synth:
-        paths = sorted((root / "labels").glob("*.json"))
-        if not paths:
-            raise SystemExit(f"{root}: no labels/*.json")
-        scenes = [read_scene(p) for p in paths]
-        order = np.random.default_rng(SPLIT_SEED).permutation(len(scenes))
-        n_val = max(1, len(scenes) // 10)
-        splits.append((root, [scenes[i] for i in order[n_val:]], [scenes[i] for i in order[:n_val]]))
-    train_scenes = [s for _, tr, _ in splits for s in tr]
-    val_scenes = [s for _, _, va in splits for s in va]
     t0 = time.monotonic()
-    parts = [load_crops(root, tr, args.seed) for root, tr, _ in splits]
-    x_tr = np.concatenate([x for x, _, _ in parts])
-    y_tr = np.concatenate([y for _, y, _ in parts])
-    t_tr = np.concatenate([t for _, _, t in parts])
-    parts = [load_crops(root, va, args.seed + 1) for root, _, va in splits]
-    x_va = np.concatenate([x for x, _, _ in parts])
-    y_va = np.concatenate([y for _, y, _ in parts])
-    empty = stack_crops([])
-    x_real_va, x_real_none_va = empty, empty
-    miner = NotDiceMiner() if args.not_dice else None
-
-    def add(x: NDArray[np.uint8], label: int, to_train: bool = True) -> None:
-        nonlocal x_tr, y_tr, t_tr, x_va, y_va
-        if to_train:
-            x_tr = np.concatenate([x_tr, x])
-            y_tr = np.concatenate([y_tr, np.full(len(x), label, np.int64)])
-            t_tr = np.concatenate([t_tr, np.zeros(len(x), np.float32)])
-        else:
-            x_va = np.concatenate([x_va, x])
-            y_va = np.concatenate([y_va, np.full(len(x), label, np.int64)])
-
-    if miner is not None:
-        for root, tr, va in splits:
-            add(not_die_crops(root, tr, miner, args.seed + 2), NO_DIE)
-            add(not_die_crops(root, va, miner, args.seed + 3), NO_DIE, to_train=False)
-        n_tr, n_va = int((y_tr == NO_DIE).sum()), int((y_va == NO_DIE).sum())
-        print(f"{n_tr} crops of detections on no die, {n_va} held back")
-    x_top_va, x_top_none_va = empty, empty
-    top_held: list[str] = []
-    if args.real_top is not None:
-        if miner is None:
-            raise SystemExit("--real-top needs --not-dice (the detector's boxes on the photos)")
-        x_top, x_top_none, x_top_va, x_top_none_va, top_held = real_top_crops(args.real_top, args.seed, miner)
-        add(x_top, FLAT)
-        add(x_top_none, NO_DIE)
-        print(
-            f"{args.real_top}: {len(x_top)} flat and {len(x_top_none)} no-die crops added; held back "
-            f"{len(top_held)} photos ({len(x_top_va)} dice, {len(x_top_none_va)} detections on no die)"
-        )
-    if args.real_flat is not None:
-        real_crops = real_flat_crops(args.real_flat, args.seed, miner=miner)
-        x_real, x_real_va, x_real_none, x_real_none_va = real_crops
-        add(x_real, FLAT)
-        add(x_real_none, NO_DIE)
-        print(
-            f"{len(x_real)} real flat crops added, {len(x_real_va)} held back; real detections on no die "
-            f"{len(x_real_none)}, {len(x_real_none_va)} held back"
-        )
-    counts = np.bincount(y_tr, minlength=len(STATE_LABELS))
+    data = state_data(
+        args.synth, args.seed, real_flat=args.real_flat, real_top=args.real_top, not_dice=args.not_dice
+    )
+    x_tr, y_tr, t_tr = data.x_tr, data.y_tr, data.t_tr
+    counts = data.counts()
     print(
-        f"{len(x_tr)} training crops from {len(train_scenes)} scenes, {len(x_va)} held back "
+        f"{len(x_tr)} training crops from {data.train_scenes} scenes, {len(data.x_va)} held back "
         f"({time.monotonic() - t0:.0f} s); per class {dict(zip(STATE_LABELS, counts.tolist(), strict=True))}"
     )
-    # Mild class weights: the rare states still count, but the flat prior (most dice) is kept.
-    weight = torch.tensor((counts.max() / np.maximum(counts, 1)) ** 0.25, dtype=torch.float32)
-    # Sampling: each crop is drawn with probability ~ count_k ** (BALANCE - 1) for its class k.
-    draw = (np.maximum(counts, 1).astype(np.float64) ** (args.balance - 1.0))[y_tr]
+    class_weight, class_draw = sampling(counts, args.balance)
+    weight = torch.tensor(class_weight, dtype=torch.float32)
+    draw = class_draw[y_tr]
     draw /= draw.sum()
-    if args.balance < 1.0:
-        weight = torch.ones(len(STATE_LABELS))  # the sampling already lifts the rare states
 
     model = DieStateNet(states=len(STATE_LABELS))
     if args.init is not None and args.init.suffix == ".onnx":
@@ -415,57 +524,16 @@ def main() -> None:
     torch.save(model.state_dict(), args.out / "last.pt")
     model.eval()
     wrapper = ExportWrapper(model)
-    with torch.no_grad():
-        probs = np.concatenate(
-            [
-                wrapper(torch.from_numpy(crops_to_tensor(list(x_va[i : i + 256])))).numpy()
-                for i in range(0, len(x_va), 256)
-            ]
-        )
-    pred = probs[:, : len(STATE_LABELS)].argmax(axis=1)
-    recall = {
-        STATE_LABELS[k]: round(100.0 * float((pred[y_va == k] == k).mean()), 2) if (y_va == k).any() else None
-        for k in range(len(STATE_LABELS))
-    }
-    support = dict(zip(STATE_LABELS, np.bincount(y_va, minlength=len(STATE_LABELS)).tolist(), strict=True))
-    print(f"held-back crops: recall per class {recall}, support {support}")
-    real: dict[str, object] = {"crops": len(x_real_va), "called_flat_pct": None}
-    top: dict[str, object] = {"folder": None if args.real_top is None else str(args.real_top)}
-    for name, xs in (
-        ("dice", x_real_va),
-        ("on_no_die", x_real_none_va),
-        ("top_dice", x_top_va),
-        ("top_on_no_die", x_top_none_va),
-    ):
-        if not len(xs):
-            continue
+
+    def predict(batch: NDArray[np.float32]) -> NDArray[np.float32]:
         with torch.no_grad():
-            real_probs = wrapper(torch.from_numpy(crops_to_tensor(list(xs)))).numpy()
-        called = real_probs[:, : len(STATE_LABELS)].argmax(axis=1)
-        if name == "dice":
-            real["called_flat_pct"] = round(100.0 * float((called == FLAT).mean()), 2)
-            real["called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
-            real["p_no_die_max"] = round(float(real_probs[:, NO_DIE].max()), 4)
-        elif name == "on_no_die":
-            real["on_no_die_crops"] = len(xs)
-            real["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
-        elif name == "top_dice":
-            top["dice"] = len(xs)
-            top["dice_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
-            top["dice_p_no_die_at_least_0.7"] = int((real_probs[:, NO_DIE] >= 0.7).sum())
-        else:
-            top["on_no_die"] = len(xs)
-            top["on_no_die_called_no_die_pct"] = round(100.0 * float((called == NO_DIE).mean()), 2)
+            return np.asarray(wrapper(torch.from_numpy(batch)).numpy(), np.float32)
+
+    recall, support, real, top = held_back_figures(predict, data)
+    print(f"held-back crops: recall per class {recall}, support {support}")
     print(f"held-back real photos: {real}; top-face set: {top}")
     onnx_path = args.out / dated_name("judge", "diestate")
-    export_onnx(
-        wrapper,
-        onnx_path,
-        example_shape=(2, 3, STATE_CROP_PX, STATE_CROP_PX),
-        input_name="crops",
-        output_name="state",
-        dynamic_axes={"crops": {0: "n"}, "state": {0: "n"}},
-    )
+    export_state(wrapper, onnx_path)
     entry = register(
         name="die_state",
         onnx_path=onnx_path,
@@ -476,13 +544,13 @@ def main() -> None:
     minutes = (time.monotonic() - run.started_s) / 60
     metrics = {
         "data": [str(root) for root in args.synth],
-        "train_scenes": len(train_scenes),
+        "train_scenes": data.train_scenes,
         "train_crops": len(x_tr),
-        "held_back_scenes": len(val_scenes),
+        "held_back_scenes": data.val_scenes,
         "held_back_recall_pct": recall,
         "held_back_support": support,
         "real_flat_held_back": real,
-        "real_top_held_back": top | {"photos": top_held},
+        "real_top_held_back": top | {"photos": data.top_held},
         "not_dice": bool(args.not_dice),
         "balance": args.balance,
         "steps": run.steps,

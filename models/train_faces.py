@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,6 +68,97 @@ class RunResult:
     onnx: Path
     sha256: str
     card: dict[str, Any]
+
+
+class Budget(Protocol):
+    """The settings `train_budget` reads from a run's config."""
+
+    minutes: float
+    lr: float
+    max_steps: int
+    checkpoint_every_s: float
+    resume: bool
+
+
+def train_budget(
+    *,
+    model: Any,
+    opt: Any,
+    out: Path,
+    budget: Budget,
+    rngs: Sequence[np.random.Generator],
+    config: dict[str, Any],
+    loss_of_batch: Callable[[], Any],
+    label: str,
+    progress: bool,
+    device: Any,
+) -> tuple[int, float]:
+    """Train `model` for `budget.minutes` of wall clock (or `budget.max_steps` steps): warm-up then cosine
+    learning rate (`models.loop.lr_at`), a progress bar, and `out/checkpoint.pt` (net, optimiser, steps,
+    seconds spent, the states of `rngs` (the batch samplers') and torch's) every `checkpoint_every_s` and at
+    the end; `budget.resume` continues that checkpoint to the same budget. `loss_of_batch` draws a batch
+    (from `rngs`) and returns its loss. Returns (steps, seconds)."""
+    import torch
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from models.loop import lr_at
+
+    steps, spent = 0, 0.0
+    ckpt_path = out / CHECKPOINT
+    if budget.resume:
+        if not ckpt_path.is_file():
+            raise FileNotFoundError(f"--resume: no checkpoint in {out}")
+        state = torch.load(ckpt_path, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        steps, spent = int(state["steps"]), float(state["seconds"])
+        for rng, rng_state in zip(rngs, state["sampler_rngs"], strict=True):
+            rng.bit_generator.state = rng_state
+        torch.set_rng_state(state["torch_rng"])
+
+    def save() -> None:
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "opt": opt.state_dict(),
+                "steps": steps,
+                "seconds": spent,
+                "sampler_rngs": [rng.bit_generator.state for rng in rngs],
+                "torch_rng": torch.get_rng_state(),
+                "config": {k: str(v) for k, v in config.items()},
+            },
+            ckpt_path,
+        )
+
+    budget_s = budget.minutes * 60.0
+    started = time.monotonic() - spent
+    last_save = time.monotonic()
+    ema: float | None = None
+    with Progress(
+        TextColumn(label), BarColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+        disable=not progress,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("train", total=budget_s, completed=int(spent), info="")
+        while (spent := time.monotonic() - started) < budget_s and not (
+            budget.max_steps and steps >= budget.max_steps
+        ):
+            lr = lr_at(budget.lr, step=steps, frac=spent / budget_s, warmup_steps=100)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            model.train()
+            loss = loss_of_batch()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            steps += 1
+            ema = float(loss.detach()) if ema is None else 0.98 * ema + 0.02 * float(loss.detach())
+            bar.update(task, completed=min(budget_s, spent), info=f"step {steps} loss {ema:.3f}")
+            if time.monotonic() - last_save >= budget.checkpoint_every_s:
+                save()
+                last_save = time.monotonic()
+    spent = time.monotonic() - started
+    save()
+    return steps, spent
 
 
 def real_training_items(real: Path, real_repeat: int = 1) -> dict[str, list[LabelledImage]]:
@@ -141,7 +232,7 @@ def train_faces(
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    from models.loop import export_onnx, lr_at
+    from models.loop import export_onnx
     from models.nets_lite import LiteFaceNet
     from models.train_pips import CropSampler
     from vision.onnx_session import sha256_of
@@ -169,68 +260,19 @@ def train_faces(
     cfg.data = {name: int(sum(len(it.faces) for it in part)) for name, part in train_sets.items()}
     model = LiteFaceNet(blocks=cfg.blocks, embed=cfg.embed, pretrained=cfg.pretrained).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
-    steps, spent = 0, 0.0
-    ckpt_path = out / CHECKPOINT
-    if cfg.resume:
-        if not ckpt_path.is_file():
-            raise FileNotFoundError(f"--resume: no checkpoint in {out}")
-        state = torch.load(ckpt_path, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        steps, spent = int(state["steps"]), float(state["seconds"])
-        for (sampler, _), rng_state in zip(samplers, state["sampler_rngs"], strict=True):
-            sampler.rng.bit_generator.state = rng_state
-        torch.set_rng_state(state["torch_rng"])
 
-    def save() -> None:
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "opt": opt.state_dict(),
-                "steps": steps,
-                "seconds": spent,
-                "sampler_rngs": [sampler.rng.bit_generator.state for sampler, _ in samplers],
-                "torch_rng": torch.get_rng_state(),
-                "config": {k: str(v) for k, v in asdict(cfg).items()},
-            },
-            ckpt_path,
-        )
+    def loss_of_batch() -> Any:
+        drawn = [sampler.draw(n) for (sampler, _), n in zip(samplers, counts, strict=True) if n]
+        crops = np.concatenate([c for c, _ in drawn])
+        faces = np.concatenate([f for _, f in drawn])
+        x = torch.from_numpy(crops_to_tensor(list(crops))).to(device)
+        y = torch.from_numpy(faces - 1).to(device)
+        return F.cross_entropy(model.logits(x), y, label_smoothing=0.05)
 
-    budget_s = cfg.minutes * 60.0
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    started = time.monotonic() - spent
-    last_save = time.monotonic()
-    ema: float | None = None
-    with Progress(
-        TextColumn("faces"), BarColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-        disable=not progress,
-    ) as bar:  # fmt: skip
-        task = bar.add_task("train", total=budget_s, completed=int(spent), info="")
-        while (spent := time.monotonic() - started) < budget_s and not (
-            cfg.max_steps and steps >= cfg.max_steps
-        ):
-            lr = lr_at(cfg.lr, step=steps, frac=spent / budget_s, warmup_steps=100)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            drawn = [sampler.draw(n) for (sampler, _), n in zip(samplers, counts, strict=True) if n]
-            crops = np.concatenate([c for c, _ in drawn])
-            faces = np.concatenate([f for _, f in drawn])
-            x = torch.from_numpy(crops_to_tensor(list(crops))).to(device)
-            y = torch.from_numpy(faces - 1).to(device)
-            model.train()
-            loss = F.cross_entropy(model.logits(x), y, label_smoothing=0.05)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            steps += 1
-            ema = float(loss.detach()) if ema is None else 0.98 * ema + 0.02 * float(loss.detach())
-            bar.update(task, completed=min(budget_s, spent), info=f"step {steps} loss {ema:.3f}")
-            if time.monotonic() - last_save >= cfg.checkpoint_every_s:
-                save()
-                last_save = time.monotonic()
-    spent = time.monotonic() - started
-    save()
+    steps, spent = train_budget(
+        model=model, opt=opt, out=out, budget=cfg, rngs=[sampler.rng for sampler, _ in samplers],
+        config=asdict(cfg), loss_of_batch=loss_of_batch, label="faces", progress=progress, device=device,
+    )  # fmt: skip
 
     model = model.cpu().eval()
     onnx_path = out / cfg.name

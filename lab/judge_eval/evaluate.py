@@ -259,7 +259,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
     # under another (die_off_table, invalid either way, 675a.4(b)). This counts the rolls where the die
     # beneath shows (the truth's `under` die is among the dice in view), where the sight of two dice can tell.
     on_die_beneath_seen = [0, 0]
-    cocked_total = cocked_found = cocked_value_right = 0
+    cocked_total = cocked_found = cocked_value_right = cocked_flagged = 0
     valid_total = valid_rethrow = valid_nd = 0
     read_valid = read_valid_wrong = wrong_dice = 0
     settled_wrong: list[str] = []
@@ -325,6 +325,9 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
                 iou = box_iou(td.box_xyxy, die.candidate.box_xyxy)
                 if iou >= best_iou:
                     best, best_iou, best_k = die, iou, k
+            # Flagged: the read die holding it is marked cocked, read by rule or not (the die-state model's
+            # part; issue 48's ">= 98 % flagged").
+            cocked_flagged += int(best is not None and best.cocked)
             if best is not None and best.cocked and best.face is not None and best_k in by_rule:
                 cocked_found += 1
                 cocked_value_right += int(best.face == td.face)
@@ -340,6 +343,7 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             "die_on_die_beneath_in_view": _pct(on_die_beneath_seen[0], on_die_beneath_seen[1]),
             "die_off_table_box_in_view": _pct(off_in_view[0], off_in_view[1]),
             "cocked_read_by_rule": _pct(cocked_found, cocked_total),
+            "cocked_flagged": _pct(cocked_flagged, cocked_total),
         },
         "support": {k: v[1] for k, v in kinds.items()}
         | {

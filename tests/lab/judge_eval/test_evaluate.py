@@ -67,6 +67,7 @@ def test_a_cocked_die_counts_as_read_by_rule_only_when_the_judge_read_it(
     s = score([_record(face_p)], ValidityConfig())
     assert s["support"]["cocked_dice"] == 1
     assert s["recall_pct"]["cocked_read_by_rule"] == read_by_rule
+    assert s["recall_pct"]["cocked_flagged"] == 100.0  # marked cocked either way
     assert s["valid_no_decision_pct"] == (0.0 if read_by_rule else 100.0)
 
 
