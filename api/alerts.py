@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import audit
@@ -56,9 +57,19 @@ def raise_alert(
     data: dict[str, Any],
     webhook_urls: list[str],
     metrics: Metrics,
+    client_key: str | None = None,
 ) -> Alert:
-    """Store an alert, audit it and publish it as an event, in the caller's transaction."""
-    row = Alert(kind=kind, message=message, table_id=table_id, round_id=round_id, data=data, raised_by=actor)
+    """Store an alert, audit it and publish it as an event, in the caller's transaction (`client_key`: the
+    sender's idempotency key, unique; see `alert_by_key`)."""
+    row = Alert(
+        kind=kind,
+        message=message,
+        table_id=table_id,
+        round_id=round_id,
+        data=data,
+        raised_by=actor,
+        client_key=client_key,
+    )
     session.add(row)
     session.flush()
     audit.append(
@@ -77,6 +88,11 @@ def raise_alert(
     )
     metrics.alerts.labels(kind=kind).inc()
     return row
+
+
+def alert_by_key(session: Session, client_key: str) -> Alert | None:
+    """The alert raised with this idempotency key, if any."""
+    return session.scalars(select(Alert).where(Alert.client_key == client_key)).first()
 
 
 def acknowledge_alert(session: Session, row: Alert, *, actor: str, payload: dict[str, Any]) -> None:

@@ -592,7 +592,14 @@ class Outbox:
 
 def alert_request(table_id: str, kind: str, message: str, data: dict[str, Any]) -> Outgoing:
     """POST /v1/alerts for a live alert."""
-    body = {"kind": kind, "message": message[:2000], "table_id": table_id, "data": data}
+    # Its own key, kept in the spool with the body: a replay after a lost answer is the same alert.
+    body = {
+        "kind": kind,
+        "message": message[:2000],
+        "table_id": table_id,
+        "data": data,
+        "alert_key": uuid.uuid4().hex,
+    }
     return Outgoing.json("alert", table_id, "POST", "/v1/alerts", body)
 
 

@@ -227,6 +227,8 @@ class Alert(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     acknowledged_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     acknowledged_by: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    # The sender's idempotency key (`alert_key`): the same key again is this alert, not a second one.
+    client_key: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True, index=True)
 
 
 class Evidence(Base):

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
-from api.alerts import REVIEW_KIND, acknowledge_alert, raise_alert
+from api.alerts import REVIEW_KIND, acknowledge_alert, alert_by_key, raise_alert
 from api.auth import Role
 from api.db.models import Alert
 from api.deps import Admin, AlertRaiser, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer
@@ -45,12 +46,22 @@ def list_alerts(
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=AlertOut,
-    responses=errors(
-        400, (403, "This key's role may not do this, or not raise this kind (a worker: live kinds only).")
-    ),
+    responses={
+        200: {"model": AlertOut, "description": "The alert already raised with this `alert_key` (a replay)."},
+        **errors(
+            400,
+            (403, "This key's role may not do this, or not raise this kind (a worker: live kinds only)."),
+            (409, "This `alert_key` was used for another alert (another kind, table or message)."),
+        ),
+    },
 )
 def raise_review(
-    body: AlertIn, principal: AlertRaiser, database: DatabaseDep, settings: SettingsDep, metrics: MetricsDep
+    body: AlertIn,
+    principal: AlertRaiser,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+    response: Response,
 ) -> AlertOut:
     """Raise a review (surveillance, admin): an alert a person asked for; or a live alert (worker: a table
     worker's live loop, the kinds the in-process loop raises)."""
@@ -62,18 +73,52 @@ def raise_review(
             if worker
             else f"role {principal.role.value!r} raises reviews only (kind 'review')",
         )
-    with database.session() as session:
-        row = raise_alert(
-            session,
-            kind=body.kind,
-            message=body.message,
-            actor=principal.actor,
-            table_id=body.table_id,
-            round_id=body.round_id,
-            data=body.data,
-            webhook_urls=settings.webhook_urls,
-            metrics=metrics,
-        )
+    if body.alert_key is not None:
+        replayed = _replayed(database, body)
+        if replayed is not None:
+            response.status_code = status.HTTP_200_OK
+            return replayed
+    try:
+        with database.session() as session:
+            row = raise_alert(
+                session,
+                kind=body.kind,
+                message=body.message,
+                actor=principal.actor,
+                table_id=body.table_id,
+                round_id=body.round_id,
+                data=body.data,
+                webhook_urls=settings.webhook_urls,
+                metrics=metrics,
+                client_key=body.alert_key,
+            )
+            return alert_out(row)
+    except IntegrityError:
+        # The same key sent twice at once: the other request raised it (the key is unique).
+        replayed = _replayed(database, body) if body.alert_key is not None else None
+        if replayed is None:
+            raise
+        response.status_code = status.HTTP_200_OK
+        return replayed
+
+
+def _replayed(database: DatabaseDep, body: AlertIn) -> AlertOut | None:
+    """The alert raised before with `body.alert_key` (None: none); 409 when it is not this alert."""
+    assert body.alert_key is not None
+    with database.read_session() as session:
+        row = alert_by_key(session, body.alert_key)
+        if row is None:
+            return None
+        if (row.kind, row.table_id, row.round_id, row.message) != (
+            body.kind,
+            body.table_id,
+            body.round_id,
+            body.message,
+        ):
+            raise HTTPException(
+                status.HTTP_409_CONFLICT,
+                detail=f"alert_key {body.alert_key!r} names another alert ({row.id})",
+            )
         return alert_out(row)
 
 

@@ -56,6 +56,12 @@ class AlertIn(BaseModel):
         description="`review` (surveillance, admin); a live loop's kind (a table worker's key only).",
     )
     data: dict[str, Any] = Field(default_factory=dict, description="The live alert's details.")
+    alert_key: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9._:-]{1,64}$",
+        description="An idempotency key: sent again (a table worker's spool replayed after a lost answer), "
+        "the alert already raised with it is answered (200), none is raised twice.",
+    )
 
 
 class AlertOut(BaseModel):

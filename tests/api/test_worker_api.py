@@ -425,3 +425,33 @@ def test_settings_read_the_worker_environment(monkeypatch: pytest.MonkeyPatch) -
     assert Settings(database_url=SecretStr("sqlite://")).external_workers is True
     monkeypatch.delenv("THROWBOX_EXTERNAL_WORKERS")
     assert Settings().external_workers is False  # the embedded default: `make run` unchanged
+
+
+def test_an_alert_sent_again_with_its_key_is_the_same_alert(service: Service) -> None:
+    """A worker's spool replays an alert whose first answer was lost: with its `alert_key` the service answers
+    the alert already raised (200), with no second alert, audit entry or event; the key used for another
+    alert is a 409; two sends at once still make one alert."""
+    svc = service
+    svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "AK", "game": "hrd10"})
+    body = {"kind": "camera_lost", "message": "camera 2: no frames", "table_id": "AK", "data": {}}
+    first = svc.ok("POST", "/v1/alerts", "worker", 201, json={**body, "alert_key": "w1-a1"})
+    again = svc.ok("POST", "/v1/alerts", "worker", 200, json={**body, "alert_key": "w1-a1"})
+    assert again["id"] == first["id"]
+    other = svc.call("POST", "/v1/alerts", "worker", json={**body, "message": "other", "alert_key": "w1-a1"})
+    assert other.status_code == 409 and "another alert" in other.json()["detail"]
+    # Without a key, each send is an alert (as before).
+    svc.ok("POST", "/v1/alerts", "worker", 201, json=body)
+    with ThreadPoolExecutor(6) as pool:
+        codes = list(
+            pool.map(
+                lambda _: (
+                    svc.call("POST", "/v1/alerts", "worker", json={**body, "alert_key": "w1-a2"}).status_code
+                ),
+                range(6),
+            )
+        )
+    assert sorted(codes) == [200] * 5 + [201], codes
+    alerts = [a for a in svc.ok("GET", "/v1/alerts?table_id=AK", "admin") if a["kind"] == "camera_lost"]
+    assert len(alerts) == 3  # w1-a1, the one without a key, w1-a2
+    raised = [e for e in svc.ok("GET", "/v1/audit?limit=1000", "admin") if e["action"] == "alert.raise"]
+    assert len([e for e in raised if e["payload"].get("table_id") == "AK"]) == 3
