@@ -31,12 +31,22 @@ def open_database(settings: Settings) -> Database:
     return database
 
 
+# The PostgreSQL advisory lock the first admin key is made under ("tbx-first-admin").
+FIRST_KEY_LOCK = 0x7462_782D_6669_7273
+
+
 def ensure_first_admin_key(*, settings: Settings, database: Database) -> Path | None:
     """On a database with no key, create an admin key and write it to a 0600 file; return its path."""
+    from sqlalchemy import text
+
     from api import audit
     from api.auth import Role, count_keys, create_key
 
     with database.session() as session:
+        if not database.is_sqlite:
+            # Replicas started together on an empty database: one makes the key, the others wait here, then
+            # find it (SQLite's single writer orders them already).
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": FIRST_KEY_LOCK})
         if count_keys(session) > 0:
             return None
         new = create_key(session, role=Role.ADMIN, name="first-admin")

@@ -442,3 +442,40 @@ def test_db_upgrade_and_current_on_sqlite(tmp_path: Path, monkeypatch: pytest.Mo
     after = runner.invoke(app, ["db", "current"])
     assert (after.exit_code, after.output.strip()) == (0, f"{HEAD} (head)")
     assert runner.invoke(app, ["audit", "verify"]).output.strip() == "audit chain OK: 0 entries"
+
+
+def test_replicas_started_together_on_an_empty_database_make_one_first_admin_key(tmp_path: Path) -> None:
+    """Each `throwbox serve` makes a first admin key on a database with none; replicas starting at once on
+    one PostgreSQL database make exactly one (an advisory lock orders them), and one file holds it."""
+    from api.auth import count_keys
+    from api.cli.keys import ensure_first_admin_key
+    from api.settings import Settings
+
+    with database_url("postgres", tmp_path) as url:
+        assert url is not None
+        migrator = Database(url)
+        migrator.migrate()
+        migrator.dispose()
+        settings = Settings(data_dir=tmp_path, database_url=url)
+        replicas = [Database(url) for _ in range(4)]
+        barrier = threading.Barrier(len(replicas))
+        made: list[Path | None] = []
+
+        def start(database: Database) -> None:
+            barrier.wait()
+            made.append(ensure_first_admin_key(settings=settings, database=database))
+
+        try:
+            threads = [threading.Thread(target=start, args=(db,)) for db in replicas]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=60)
+            with replicas[0].session() as session:
+                keys = count_keys(session)
+        finally:
+            for database in replicas:
+                database.dispose()
+        assert keys == 1
+        assert sorted(str(p) for p in made if p is not None) == [str(settings.first_admin_key_path)]
+        assert made.count(None) == len(replicas) - 1
