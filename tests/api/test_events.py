@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import httpx
 from pydantic import SecretStr
 
 from tests.api.conftest import Service, ServiceFactory
-from tests.conftest import free_port
+from tests.api.hook_server import HookServer
 
 FIRST = [5, 5, 5, 5, 6, 6, 6, 1, 1, 4]
 
@@ -177,34 +176,21 @@ class Receiver:
     def __init__(self) -> None:
         self.attempts: list[tuple[dict[str, str], bytes, int]] = []
         self.lock = threading.Lock()
-        outer = self
+        self.hook = HookServer(self.on_post)
+        self.url = self.hook.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with outer.lock:
-                    event_id = self.headers["X-Throwbox-Event-Id"]
-                    first = all(h["X-Throwbox-Event-Id"] != event_id for h, _, _ in outer.attempts)
-                    status = 503 if first else 204
-                    outer.attempts.append((dict(self.headers), body, status))
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+    def on_post(self, headers: dict[str, str], body: bytes) -> int:
+        with self.lock:
+            event_id = headers["X-Throwbox-Event-Id"]
+            first = all(h["X-Throwbox-Event-Id"] != event_id for h, _, _ in self.attempts)
+            status = 503 if first else 204
+            self.attempts.append((headers, body, status))
+        return status
 
     @contextmanager
     def running(self) -> Iterator[Receiver]:
-        thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with self.hook.serving():
             yield self
-        finally:
-            self.server.shutdown()
-            self.server.server_close()
 
 
 def test_webhooks_are_signed_retried_and_carry_event_ids(service_factory: ServiceFactory) -> None:

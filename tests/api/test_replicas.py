@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from api.db.session import Database
 from tests.api.conftest import database_url
+from tests.api.hook_server import HookServer
 from tests.api.test_kill9 import EXTRA, FIRST, cli, run_cli
 from tests.conftest import free_port
 
@@ -47,32 +47,19 @@ class Hook:
     def __init__(self) -> None:
         self.received: Counter[int] = Counter()
         self.lock = threading.Lock()
-        outer = self
+        self.hook = HookServer(self.on_post)
+        self.url = self.hook.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                time.sleep(0.01)
-                with outer.lock:
-                    outer.received[int(self.headers["X-Throwbox-Event-Id"])] += 1
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+    def on_post(self, headers: dict[str, str], body: bytes) -> int:
+        time.sleep(0.01)
+        with self.lock:
+            self.received[int(headers["X-Throwbox-Event-Id"])] += 1
+        return 204
 
     @contextmanager
     def running(self) -> Iterator[Hook]:
-        thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with self.hook.serving():
             yield self
-        finally:
-            self.server.shutdown()
-            self.server.server_close()
 
 
 class Stream:
