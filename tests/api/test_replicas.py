@@ -350,7 +350,9 @@ def test_the_listener_wakes_on_commit_only_and_reconnects_after_a_drop(tmp_path:
             with database.engine.connect() as connection:
                 dropped = connection.execute(
                     text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :n"
+                        # this test's own database only: other tests' listeners run beside it under xdist
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE application_name = :n AND datname = current_database()"
                     ),
                     {"n": APPLICATION_NAME},
                 ).all()
