@@ -74,6 +74,11 @@ class ModelSpec:
     # A detector's own input blur (`DetectorConfig.input_blur_sigma`, px at the net's input), likewise; None:
     # the config's.
     input_blur_sigma: float | None = None
+    # A second-look face model's (`pips_second`) share of an unsure die's log-probabilities and its accept
+    # bar (`vision.pips.classifier.FaceReader.second_weight` / `second_accept`), the values it was judged
+    # with; None: the classifier module's defaults.
+    second_weight: float | None = None
+    second_accept: float | None = None
 
     @property
     def tag(self) -> str:
@@ -124,6 +129,12 @@ def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
                 labels=tuple(str(x) for x in entry.get("labels", ())),
                 score_threshold=_threshold(entry.get("score_threshold")),
                 input_blur_sigma=_blur_sigma(entry.get("input_blur_sigma")),
+                second_weight=_optional_number(
+                    entry.get("second_weight"), "second_weight", "[0, 1]", lambda v: 0.0 <= v <= 1.0
+                ),
+                second_accept=_optional_number(
+                    entry.get("second_accept"), "second_accept", "(0, 1]", lambda v: 0.0 < v <= 1.0
+                ),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ManifestError(f"model manifest entry {name!r} is malformed: {exc!r}") from exc

@@ -33,7 +33,14 @@ from vision.onnx_session import (
     load_model,
 )
 from vision.pips.classical import PipCountConfig
-from vision.pips.classifier import PLANE_LOOK_SPAN, SECOND_LOOK_BELOW, SECOND_LOOK_MIRROR, FaceReader
+from vision.pips.classifier import (
+    PLANE_LOOK_SPAN,
+    SECOND_LOOK_BELOW,
+    SECOND_LOOK_MIRROR,
+    SECOND_MODEL_ACCEPT,
+    SECOND_MODEL_WEIGHT,
+    FaceReader,
+)
 from vision.pips.crops import crop_die
 from vision.pips.enrolled import EnrolledModel, Enrollment
 from vision.state.model import DieStateClassifier
@@ -131,18 +138,25 @@ class Reader:
         cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
 
-        def face_reader(model: OnnxModel) -> FaceReader:
+        def face_reader(model: OnnxModel, second: OnnxModel | None) -> FaceReader:
+            spec = None if second is None else second.spec
+            weight = SECOND_MODEL_WEIGHT if spec is None or spec.second_weight is None else spec.second_weight
+            accept = SECOND_MODEL_ACCEPT if spec is None or spec.second_accept is None else spec.second_accept
             return FaceReader(
                 model,
                 self.config.pips,
                 second_look_below=self.config.second_look_below,
-                second_model=second_model,
+                second_model=second,
                 second_look_mirror=self.config.second_look_mirror,
                 plane_look_span=self.config.plane_look_span,
+                second_weight=weight,
+                second_accept=accept,
             )
 
-        self.faces = face_reader(pip_model)
-        self.cocked_faces = None if cocked_model is None else face_reader(cocked_model)
+        # The second model helps the face model it was judged beside: the dice the die-state model calls
+        # cocked keep their own model's turned looks (vision/state/probe.py).
+        self.faces = face_reader(pip_model, second_model)
+        self.cocked_faces = None if cocked_model is None else face_reader(cocked_model, None)
         check = None if self.config.big_die_face_margin is None else self._big_die_reads_better
         self.detector = DieDetector(det_model, self.config.detector, big_die_check=check)
         # The loaded models by manifest name (their `run_ms` tells a benchmark the models' share of a read),

@@ -293,3 +293,59 @@ def test_the_reader_uses_the_second_model_the_manifest_lists(tmp_path: Path) -> 
     assert "pips_second" in roll.models
     assert len(wide.batches) == 1
     np.testing.assert_allclose(roll.dice[0].face_probs, WIDE, atol=1e-5)
+
+
+@pytest.mark.parametrize(("weight", "accept"), [(None, None), (0.5, None), (1.0, 0.95)])
+def test_the_manifest_says_how_the_second_model_is_merged(
+    tmp_path: Path, weight: float | None, accept: float | None
+) -> None:
+    """A `pips_second` entry carries the weight and accept bar it was judged with (absent: the module's
+    defaults), and only the main face reader merges it: dice called cocked keep their own model's looks."""
+    import json
+
+    from tests.vision.fakes import FakeDetectorSession
+    from vision.pips.classifier import SECOND_MODEL_ACCEPT, SECOND_MODEL_WEIGHT
+    from vision.reader import Reader
+
+    manifest = write_manifest(tmp_path)
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    (tmp_path / "pips_second_fake_2026nov.onnx").write_bytes(b"pips")
+    (tmp_path / "state_fake_2026nov.onnx").write_bytes(b"pips")
+    second = dict(raw["models"]["pips"], file="pips_second_fake_2026nov.onnx")
+    if weight is not None:
+        second["second_weight"] = weight
+    if accept is not None:
+        second["second_accept"] = accept
+    raw["models"]["pips_second"] = second
+    raw["models"]["pips_cocked"] = dict(raw["models"]["pips"])
+    raw["models"]["die_state"] = dict(
+        raw["models"]["pips"], file="state_fake_2026nov.onnx", input_size_hw=[64, 64]
+    )
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+
+    def make(path: Path, threads: int, providers: tuple[str, ...]) -> Any:
+        return FakeDetectorSession([]) if path.name.startswith("detector") else CornerSession()
+
+    reader = Reader(manifest_path=manifest, session_factory=make)
+    assert reader.faces.second_model is reader.onnx_models["pips_second"]
+    assert reader.faces.second_weight == (SECOND_MODEL_WEIGHT if weight is None else weight)
+    assert reader.faces.second_accept == (SECOND_MODEL_ACCEPT if accept is None else accept)
+    assert reader.cocked_faces is not None and reader.cocked_faces.second_model is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("second_weight", 1.5), ("second_weight", "0.5"), ("second_accept", 0.0)]
+)
+def test_a_second_models_merge_values_out_of_range_are_refused(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    import json
+
+    from vision.onnx_session import ManifestError, load_manifest
+
+    manifest = write_manifest(tmp_path)
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    raw["models"]["pips_second"] = dict(raw["models"]["pips"], **{field: value})
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(ManifestError, match=f"{field} must be a number in"):
+        load_manifest(manifest)
