@@ -14,7 +14,10 @@ Roles (what each may do is written next to every route, and tested in tests/api/
 - `admin`: tables, keys, acknowledging alerts; reads everything.
 - `worker`: a table worker (`throwbox worker`, issue 50) and nothing more: takes and renews table leases,
   reads a table's live configuration, submits rolls, evidence frames, reads (`PUT /v1/reads/{id}`) and
-  live alerts, and lists tables; it may not open rounds, settle, correct, watch or manage keys.
+  live alerts, and lists tables; it may not open rounds, settle, correct, watch or manage keys. A worker key
+  may be bound to one worker id (`throwbox keys create --role worker --worker-id ID`): it may then take,
+  renew and release leases and send rolls as that worker only (`Principal.acts_as`), so a leaked key
+  cannot take over another worker's tables or release its leases. An unbound worker key may act as any id.
 
 A key of any role may also carry the `supervisor` capability: it alone (with admin) may enter a
 correction of a settled round.
@@ -60,6 +63,8 @@ class Principal:
     name: str
     role: Role
     supervisor: bool
+    # The one worker id a bound `worker` key may act as (None: unbound).
+    worker_id: str | None = None
 
     @property
     def actor(self) -> str:
@@ -71,6 +76,22 @@ class Principal:
         """Admins and supervisor keys may correct a settled round."""
         return self.role is Role.ADMIN or self.supervisor
 
+    def acts_as(self, worker_id: str | None) -> str | None:
+        """The worker id a request of this key names: `worker_id` as sent, or the key's bound id when none
+        is sent. `WorkerIdError` when the key is bound to another id."""
+        if self.worker_id is None:
+            return worker_id
+        if worker_id is not None and worker_id != self.worker_id:
+            raise WorkerIdError(
+                f"key #{self.key_id} is bound to worker {self.worker_id!r}; "
+                f"it may not act as worker {worker_id!r}"
+            )
+        return self.worker_id
+
+
+class WorkerIdError(Exception):
+    """A bound worker key naming another worker id (403 at the API)."""
+
 
 @dataclass(frozen=True)
 class NewKey:
@@ -81,6 +102,7 @@ class NewKey:
     role: Role
     supervisor: bool
     secret: str
+    worker_id: str | None = None
 
 
 def hash_key(key: str) -> str:
@@ -109,16 +131,28 @@ def key_from_authorization(value: str | None) -> str | None:
     return None
 
 
-def create_key(session: Session, *, role: Role, name: str, supervisor: bool = False) -> NewKey:
-    """Store a new key's hash and return the key itself (once)."""
+def create_key(
+    session: Session, *, role: Role, name: str, supervisor: bool = False, worker_id: str | None = None
+) -> NewKey:
+    """Store a new key's hash and return the key itself (once). `worker_id` binds a `worker` key to that
+    worker id; a ValueError for any other role."""
+    if worker_id is not None and role is not Role.WORKER:
+        raise ValueError(f"only a worker key can be bound to a worker id, not a {role.value} key")
     prefix = secrets.token_hex(6)
     secret = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32).replace('_', '-')}"
     row = ApiKey(
-        name=name, role=role.value, supervisor=supervisor, key_prefix=prefix, key_hash=hash_key(secret)
+        name=name,
+        role=role.value,
+        supervisor=supervisor,
+        key_prefix=prefix,
+        key_hash=hash_key(secret),
+        worker_id=worker_id,
     )
     session.add(row)
     session.flush()
-    return NewKey(key_id=row.id, name=name, role=role, supervisor=supervisor, secret=secret)
+    return NewKey(
+        key_id=row.id, name=name, role=role, supervisor=supervisor, secret=secret, worker_id=worker_id
+    )
 
 
 def authenticate(session: Session, key: str) -> Principal | None:
@@ -131,7 +165,9 @@ def authenticate(session: Session, key: str) -> Principal | None:
         return None
     if not hmac.compare_digest(row.key_hash, hash_key(key)):
         return None
-    return Principal(key_id=row.id, name=row.name, role=Role(row.role), supervisor=row.supervisor)
+    return Principal(
+        key_id=row.id, name=row.name, role=Role(row.role), supervisor=row.supervisor, worker_id=row.worker_id
+    )
 
 
 class LastAdminKeyError(Exception):

@@ -75,10 +75,19 @@ def register(app: typer.Typer) -> None:
         role: str = typer.Option(..., help="reader, dealer, surveillance, admin or worker."),
         name: str = typer.Option("", help="Who or what holds the key (default: the role)."),
         supervisor: bool = typer.Option(False, help="May correct settled rounds."),
+        worker_id: str | None = typer.Option(
+            None,
+            "--worker-id",
+            help="A worker key only: bind it to this worker id (the worker's --worker-id); it may then take "
+            "leases and send rolls as that worker only.",
+        ),
     ) -> None:
         """Create a key; the key is the LAST line of the output (store it now: it is not kept)."""
+        import re
+
         from api import audit
         from api.auth import Role, create_key
+        from api.leases import WORKER_ID_PATTERN
         from api.settings import Settings
 
         try:
@@ -87,6 +96,14 @@ def register(app: typer.Typer) -> None:
             known = ", ".join(r.value for r in Role)
             typer.echo(f"error: unknown role {role!r}; use one of: {known}", err=True)
             raise typer.Exit(2) from exc
+        if worker_id is not None and chosen is not Role.WORKER:
+            typer.echo(f"error: --worker-id binds a worker key; this is a {chosen.value} key", err=True)
+            raise typer.Exit(2)
+        if worker_id is not None and not re.match(WORKER_ID_PATTERN, worker_id):
+            typer.echo(
+                f"error: --worker-id must be 1-100 of A-Z a-z 0-9 . _ : -, got {worker_id!r}", err=True
+            )
+            raise typer.Exit(2)
         holder = name.strip() or chosen.value
         if len(holder) > 100:
             typer.echo("error: --name has at most 100 characters", err=True)
@@ -95,17 +112,27 @@ def register(app: typer.Typer) -> None:
         database = open_database(settings)
         try:
             with database.session() as session:
-                new = create_key(session, role=chosen, name=holder, supervisor=supervisor)
+                new = create_key(
+                    session, role=chosen, name=holder, supervisor=supervisor, worker_id=worker_id
+                )
+                payload: dict[str, object] = {
+                    "name": new.name,
+                    "role": new.role.value,
+                    "supervisor": new.supervisor,
+                }
+                if worker_id is not None:
+                    payload["worker_id"] = worker_id
                 audit.append(
                     session,
                     actor="cli:keys",
                     action="key.create",
                     subject=f"key:{new.key_id}",
-                    payload={"name": new.name, "role": new.role.value, "supervisor": new.supervisor},
+                    payload=payload,
                 )
         finally:
             database.dispose()
         extra = " with the supervisor capability" if supervisor else ""
+        extra += f", bound to worker {worker_id!r}" if worker_id is not None else ""
         typer.echo(f"created key {new.key_id} ({new.name}, role {new.role.value}{extra}); it is shown once:")
         typer.echo(new.secret)
 
@@ -123,7 +150,8 @@ def register(app: typer.Typer) -> None:
                 for row in session.scalars(select(ApiKey).order_by(ApiKey.id)):
                     state = "revoked" if row.revoked_at is not None else "active"
                     sup = " supervisor" if row.supervisor else ""
-                    typer.echo(f"{row.id}\t{row.role}{sup}\t{state}\t{row.name}")
+                    bound = f"\tworker_id={row.worker_id}" if row.worker_id is not None else ""
+                    typer.echo(f"{row.id}\t{row.role}{sup}\t{state}\t{row.name}{bound}")
         finally:
             database.dispose()
 

@@ -68,6 +68,9 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # A `worker` key bound to one worker id (migration 0007): leases, releases and rolls it sends name that
+    # id or are refused (api.auth.Principal.acts_as). None: any id, as before.
+    worker_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
 
 class GameTable(Base):

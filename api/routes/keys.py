@@ -22,15 +22,27 @@ router = APIRouter(prefix="/v1/keys", tags=["keys"], responses=AUTH_RESPONSES)
 def create(body: KeyIn, principal: Admin, database: DatabaseDep) -> NewKeyOut:
     """Create a key (admin). The response is the only place the key ever appears."""
     with database.session() as session:
-        new = create_key(session, role=Role(body.role), name=body.name, supervisor=body.supervisor)
-        audit.append(
+        new = create_key(
             session,
-            actor=principal.actor,
-            action="key.create",
-            subject=f"key:{new.key_id}",
-            payload={"name": new.name, "role": new.role.value, "supervisor": new.supervisor},
+            role=Role(body.role),
+            name=body.name,
+            supervisor=body.supervisor,
+            worker_id=body.worker_id,
         )
-    return NewKeyOut(id=new.key_id, name=new.name, role=body.role, supervisor=new.supervisor, key=new.secret)
+        payload: dict[str, object] = {"name": new.name, "role": new.role.value, "supervisor": new.supervisor}
+        if new.worker_id is not None:
+            payload["worker_id"] = new.worker_id
+        audit.append(
+            session, actor=principal.actor, action="key.create", subject=f"key:{new.key_id}", payload=payload
+        )
+    return NewKeyOut(
+        id=new.key_id,
+        name=new.name,
+        role=body.role,
+        supervisor=new.supervisor,
+        worker_id=new.worker_id,
+        key=new.secret,
+    )
 
 
 @router.get("", response_model=list[KeyOut])

@@ -17,6 +17,7 @@ from pydantic import WithJsonSchema
 from sqlalchemy import select
 
 from api import rounds
+from api.auth import WorkerIdError
 from api.db.models import Roll
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
 from api.leases import WORKER_ID_PATTERN
@@ -78,7 +79,12 @@ def submit_roll(
     ] = None,
 ) -> RollAnswer:
     """Submit a throw (reader, dealer, worker). A table worker sends its lease epoch and id (headers): a
-    roll from a worker another has taken the table over from is refused (409, `lease_superseded`)."""
+    roll from a worker another has taken the table over from is refused (409, `lease_superseded`). A worker
+    key bound to a worker id sends as that worker (its id when the header is absent; 403 for another)."""
+    try:
+        worker_id = principal.acts_as(worker_id)
+    except WorkerIdError as exc:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, detail=str(exc)) from exc
     try:
         submitted = rounds.submit_roll(
             database=database,

@@ -20,6 +20,7 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
 
+from api.auth import Principal, WorkerIdError
 from api.db.models import Evidence, GameTable, Read
 from api.db.session import Database
 from api.deps import DatabaseDep, MetricsDep, SettingsDep, WorkerOrAdmin, WorkerRole
@@ -65,6 +66,14 @@ def _enrollment_document(settings: Settings, table_id: str) -> dict[str, Any] | 
         enrollment_path(settings.calibration_dir, table_id).read_text(encoding="utf-8")
     )
     return document
+
+
+def _acting_as(principal: Principal, worker_id: str) -> str:
+    """The worker id a lease request acts as; 403 when a bound worker key names another."""
+    try:
+        return principal.acts_as(worker_id) or worker_id
+    except WorkerIdError as exc:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, detail=str(exc)) from exc
 
 
 @router.get(
@@ -129,12 +138,14 @@ def lease(
     metrics: MetricsDep,
 ) -> LeaseOut | JSONResponse:
     """Take, renew (the heartbeat, about every third of the TTL) or take over the table's lease (worker,
-    admin). A takeover from another worker raises the epoch; the holder's renewal keeps it."""
+    admin). A takeover from another worker raises the epoch; the holder's renewal keeps it. A worker key
+    bound to a worker id may name that id only (403)."""
+    worker_id = _acting_as(principal, body.worker_id)
     try:
         granted = take_lease(
             database,
             table_id=table_id,
-            worker_id=body.worker_id,
+            worker_id=worker_id,
             ttl_s=settings.lease_ttl_s,
             actor=principal.actor,
             webhook_urls=settings.webhook_urls,
@@ -167,7 +178,9 @@ def release(
     database: DatabaseDep,
 ) -> Response:
     """Release the table's lease (worker, admin): a clean stop, no `worker_lost`. Nothing happens when
-    `worker_id` does not hold it (another worker's lease is never released)."""
+    `worker_id` does not hold it (another worker's lease is never released). A worker key bound to a worker
+    id may name that id only (403)."""
+    worker_id = _acting_as(principal, worker_id)
     try:
         release_lease(database, table_id=table_id, worker_id=worker_id, actor=principal.actor)
     except UnknownTableError as exc:

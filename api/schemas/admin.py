@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.alerts import LiveAlertKind
+from api.leases import WORKER_ID_PATTERN
 
 RoleName = Literal["reader", "dealer", "surveillance", "admin", "worker"]
 
@@ -15,11 +16,29 @@ RoleName = Literal["reader", "dealer", "surveillance", "admin", "worker"]
 class KeyIn(BaseModel):
     """A key to create."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The schema says what the validator checks: `worker_id` only on a worker key.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"required": ["role"], "properties": {"role": {"not": {"const": "worker"}}}},
+            "then": {"properties": {"worker_id": {"type": "null"}}},
+        },
+    )
 
     role: RoleName
     name: str = Field(min_length=1, max_length=100)
     supervisor: bool = Field(default=False, strict=True)
+    worker_id: str | None = Field(
+        default=None,
+        pattern=WORKER_ID_PATTERN,
+        description="A `worker` key only: the one worker id it may act as (leases, rolls). Absent: any id.",
+    )
+
+    @model_validator(mode="after")
+    def _bound_only_if_worker(self) -> KeyIn:
+        if self.worker_id is not None and self.role != "worker":
+            raise ValueError(f"only a worker key can be bound to a worker id, not a {self.role} key")
+        return self
 
 
 class KeyOut(BaseModel):
@@ -29,6 +48,7 @@ class KeyOut(BaseModel):
     name: str
     role: RoleName
     supervisor: bool
+    worker_id: str | None = None
     created_at: datetime
     revoked_at: datetime | None
 
@@ -40,6 +60,7 @@ class NewKeyOut(BaseModel):
     name: str
     role: RoleName
     supervisor: bool
+    worker_id: str | None = None
     key: str
 
 
