@@ -156,6 +156,12 @@ def train_budget(
             if time.monotonic() - last_save >= budget.checkpoint_every_s:
                 save()
                 last_save = time.monotonic()
+                if progress and not bar.console.is_terminal:  # a run watched through a log file
+                    print(
+                        f"{label}: step {steps} loss {ema:.3f} lr {lr:.5f} {spent:.0f} of {budget_s:.0f} s, "
+                        f"checkpoint saved",
+                        flush=True,
+                    )
     spent = time.monotonic() - started
     save()
     return steps, spent
