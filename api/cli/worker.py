@@ -9,13 +9,25 @@ import typer
 
 
 def _read_key(path: Path, what: str) -> str:
+    """The API key a key file holds: its one line, or, in the whole output of `throwbox keys create` saved
+    as it is (a line about the key, then the key), the one line that is a key."""
+    from api.auth import KEY_SCHEME
+
     try:
-        key = path.read_text(encoding="utf-8").strip()
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except OSError as exc:
         raise typer.BadParameter(f"cannot read {what} {path}: {exc}") from exc
-    if not key:
+    if not lines:
         raise typer.BadParameter(f"{what} {path} is empty")
-    return key
+    if len(lines) == 1:
+        return lines[0]
+    keys = [line for line in lines if line.startswith(f"{KEY_SCHEME}_") and " " not in line]
+    if len(keys) != 1:
+        raise typer.BadParameter(
+            f"{what} {path} holds {len(lines)} lines and {len(keys)} keys; it should hold the one key "
+            "(the last line of `throwbox keys create`)"
+        )
+    return keys[0]
 
 
 def register(app: typer.Typer) -> None:

@@ -105,3 +105,33 @@ def test_keys_create_binds_a_worker_key_on_the_command_line(
     if code == 0:
         listed = CliRunner().invoke(app, ["keys", "list"])
         assert "worker_id=floor-1" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("tbx_abc_def\n", "tbx_abc_def"),  # the key alone
+        (
+            "created key 3 (w, role worker); it is shown once:\ntbx_abc_def\n",
+            "tbx_abc_def",
+        ),  # the whole output
+        ("  tbx_abc_def  ", "tbx_abc_def"),
+        ("", None),
+        ("note\nother note\n", None),  # two lines, no key
+        ("tbx_a_b\ntbx_c_d\n", None),  # two keys: which one?
+    ],
+)
+def test_the_worker_reads_a_key_file_or_the_saved_output_of_keys_create(
+    tmp_path: Path, text: str, key: str | None
+) -> None:
+    import typer
+
+    from api.cli.worker import _read_key
+
+    path = tmp_path / "worker.key"
+    path.write_text(text, encoding="utf-8")
+    if key is None:
+        with pytest.raises(typer.BadParameter, match=r"worker\.key"):
+            _read_key(path, "--key-file")
+    else:
+        assert _read_key(path, "--key-file") == key
