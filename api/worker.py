@@ -66,6 +66,9 @@ WORKER_ID = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 LEASE_RETRY_S = 1.0  # how often a worker asks for a table it does not hold
 REPLAY_RETRY_S = 0.5  # how often the courier tries the spool's head while the service does not answer
 LOOP_RESTART_S = 5.0  # after a table's loop ended or could not start, before the worker tries it again
+# After the service refuses a lease outright (401, 403, 404: a revoked key, a key bound to another worker id,
+# a table not made yet), before the worker asks again: an admin can mend it, but it will not mend in a second.
+LEASE_REFUSED_RETRY_S = 30.0
 # A worker takes a free table at once while it holds none, and only after wanting it this much longer for
 # each table it holds already: workers started together spread the tables between them (no worker knows
 # of the others), while an orphaned table, wanted all along, is taken as soon as its lease expires.
@@ -829,8 +832,13 @@ class TableRunner:
             return False
         if response.status_code != 200:
             log.error(
-                "table %s: lease refused (%d): %s", self.table_id, response.status_code, _detail(response)
+                "table %s: lease refused (%d): %s; asking again in %.0f s",
+                self.table_id,
+                response.status_code,
+                _detail(response),
+                LEASE_REFUSED_RETRY_S,
             )
+            self.retry_at = time.monotonic() + LEASE_REFUSED_RETRY_S
             return False
         with self._lock:
             self._note_lease(response.json())

@@ -135,3 +135,40 @@ def test_the_worker_reads_a_key_file_or_the_saved_output_of_keys_create(
             _read_key(path, "--key-file")
     else:
         assert _read_key(path, "--key-file") == key
+
+
+def test_a_worker_whose_lease_is_refused_asks_again_later_not_every_second(
+    service: Service, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key bound to another worker id is refused (403) and will stay refused until an admin mends it: the
+    worker says so once and asks again after `LEASE_REFUSED_RETRY_S`, not at every lease tick."""
+    import time
+
+    from api.worker import LEASE_REFUSED_RETRY_S, Worker
+
+    svc = service
+    svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "R", "game": "hrd10"})
+    made = svc.ok(
+        "POST", "/v1/keys", "admin", 201, json={"role": "worker", "name": "w", "worker_id": "cam-1"}
+    )
+    worker = Worker(
+        services=[svc.base_url],
+        key=made["key"],
+        tables=["R"],
+        worker_id="cam-2",
+        spool_dir=tmp_path / "spool",
+    )
+    runner = worker.runners["R"]
+    try:
+        with caplog.at_level("ERROR", logger="throwbox.worker"):
+            assert runner._take() is False
+        assert "bound to worker 'cam-1'" in caplog.text and "asking again in 30 s" in caplog.text
+        assert runner.retry_at >= time.monotonic() + LEASE_REFUSED_RETRY_S - 5
+        caplog.clear()
+        with caplog.at_level("ERROR", logger="throwbox.worker"):
+            assert runner._take() is False  # within the wait: no request, nothing logged
+        assert caplog.text == "" and not runner.lease.held
+    finally:  # never started: close what its constructor opened
+        worker.control.close()
+        worker.outbox.client.close()
+        worker.spool.close()
