@@ -153,7 +153,7 @@ def clip_geometry(clip: str) -> tuple[TableGeometry | None, str | None]:
     the clip. A clip without `video.json` is read uncalibrated.
     """
     from calibration.layout import ThrowBoxLayout
-    from datasets.format import camera_from_dict
+    from calibration.table import camera_from_dict
     from vision.table.geometry import TableGeometry
 
     meta = Path(clip).parent / "video.json"

@@ -422,7 +422,7 @@ def register(app: typer.Typer) -> None:
         """Calibrate synthetic scenes with a known camera and report the errors against the truth."""
         from dataclasses import asdict
 
-        from datasets.calib_scenes import evaluate_calibration
+        from calibration.selftest.evaluate import evaluate_calibration
 
         log = None if as_json else typer.echo
         result = evaluate_calibration(
