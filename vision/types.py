@@ -1,4 +1,5 @@
-"""Frozen dataclasses that flow between the reader's stages (design.md, "Types that flow between stages").
+"""Frozen dataclasses that flow between the reader's stages (docs/architecture.md, "Types that flow
+between stages").
 
 Arrays are validated in `__post_init__` (shape and dtype), names carry their format (`box_xyxy`,
 `top_quad`), and "nothing found" is an empty tuple, never `None`.
@@ -138,7 +139,7 @@ class DieReading:
         return float(max(self.face_probs))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the design.md "dice" entries)."""
+        """JSON-ready form (the "dice" entries of docs/architecture.md's read document)."""
         return {
             "face": self.face,
             "confidence": round(self.confidence, 4),
