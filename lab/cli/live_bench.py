@@ -91,9 +91,11 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from api.auth import Role, create_key
-        from api.live import LiveConfig, LiveLoop, RulesClient
-        from api.live_service import DatabaseRecorder, DemoCroupier, PacedDemoGrabber
+        from api.demo_table import DemoCroupier, PacedDemoGrabber
+        from api.live import LiveConfig, LiveLoop
+        from api.live_service import DatabaseRecorder
         from api.main import create_app
+        from api.rules_door import RulesClient
         from api.settings import Settings
         from vision.capture import Capture, CaptureError
         from vision.onnx_session import ModelError
