@@ -17,6 +17,7 @@ import pytest
 
 from rules.clauses import cited_in_test_name, cited_in_text, subsection_ids
 from rules.explain import REQUIREMENTS
+from rules.games import MathOptions, game_ids, math_report
 from tests.conftest import REPO_ROOT, SHARED
 
 MAP = REPO_ROOT / "docs" / "regulations.md"
@@ -182,6 +183,22 @@ def test_every_clause_a_test_cites_is_in_the_map() -> None:
 def test_every_clause_the_engine_explains_is_in_the_map() -> None:
     missing = sorted(set(REQUIREMENTS) - MAP_IDS)
     assert not missing, f"rules/explain.py names clauses the map lacks: {missing}"
+
+
+def test_every_clause_a_math_report_names_is_in_the_map() -> None:
+    """`throwbox math` of every game names the clauses behind its figures; each has a row."""
+    named: dict[str, set[str]] = {}
+    for game in game_ids():
+        report = math_report(game, MathOptions())
+        texts = [report.title, *report.notes]
+        for table in report.tables:
+            texts += [table.title, *(cell for row in table.rows for cell in row)]
+        for text in texts:
+            for clause in cited_in_text(text):
+                named.setdefault(clause, set()).add(game)
+    assert {"593.5(a)", "593.5(d)", "675a.6(k)", "631b.7(c)(2)", "633b.15(g)", "633b.13(h)"} <= set(named)
+    missing = {c: sorted(g) for c, g in named.items() if c not in MAP_IDS}
+    assert not missing, f"clauses named by throwbox math with no row in the map: {missing}"
 
 
 def test_no_wager_or_procedure_clause_of_the_game_is_left_not_covered() -> None:
