@@ -28,7 +28,7 @@ _CITED = re.compile(rf"\b(?:{_CHAPTER})\.\d+(?:\([a-z]{{1,4}}\)|\(\d{{1,2}}\))*"
 
 
 def _kind(mark: str, *, last_letter: str | None) -> str:
-    """ "letter", "number" or "roman" for a paragraph mark, given the section's last subsection letter."""
+    """The kind of a paragraph mark (letter, number or roman), given the last subsection letter."""
     if mark.isdigit():
         return "number"
     if _ROMAN.match(mark):
