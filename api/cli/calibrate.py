@@ -197,6 +197,52 @@ def table_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Calibrate the throw box (homography, pose, layout, die scale, felt, table marks) and store it."""
+    _calibrate_table(
+        frame=frame,
+        felt_frames=felt_frames,
+        table=table,
+        data_dir=data_dir,
+        intrinsics_file=intrinsics_file,
+        corners=corners,
+        marker_dict=marker_dict,
+        marker_ids=marker_ids,
+        marker_mm=marker_mm,
+        marker_inset_mm=marker_inset_mm,
+        width_mm=width_mm,
+        depth_mm=depth_mm,
+        wall_height_mm=wall_height_mm,
+        strip_depth_mm=strip_depth_mm,
+        strip_margin_mm=strip_margin_mm,
+        die_edge_mm=die_edge_mm,
+        overlay=overlay,
+        marks=marks,
+        as_json=as_json,
+    )
+
+
+def _calibrate_table(
+    *,
+    frame: Path,
+    felt_frames: list[Path],
+    table: str,
+    data_dir: Path,
+    intrinsics_file: Path | None,
+    corners: str | None,
+    marker_dict: str,
+    marker_ids: str,
+    marker_mm: float,
+    marker_inset_mm: float,
+    width_mm: float,
+    depth_mm: float,
+    wall_height_mm: float,
+    strip_depth_mm: float,
+    strip_margin_mm: float,
+    die_edge_mm: float,
+    overlay: Path | None,
+    marks: bool,
+    as_json: bool,
+) -> None:
+    """The work of `calibrate table`: calibrate, check, store, and say what was found."""
     import cv2
 
     from calibration.errors import CalibrationError
@@ -405,7 +451,7 @@ def selftest(
     """Calibrate synthetic scenes with a known camera and report the errors against the truth."""
     from dataclasses import asdict
 
-    from datasets.calib_scenes import evaluate_calibration
+    from datasets.calib_selftest import evaluate_calibration
 
     log = None if as_json else typer.echo
     result = evaluate_calibration(
