@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from lab.evaluate import Tally
+    from lab.failures import DieFailure
+    from vision.reader import Reader, ReaderConfig
 
 
 def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
@@ -151,6 +156,51 @@ def eval_(
     ),
 ) -> None:
     """Detection precision/recall (IoU >= 0.5), face accuracy, exact rolls, confusion matrix, plot."""
+    _evaluate(
+        dataset=dataset,
+        split=split,
+        as_json=as_json,
+        plot=plot,
+        expect_from_labels=expect_from_labels,
+        threads=threads,
+        limit=limit,
+        skip=skip,
+        manifest=manifest,
+        verdicts=verdicts,
+        oracle_boxes=oracle_boxes,
+        second_look_below=second_look_below,
+        layout_moves=layout_moves,
+        extra_rolls=extra_rolls,
+        calibrated=calibrated,
+        misses=misses,
+        failures=failures,
+        label_overrides=label_overrides,
+    )
+
+
+def _evaluate(
+    *,
+    dataset: Path,
+    split: str,
+    as_json: bool,
+    plot: Path,
+    expect_from_labels: bool,
+    threads: int,
+    limit: int,
+    skip: int,
+    manifest: Path | None,
+    verdicts: bool,
+    oracle_boxes: bool,
+    second_look_below: float | None,
+    layout_moves: bool,
+    extra_rolls: bool,
+    calibrated: bool,
+    misses: Path | None,
+    failures: Path | None,
+    label_overrides: Path | None,
+) -> None:
+    """`lab eval` with its options parsed: the checks of what goes together, then one of the three runs
+    (layout moves or Extra Rolls, the judge's verdicts, or the reader's figures)."""
     from vision.reader import ReaderConfig
 
     # The shipped settings, with the second-look bar the caller weighs, if any (both scores read with it).
@@ -178,35 +228,22 @@ def eval_(
         typer.echo(f"throwbox lab eval: cannot write the plot to {plot}: {why}", err=True)
         raise typer.Exit(2)
     if extra_rolls or layout_moves:
-        from lab.cli.eval_layout import run as run_layout
-        from lab.cli.eval_layout import run_extra_rolls
-
-        mode = "--extra-rolls" if extra_rolls else "--layout-moves"
-        if (
-            verdicts
-            or oracle_boxes
-            or misses is not None
-            or failures is not None
-            or (extra_rolls and layout_moves)
-        ):
-            typer.echo(
-                f"throwbox lab eval: {mode} goes alone (no --verdicts, --oracle-boxes or --misses, nor both)",
-                err=True,
-            )
-            raise typer.Exit(2)
-        common: dict[str, Any] = {
-            "dataset": dataset,
-            "limit": limit,
-            "skip": skip,
-            "threads": threads,
-            "as_json": as_json,
-            "manifest_path": manifest,
-            "reader_config": reader_config,
-        }
-        if extra_rolls:
-            run_extra_rolls(**common)
-        else:
-            run_layout(**common, plot=plot)
+        _run_layout_mode(
+            dataset=dataset,
+            limit=limit,
+            skip=skip,
+            threads=threads,
+            as_json=as_json,
+            manifest=manifest,
+            reader_config=reader_config,
+            plot=plot,
+            verdicts=verdicts,
+            oracle_boxes=oracle_boxes,
+            misses=misses,
+            failures=failures,
+            extra_rolls=extra_rolls,
+            layout_moves=layout_moves,
+        )
         return
     if verdicts and failures is not None:
         typer.echo(
@@ -242,19 +279,166 @@ def eval_(
             reader_config=reader_config,
         )
         return
-    import numpy as np
-    from rich.progress import track
+    _eval_reader(
+        dataset=dataset,
+        split=split,
+        as_json=as_json,
+        plot=plot,
+        expect_from_labels=expect_from_labels,
+        threads=threads,
+        limit=limit,
+        skip=skip,
+        manifest=manifest,
+        calibrated=calibrated,
+        failures=failures,
+        label_overrides=label_overrides,
+        reader_config=reader_config,
+    )
 
-    from calibration.layout import ThrowBoxLayout
-    from lab.evaluate import Tally, scene_group
-    from lab.failures import DieFailure, die_failures
+
+def _run_layout_mode(
+    *,
+    dataset: Path,
+    limit: int,
+    skip: int,
+    threads: int,
+    as_json: bool,
+    manifest: Path | None,
+    reader_config: ReaderConfig,
+    plot: Path,
+    verdicts: bool,
+    oracle_boxes: bool,
+    misses: Path | None,
+    failures: Path | None,
+    extra_rolls: bool,
+    layout_moves: bool,
+) -> None:
+    """`--extra-rolls` or `--layout-moves`, which go alone."""
+    from lab.cli.eval_layout import run as run_layout
+    from lab.cli.eval_layout import run_extra_rolls
+
+    mode = "--extra-rolls" if extra_rolls else "--layout-moves"
+    if (
+        verdicts
+        or oracle_boxes
+        or misses is not None
+        or failures is not None
+        or (extra_rolls and layout_moves)
+    ):
+        typer.echo(
+            f"throwbox lab eval: {mode} goes alone (no --verdicts, --oracle-boxes or --misses, nor both)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    common: dict[str, Any] = {
+        "dataset": dataset,
+        "limit": limit,
+        "skip": skip,
+        "threads": threads,
+        "as_json": as_json,
+        "manifest_path": manifest,
+        "reader_config": reader_config,
+    }
+    if extra_rolls:
+        run_extra_rolls(**common)
+    else:
+        run_layout(**common, plot=plot)
+
+
+def _eval_reader(
+    *,
+    dataset: Path,
+    split: str,
+    as_json: bool,
+    plot: Path,
+    expect_from_labels: bool,
+    threads: int,
+    limit: int,
+    skip: int,
+    manifest: Path | None,
+    calibrated: bool,
+    failures: Path | None,
+    label_overrides: Path | None,
+    reader_config: ReaderConfig,
+) -> None:
+    """The reader's figures on a labelled set: detection, faces, rolls, the classifier alone on the labelled
+    boxes; a plot, and the dice it failed on with `--failures`."""
     from lab.failures import write as write_failures
-    from models.data import DatasetError, load_dataset
     from vision.image import UnreadableImageError, load_image
     from vision.onnx_session import MANIFEST_PATH, ModelError
     from vision.reader import Reader
-    from vision.table.geometry import TableGeometry
-    from vision.types import DieCandidate, Frame
+
+    items, applied = _load_items(
+        dataset, split=split, label_overrides=label_overrides, skip=skip, limit=limit
+    )
+    try:
+        reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH, config=reader_config)
+    except ModelError as exc:
+        typer.echo(f"throwbox lab eval: cannot load the models: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    box_kind = items[0].box_kind
+    if calibrated and any(item.camera is None for item in items):
+        typer.echo(
+            "throwbox lab eval: --calibrated needs a synthetic set, whose labels give each frame's "
+            f"camera ({dataset} has none)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    read = _read_items(
+        reader,
+        items=items,
+        dataset=dataset,
+        calibrated=calibrated,
+        expect_from_labels=expect_from_labels,
+        failures=failures,
+        as_json=as_json,
+    )
+    tally, failed, oracle_right, oracle_total = read
+    summary = {
+        "dataset": str(dataset),
+        "split": split,
+        "models": reader.models,
+        "second_look_below": reader.faces.second_look_below,
+        "detector_score_threshold": reader.detector.config.score_threshold,
+        "detector_input_blur_sigma": reader.detector.config.input_blur_sigma,
+        "calibrated": calibrated,
+        "label_overrides": applied,
+        **tally.summary(box_kind=box_kind),
+        "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2) if oracle_total else None,
+    }
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    _plot(summary, plot, f"{dataset.name} ({split})")
+    summary["plot"] = str(plot)
+    failures_error = None
+    if failures is not None:
+        try:
+            summary["failures_written"] = write_failures(
+                failed, failures, lambda path: load_image(Path(path))
+            )
+        except (OSError, UnreadableImageError) as exc:  # the figures are still printed below
+            failures_error = f"throwbox lab eval: the failures were not written to {failures}: {exc}"
+            summary["failures_written"] = {"error": failures_error}
+    if as_json:
+        typer.echo(json.dumps(summary))
+        if failures_error:
+            typer.echo(failures_error, err=True)
+            raise typer.Exit(1)
+        return
+    _print_summary(summary, dataset=dataset, split=split, calibrated=calibrated, plot=plot)
+    if failures_error:
+        typer.echo(failures_error, err=True)
+        raise typer.Exit(1)
+    if failures is not None:
+        written = summary["failures_written"]
+        typer.echo(f"  failures: {written['by_kind']} -> {written['sheet']}")
+
+
+def _load_items(
+    dataset: Path, *, split: str, label_overrides: Path | None, skip: int, limit: int
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The labelled images to read (after `--label-overrides`, `--skip`, `--limit`), and the overrides
+    applied; a set that cannot be read or holds none stops the command (exit 2)."""
+    from models.data import DatasetError, load_dataset
 
     try:
         items = load_dataset(dataset, split=split)
@@ -280,19 +464,32 @@ def eval_(
     if not items:
         typer.echo(f"throwbox lab eval: no labelled images in {dataset} ({split})", err=True)
         raise typer.Exit(2)
-    try:
-        reader = Reader(threads=threads, manifest_path=manifest or MANIFEST_PATH, config=reader_config)
-    except ModelError as exc:
-        typer.echo(f"throwbox lab eval: cannot load the models: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    return items, applied
+
+
+def _read_items(
+    reader: Reader,
+    *,
+    items: list[Any],
+    dataset: Path,
+    calibrated: bool,
+    expect_from_labels: bool,
+    failures: Path | None,
+    as_json: bool,
+) -> tuple[Tally, list[DieFailure], int, int]:
+    """Each image read by the reader and scored against its labels, and the face classifier alone on the
+    labelled boxes (right, of how many)."""
+    import numpy as np
+    from rich.progress import track
+
+    from calibration.layout import ThrowBoxLayout
+    from lab.evaluate import Tally, scene_group
+    from lab.failures import die_failures
+    from vision.image import UnreadableImageError, load_image
+    from vision.table.geometry import TableGeometry
+    from vision.types import DieCandidate, Frame
+
     box_kind = items[0].box_kind
-    if calibrated and any(item.camera is None for item in items):
-        typer.echo(
-            "throwbox lab eval: --calibrated needs a synthetic set, whose labels give each frame's "
-            f"camera ({dataset} has none)",
-            err=True,
-        )
-        raise typer.Exit(2)
     layout = ThrowBoxLayout()
     tally = Tally()
     failed: list[DieFailure] = []
@@ -337,36 +534,13 @@ def eval_(
         )
         if failures is not None:
             failed += die_failures(item.path, item.boxes_xyxy, item.faces, roll, box_kind=box_kind)
-    summary = {
-        "dataset": str(dataset),
-        "split": split,
-        "models": reader.models,
-        "second_look_below": reader.faces.second_look_below,
-        "detector_score_threshold": reader.detector.config.score_threshold,
-        "detector_input_blur_sigma": reader.detector.config.input_blur_sigma,
-        "calibrated": calibrated,
-        "label_overrides": applied,
-        **tally.summary(box_kind=box_kind),
-        "face_on_labelled_boxes_pct": round(100.0 * oracle_right / oracle_total, 2) if oracle_total else None,
-    }
-    plot.parent.mkdir(parents=True, exist_ok=True)
-    _plot(summary, plot, f"{dataset.name} ({split})")
-    summary["plot"] = str(plot)
-    failures_error = None
-    if failures is not None:
-        try:
-            summary["failures_written"] = write_failures(
-                failed, failures, lambda path: load_image(Path(path))
-            )
-        except (OSError, UnreadableImageError) as exc:  # the figures are still printed below
-            failures_error = f"throwbox lab eval: the failures were not written to {failures}: {exc}"
-            summary["failures_written"] = {"error": failures_error}
-    if as_json:
-        typer.echo(json.dumps(summary))
-        if failures_error:
-            typer.echo(failures_error, err=True)
-            raise typer.Exit(1)
-        return
+    return tally, failed, oracle_right, oracle_total
+
+
+def _print_summary(
+    summary: dict[str, Any], *, dataset: Path, split: str, calibrated: bool, plot: Path
+) -> None:
+    """The reader's figures for a person."""
     det, faces, rolls = summary["detection"], summary["face_accuracy_pct"], summary["rolls"]
     how = ", read with each scene's calibration" if calibrated else ""
     typer.echo(f"{dataset} [{split}]: {summary['images']} images, {summary['gt_dice']} labelled dice{how}")
@@ -403,12 +577,6 @@ def eval_(
         f"  latency per image: p50 {summary['latency_ms']['p50']} ms, p99 {summary['latency_ms']['p99']} ms"
     )
     typer.echo(f"  plot: {plot}")
-    if failures_error:
-        typer.echo(failures_error, err=True)
-        raise typer.Exit(1)
-    if failures is not None:
-        written = summary["failures_written"]
-        typer.echo(f"  failures: {written['by_kind']} -> {written['sheet']}")
 
 
 def register(app: typer.Typer) -> None:
