@@ -101,6 +101,7 @@ def waiting(
             "model": DecisionOut,
         },
         **errors(
+            400,
             (404, "No such table, or no such roll at it."),
             (409, "The roll no longer waits for a person (the round moved on), or was decided otherwise."),
             (422, "A decision that does not fit the read, or a roll the rules engine refuses, by clause."),
@@ -176,7 +177,7 @@ def list_mismatches(
 @router.post(
     "/mismatches/{roll_id}/acknowledge",
     response_model=MismatchOut,
-    responses=errors((404, "No mismatch of that roll."), (409, "It is already acknowledged.")),
+    responses=errors(400, (404, "No mismatch of that roll."), (409, "It is already acknowledged.")),
 )
 def acknowledge_mismatch(
     roll_id: str, principal: Watcher, database: DatabaseDep, body: AcknowledgeIn | None = None

@@ -266,10 +266,7 @@ function onFrameClick(e) {
   // A click where no box is: a die the camera missed. Its box is the size of the read's median die.
   if (!waiting) return;
   const svg = $("overlay");
-  const point = svg.createSVGPoint();
-  point.x = e.clientX;
-  point.y = e.clientY;
-  const at = point.matrixTransform(svg.getScreenCTM().inverse());
+  const at = new DOMPoint(e.clientX, e.clientY).matrixTransform(svg.getScreenCTM().inverse());
   const sides = waiting.dice.map((d) => Math.max(d.box_xyxy[2] - d.box_xyxy[0], d.box_xyxy[3] - d.box_xyxy[1]))
     .sort((a, b) => a - b);
   const side = sides.length ? sides[Math.floor(sides.length / 2)] : $("frame").naturalWidth / 20;

@@ -319,8 +319,8 @@ def test_the_reader_key_may_not_see_what_waits(table: Table) -> None:
         # A counted die of a valid call with no face: said in words, nothing submitted.
         (
             {"dice": "unsure-blank"},
-            "die {n} (in reading order) has no face: type its face, strike it out as no die, or call the roll "
-            "invalid or void",
+            "die {n} (in reading order) has no face: type its face, strike it out as no die, or call the "
+            "roll invalid or void",
         ),
         # One entry per die of the read.
         (
