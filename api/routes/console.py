@@ -7,7 +7,7 @@
 - `GET /v1/console/mismatches`, `POST /v1/console/mismatches/{roll_id}/acknowledge`: the rolls where the
   dealer's keyed faces and the reader's sure faces disagree, and surveillance's one-click acknowledgement.
 
-The logic is `api.console`; this module only speaks HTTP.
+The logic is `api.console` and `api.console_decisions`; this module only speaks HTTP.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Query, Response, status
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
-from api import console, rounds
+from api import console, console_decisions, rounds
 from api.db.models import ConsoleDecision, GameTable
 from api.deps import DatabaseDep, Dealer, MetricsDep, SettingsDep, Viewer, Watcher
 from api.routes.dashboard import STATIC_DIR
@@ -38,7 +38,7 @@ router = APIRouter(prefix="/v1/console", tags=["console"], responses=AUTH_RESPON
 def _http_error(exc: rounds.ServiceError) -> HTTPException:
     if isinstance(exc, rounds.RulesRefusedError):
         return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=exc.detail())
-    if isinstance(exc, console.DecisionRefusedError):
+    if isinstance(exc, console_decisions.DecisionRefusedError):
         return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc))
     if isinstance(exc, rounds.NotFoundError):
         return HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc))
@@ -61,6 +61,7 @@ def _waiting_out(waiting: console.WaitingRoll) -> WaitingRollOut:
                 index=d.index,
                 order=d.order,
                 face=d.face,
+                guess=d.guess,
                 confidence=d.confidence,
                 box_xyxy=list(d.box_xyxy),
                 uncertain=d.uncertain,
@@ -119,20 +120,20 @@ def decide(
 ) -> DecisionOut:
     """Decide a waiting roll (dealer): submitted as a dealer roll naming the read it decides; the person's
     box corrections are kept as labelled boxes beside it."""
-    decision = console.Decision(
+    decision = console_decisions.Decision(
         roll_id=body.roll_id,
         round_id=body.round_id,
         call=body.call,
-        dice=tuple(console.DieCall(face=d.face, struck=d.struck) for d in body.dice),
+        dice=tuple(console_decisions.DieCall(face=d.face, struck=d.struck) for d in body.dice),
         added=tuple(
-            console.AddedDie(
+            console_decisions.AddedDie(
                 box_xyxy=(a.box_xyxy[0], a.box_xyxy[1], a.box_xyxy[2], a.box_xyxy[3]), face=a.face
             )
             for a in body.added
         ),
     )
     try:
-        decided = console.decide(
+        decided = console_decisions.decide(
             database=database,
             table_id=body.table_id,
             decision=decision,
@@ -170,7 +171,7 @@ def list_mismatches(
     """Rolls where the dealer's keyed faces and the reader's sure faces disagree, newest first
     (surveillance, admin); `open_only` (the default): not yet acknowledged."""
     with database.read_session() as session:
-        rows = console.mismatches(session, table_id=table_id, open_only=open_only, limit=limit)
+        rows = console_decisions.mismatches(session, table_id=table_id, open_only=open_only, limit=limit)
         return [_mismatch_out(row) for row in rows]
 
 
@@ -185,7 +186,7 @@ def acknowledge_mismatch(
     """Acknowledge a mismatch (surveillance, admin): one click, kept in the audit trail with who and when."""
     try:
         with database.session() as session:
-            row = console.acknowledge_mismatch(
+            row = console_decisions.acknowledge_mismatch(
                 session, roll_id=roll_id, actor=principal.actor, note="" if body is None else body.note
             )
             session.flush()

@@ -18,6 +18,7 @@ class WaitingDieOut(BaseModel):
     index: int = Field(description="The die's place in the read's document (a decision names dice so).")
     order: int = Field(description="Its place in reading order, 0 first: rows top to bottom, left to right.")
     face: int | None = Field(description="The reader's face (None: it could not tell).")
+    guess: int | None = Field(description="The face model's most probable face, sure or not.")
     confidence: float
     box_xyxy: list[float]
     uncertain: bool = Field(description="The reader is not sure of this die: a person must look.")

@@ -91,6 +91,12 @@ function faceOf(die) {
   return typed != null ? typed : die.face;
 }
 
+function readerSaid(die) {
+  // The reader's face and confidence; an unsure die shows the face model's guess with a question mark.
+  const face = die.face != null ? String(die.face) : die.guess != null ? die.guess + "?" : "?";
+  return face + " " + die.confidence.toFixed(2);
+}
+
 function isStruck(die) { return edits.struck.includes(die.index); }
 
 function counted() {
@@ -121,7 +127,7 @@ function drawDice() {
     input.dataset.order = die.order;
     input.readOnly = die.kept;
     wrap.appendChild(input);
-    const conf = die.kept ? "kept" : (die.face != null ? die.face : "?") + " " + die.confidence.toFixed(2);
+    const conf = die.kept ? "kept" : readerSaid(die);
     wrap.appendChild(el("span", {}, conf));
     box.appendChild(wrap);
   });
@@ -136,8 +142,10 @@ function drawDice() {
     wrap.appendChild(el("span", {}, "added"));
     box.appendChild(wrap);
   });
-  $("count").textContent = counted() + " dice keyed" + (waiting.dice_expected != null
-    ? " of " + waiting.dice_expected + (waiting.kind === "extra_roll" ? " rethrown" : "") : "");
+  const withFace = waiting.dice.filter((d) => !d.kept && !isStruck(d) && faceOf(d) != null).length
+    + edits.added.filter((a) => a.face != null).length;
+  $("count").textContent = withFace + " of " + counted() + " dice have a face" + (waiting.dice_expected != null
+    ? "; the " + (waiting.kind === "extra_roll" ? "Extra Roll rethrows " : "game has ") + waiting.dice_expected : "");
   for (const r of document.querySelectorAll("input[name=call]")) r.checked = r.value === edits.call;
   drawOverlay();
 }
@@ -168,7 +176,7 @@ function drawOverlay() {
     const cls = [die.kept ? "kept" : isStruck(die) ? "struck" : edits.faces[die.index] != null ? "edited"
       : die.uncertain ? "uncertain" : ""];
     if (focused.index === String(die.index)) cls.push("focus");
-    const reader = (die.face != null ? die.face : "?") + " " + die.confidence.toFixed(2);
+    const reader = readerSaid(die);
     const typed = edits.faces[die.index];
     const label = (die.order + 1) + ": " + reader + (typed != null ? " -> " + typed : "");
     mark(die.box_xyxy, cls.join(" "), label, die.uncertain ? "uncertain" : "", () => focusDie(die.index));

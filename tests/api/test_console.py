@@ -197,7 +197,9 @@ def test_a_roll_left_to_a_person_is_listed_with_its_read_and_the_reasons_in_plai
     assert waiting["roll_id"] == read.roll_id and waiting["round_id"] == table.round_id
     assert waiting["read_id"] == read.read_id and waiting["evidence_sha256"] == read.evidence_sha256
     assert waiting["kind"] == "first_roll" and waiting["dice_expected"] == 10
-    assert waiting["reasons"] == ["the reader is not sure of a die's face (die 5 uncertain)"]
+    # The reader's "die 5" (its fifth die) is named as the console numbers it: in reading order.
+    fifth = next(d["order"] + 1 for d in waiting["dice"] if d["index"] == 4)
+    assert waiting["reasons"] == [f"the reader is not sure of a die's face (die {fifth} uncertain)"]
     assert [d["order"] for d in waiting["dice"]] == list(range(10))  # listed in reading order
     unsure = [d for d in waiting["dice"] if d["uncertain"]]
     assert len(unsure) == 1 and unsure[0]["index"] == 4 and unsure[0]["face"] is None

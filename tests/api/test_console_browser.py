@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_console import TABLE, TRUTH, ScriptedReader, Table, open_round, truth_face
+from tests.api.test_console import (
+    TABLE,
+    TRUTH,
+    ScriptedReader,
+    Table,
+    open_round,
+    stored_decision,
+    truth_face,
+)
 from tests.api.test_console import table as table  # the fixture, shared
 from tests.api.test_dashboard import CHROMEDRIVER, CHROMIUM, FLAGS
 
@@ -102,7 +110,7 @@ def test_a_dealer_corrects_the_uncertain_die_with_one_keystroke_and_the_round_se
     tags = browser.execute_script(
         "return Array.from(document.querySelectorAll('#overlay text')).map((t) => t.textContent);"
     )
-    assert f"{unsure['order'] + 1}: ? 0.50" in tags and len(tags) == 10
+    assert f"{unsure['order'] + 1}: {unsure['guess']}? 0.50" in tags and len(tags) == 10
     assert len(browser.execute_script("return document.querySelectorAll('#overlay rect.uncertain');")) == 1
     # The focus waits on the unsure die: one keystroke gives its face, Enter submits.
     assert focused_die(browser) == "4"
@@ -206,3 +214,37 @@ def test_surveillance_sees_the_dealer_overrule_a_sure_die_beside_the_frame_and_a
     wait_for(lambda: "acknowledged roll" in text_of(browser, "notice"), what="the acknowledgement")
     assert browser.find_elements(By.CSS_SELECTOR, "#mismatches article") == []
     assert table.svc.ok("GET", f"/v1/console/mismatches?table_id={TABLE}", "surveillance") == []
+
+
+def test_a_die_the_camera_missed_is_added_by_a_click_and_typed(table: Table, browser: Any) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    read = table.throw(ScriptedReader(missed=[9]))  # nine dice read, all sure; the tenth missed
+    open_console(browser, table, "dealer")
+    wait_for(lambda: frame_shown(browser), what="the waiting roll")
+    missed = TRUTH["dice"][9]
+    x0, y0, x1, y1 = missed["box_xyxy"]
+    overlay = browser.find_element(By.ID, "overlay")
+    # Where the missed die is on the page: frame pixels scaled to the shown frame, from its centre.
+    dx, dy = browser.execute_script(
+        "const i = document.getElementById('frame'); const r = i.getBoundingClientRect();"
+        "const s = r.width / i.naturalWidth;"
+        "return [arguments[0] * s - r.width / 2, arguments[1] * s - r.height / 2];",
+        (x0 + x1) / 2,
+        (y0 + y1) / 2,
+    )
+    ActionChains(browser).move_to_element_with_offset(overlay, round(dx), round(dy)).click().perform()
+    assert browser.execute_script("return document.activeElement.dataset.added") == "0"
+    keys(browser, str(missed["face"]), Keys.ENTER)
+    wait_for(lambda: "round settled" in text_of(browser, "notice"), what="the settled round")
+    stored = stored_decision(table.svc, read.roll_id)
+    [added] = [b for b in stored.boxes if b["origin"] == "person"]
+    assert added["face"] == missed["face"] and added["label"] == "die"
+    cx, cy = (
+        (added["box_xyxy"][0] + added["box_xyxy"][2]) / 2,
+        (added["box_xyxy"][1] + added["box_xyxy"][3]) / 2,
+    )
+    assert abs(cx - (x0 + x1) / 2) < 3 and abs(cy - (y0 + y1) / 2) < 3  # where the person clicked
+    assert sorted(stored.faces) == sorted(TRUTH["faces"])
