@@ -37,9 +37,12 @@ class ScriptedReader:
     """Reads the fixture frame as its truth says, but unsure of the dice `uncertain` and blind to `missed`
     (their indices in the truth): a roll left to a person, on a real frame."""
 
-    def __init__(self, *, uncertain: Sequence[int] = (), missed: Sequence[int] = ()) -> None:
+    def __init__(
+        self, *, uncertain: Sequence[int] = (), missed: Sequence[int] = (), in_box: Sequence[int] = ()
+    ) -> None:
         self.uncertain = set(uncertain)
         self.missed = set(missed)
+        self.in_box = set(in_box)  # dice lying in a layout box (an Extra Roll's kept dice)
 
     def read(
         self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
@@ -59,6 +62,7 @@ class ScriptedReader:
                     face_probs=probs if sure else (0.5, 0.1, 0.1, 0.1, 0.1, 0.1),
                     uncertain=not sure,
                     reasons=() if sure else ("low confidence 0.50 < 0.90",),
+                    layout_box="two" if i in self.in_box else None,
                 )
             )
         findings = [
@@ -237,6 +241,11 @@ def test_a_dealer_decides_one_uncertain_die_and_the_round_settles_as_a_dealer_ro
     # Sent again (a reload after submitting): the first answer, applied once.
     again = table.svc.ok("POST", "/v1/console/decisions", "dealer", 200, json=body)
     assert again["duplicate"] is True and again["answer"]["roll_id"] == out["dealer_roll_id"]
+    # Another decision of the decided roll: refused, naming who decided it and how.
+    other = table.svc.call("POST", "/v1/console/decisions", "supervisor", json={**body, "call": "off_table"})
+    assert other.status_code == 409
+    by, faces = submitted["actor"], answer["faces"]
+    assert other.json() == {"detail": f"roll {read.roll_id!r} was already decided by {by} (valid {faces})"}
 
 
 def test_a_missed_die_added_by_a_click_and_a_box_struck_out_are_kept_as_labelled_boxes(table: Table) -> None:
@@ -412,7 +421,9 @@ def test_surveillance_sees_a_dealer_overruling_a_sure_die_and_acknowledges_it_in
 
     path = f"/v1/console/mismatches/{waiting['roll_id']}/acknowledge"
     assert table.svc.call("POST", path, "dealer").status_code == 403
-    acked = table.svc.ok("POST", path, "surveillance")
+    acked = table.svc.ok(
+        "POST", path, "surveillance", json={"note": "seen on camera 2: the dealer was right"}
+    )
     assert acked["acknowledged_by"].startswith("surveillance:") and acked["acknowledged_at"] is not None
     again = table.svc.call("POST", path, "surveillance")
     assert again.status_code == 409
@@ -423,6 +434,7 @@ def test_surveillance_sees_a_dealer_overruling_a_sure_die_and_acknowledges_it_in
     assert table.svc.ok("GET", f"/v1/console/mismatches?table_id={TABLE}", "surveillance") == []
     [entry] = audit_entries(table.svc, "console.mismatch_acknowledge")
     assert entry["actor"] == acked["acknowledged_by"] and entry["roll_id"] == waiting["roll_id"]
+    assert entry["note"] == "seen on camera 2: the dealer was right"
     alert = next(a for a in table.svc.ok("GET", "/v1/alerts", "surveillance") if a["id"] == out["alert_id"])
     assert alert["acknowledged_by"] == acked["acknowledged_by"]
     missing = table.svc.call("POST", "/v1/console/mismatches/nothing/acknowledge", "surveillance")
@@ -452,3 +464,30 @@ def test_reading_order_is_rows_top_to_bottom_each_left_to_right(
     boxes: list[list[float]], order: list[int]
 ) -> None:
     assert reading_order(boxes) == order
+
+
+def test_593_4_g_on_an_extra_roll_the_kept_dice_are_not_keyed(table: Table) -> None:
+    # Close the test's round (read valid: pip street 2, four 2s) and open one with an Extra Roll wager.
+    table.throw(ScriptedReader())
+    rid = table.svc.ok("POST", f"/v1/tables/{TABLE}/rounds", "dealer", 201)["id"]
+    wagers = [
+        {"seat": 1, "kind": "pip_street", "face": 2, "amount": "5.00"},
+        {"seat": 1, "kind": "like_kind", "count": 6, "amount": "5.00"},
+        {"seat": 1, "kind": "extra_roll", "amount": "5.00"},
+    ]
+    table.svc.ok("POST", f"/v1/rounds/{rid}/wagers", "dealer", 201, json={"wagers": wagers})
+    table.svc.ok("POST", f"/v1/rounds/{rid}/no-more-bets", "dealer")
+    first = table.throw(ScriptedReader())
+    assert first.answer is not None and first.answer["phase"] == "awaiting_extra_roll"
+    twos = [i for i, d in enumerate(TRUTH["dice"]) if d["face"] == 2]  # the four kept 2s, in the Two box
+    # No calibration: the loop cannot split kept from rethrown dice and leaves the Extra Roll to a person.
+    extra = table.throw(ScriptedReader(in_box=twos))
+    assert extra.verdict == "no_decision"
+    [waiting] = table.waiting()
+    assert waiting["kind"] == "extra_roll" and waiting["dice_expected"] == 6
+    assert sorted(d["index"] for d in waiting["dice"] if d["kept"]) == twos
+    out = table.svc.ok("POST", "/v1/console/decisions", "dealer", 201, json=decision(waiting))
+    thrown = sorted(d["face"] for i, d in enumerate(TRUTH["dice"]) if i not in twos)
+    assert sorted(out["answer"]["faces"]) == thrown and out["answer"]["settled"] is True
+    extra_roll = out["answer"]["round"]["extra_roll"]
+    assert extra_roll["kept"] == 4 and extra_roll["new_matches"] == thrown.count(2)
