@@ -585,7 +585,7 @@ class LiveService:
 
         reader = getattr(self.app_state, "reader", None)
         if reader is None:
-            reader = Reader(threads=1)
+            reader = Reader(threads=1, manifest_path=self.settings.manifest_path)
             self.app_state.reader = reader
         return reader
 
