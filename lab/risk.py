@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rules.hrd.dice import face_counts, winner_of_counts
+from vision.pips.classifier import TURNS_BELOW
 
 Z_95 = 1.959963984540054
 # The bars swept: the whole range coarsely, then ever closer to 1 where a calibrated model's sure dice lie.
@@ -32,8 +33,9 @@ BARS: tuple[float, ...] = (
     0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
     0.9995, 0.9999, 0.99999,
 )  # fmt: skip
-# The second opinions a variant may ask for, by name (`DieRecord` fields they read).
-OPINIONS: tuple[str, ...] = ("turns", "pips", "whole_die")
+# The second opinions a variant may ask for, by name (`DieRecord` fields they read). "turns_unsure": the
+# turns heeded only for dice under `vision.pips.classifier.TURNS_BELOW`, as a reader with `turns_below` reads.
+OPINIONS: tuple[str, ...] = ("turns", "turns_unsure", "pips", "whole_die")
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,9 @@ class DieRecord:
     """One detected die as read with the sure bar at 0: what any bar needs to decide it."""
 
     image: str
-    truth: int | None  # the labelled face of the die it matched; None: a box where there is no die
+    # The labelled face of the die it matched; None: a box where there is no die; 0: a die the labels do not
+    # score (a rendered die under 30 % visible, or with no face by the rules): left out of every count.
+    truth: int | None
     face: int | None  # the face the reader gives, bar aside; None: withheld for another reason
     confidence: float  # the face model's top probability (after any second look and calibration)
     turns_agree: bool | None = None  # the eight turns and mirror images read the same face; None: not read
@@ -65,6 +69,8 @@ def passes(record: DieRecord, *, bar: float, opinions: Sequence[str] = ()) -> bo
         return False
     for opinion in opinions:
         if opinion == "turns" and record.turns_agree is False:
+            return False
+        if opinion == "turns_unsure" and record.turns_agree is False and record.confidence < TURNS_BELOW:
             return False
         if opinion == "pips" and record.pip_count != record.face:
             return False
@@ -108,8 +114,9 @@ def point(
     bar: float,
     opinions: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Risk and coverage of a set at one bar."""
-    given = [passes(d, bar=bar, opinions=opinions) for d in dice]
+    """Risk and coverage of a set at one bar (dice the labels do not score, `truth` 0, left out)."""
+    gives = [passes(d, bar=bar, opinions=opinions) for d in dice]  # what the reader does
+    given = [g and d.truth != 0 for d, g in zip(dice, gives, strict=True)]  # what is scored
     n_given = sum(given)
     wrong = sum(1 for d, g in zip(dice, given, strict=True) if g and d.face != d.truth)
     phantom = sum(1 for d, g in zip(dice, given, strict=True) if g and d.truth is None)
@@ -118,7 +125,7 @@ def point(
     )
     valid = wrong_rolls = 0
     for roll in rolls:
-        if not roll.valid or not all(given[i] for i in roll.dice):
+        if not roll.valid or not all(gives[i] for i in roll.dice):
             continue
         valid += 1
         read = [dice[i].face for i in roll.dice]
@@ -155,8 +162,11 @@ def sweep(
 VARIANTS: dict[str, tuple[str, ...]] = {
     "bar": (),
     "bar+turns": ("turns",),
+    "bar+turns_unsure": ("turns_unsure",),
     "bar+pips": ("pips",),
     "bar+whole_die": ("whole_die",),
+    "bar+turns+whole_die": ("turns", "whole_die"),
+    "bar+turns_unsure+whole_die": ("turns_unsure", "whole_die"),
     "bar+all": ("turns", "pips", "whole_die"),
 }
 
@@ -173,8 +183,10 @@ def report(
 
     `share_given_pct`: the labelled dice given a face (right or wrong) over the labelled dice; a labelled die
     the detector missed is not given, a face given where there is no die is not counted here."""
+    turned = any(d.turns_agree is not None for d in dice)
     read = {
-        "turns": any(d.turns_agree is not None for d in dice),
+        "turns": turned,
+        "turns_unsure": turned,
         "pips": True,
         "whole_die": any(d.whole_die is not None for d in dice),
     }
@@ -191,6 +203,7 @@ def report(
         "labelled_dice": labelled_dice,
         "detected_dice": len(dice),
         "detections_on_no_die": sum(1 for d in dice if d.truth is None),
+        "detections_on_unscored_dice": sum(1 for d in dice if d.truth == 0),
         "images": len(rolls),
         "interval": "Wilson score, 95 %",
         "shipped_bar": shipped_bar,
@@ -198,13 +211,35 @@ def report(
     }
 
 
-def records_json(dice: Sequence[DieRecord], rolls: Sequence[RollRecord]) -> dict[str, Any]:
-    """The records as JSON, so a set read once can be swept again (`records_from_json`)."""
-    return {"dice": [asdict(d) for d in dice], "rolls": [asdict(r) for r in rolls]}
+def records_json(
+    dice: Sequence[DieRecord], rolls: Sequence[RollRecord], *, labelled_dice: int
+) -> dict[str, Any]:
+    """The records as JSON, so a set read once can be swept again or pooled (`records_from_json`)."""
+    return {
+        "labelled_dice": labelled_dice,
+        "dice": [asdict(d) for d in dice],
+        "rolls": [asdict(r) for r in rolls],
+    }
+
+
+def pooled(
+    sets: Sequence[tuple[Sequence[DieRecord], Sequence[RollRecord]]],
+) -> tuple[list[DieRecord], list[RollRecord]]:
+    """Several sets' records as one set (each roll's die indexes moved past the sets before it)."""
+    dice: list[DieRecord] = []
+    rolls: list[RollRecord] = []
+    for set_dice, set_rolls in sets:
+        offset = len(dice)
+        dice += set_dice
+        rolls += [
+            RollRecord(r.image, r.labelled_faces, r.valid, tuple(i + offset for i in r.dice))
+            for r in set_rolls
+        ]
+    return dice, rolls
 
 
 def records_from_json(raw: dict[str, Any]) -> tuple[list[DieRecord], list[RollRecord]]:
-    """The inverse of `records_json`."""
+    """The inverse of `records_json` (its `labelled_dice` is read apart)."""
     dice = [DieRecord(**d) for d in raw["dice"]]
     rolls = [
         RollRecord(

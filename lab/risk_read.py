@@ -7,7 +7,7 @@ are matched to the labels as `throwbox lab eval` matches them (lab/evaluate.py),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,6 +51,23 @@ def open_reader(options: ReaderOptions) -> Reader:
     return reader
 
 
+def unscored_dice(path: Path) -> dict[str, NDArray[np.float32]]:
+    """A rendered set's dice in the picture that its labels do not score, by image name (boxes xyxy): dice
+    under 30 % visible (`models.data.load_synth` leaves them out) and dice with no face by the rules (off the
+    table, void). A detection on one of them is a die, not a box where there is no die, and is not scored.
+    Empty for photos (every die in them is labelled)."""
+    from datasets import loaders
+
+    if not (path / "labels").is_dir():
+        return {}
+    out = {}
+    for scene in loaders.load_synth(path, min_visible=0.0):
+        left = [d.box_xyxy for d in scene.dice if d.visible_fraction < 0.3 or d.face is None]
+        if left:
+            out[scene.image_path.name] = np.asarray(left, np.float32).reshape(-1, 4)
+    return out
+
+
 def _truths(
     pred: NDArray[np.float32], scores: NDArray[np.float32], gt: NDArray[np.float32], *, box_kind: str
 ) -> dict[int, int]:
@@ -73,9 +90,11 @@ def read_records(
     items: Sequence[LabelledImage],
     *,
     calibrated: bool = False,
+    unscored: Mapping[str, NDArray[np.float32]] | None = None,
     progress: Callable[[Sequence[LabelledImage]], Iterable[LabelledImage]] = lambda xs: xs,
 ) -> tuple[list[DieRecord], list[RollRecord], int]:
-    """Each image read once: its die records, its roll record, and the count of labelled dice."""
+    """Each image read once: its die records, its roll record, and the count of labelled dice. A detection
+    matched to no labelled die but to one of `unscored` (`unscored_dice`) gets `truth` 0: not scored."""
     from calibration.layout import ThrowBoxLayout
     from vision.image import load_image
     from vision.table.geometry import TableGeometry
@@ -95,13 +114,19 @@ def read_records(
         pred = np.array([d.candidate.box_xyxy for d in roll.dice], np.float32).reshape(-1, 4)
         scores = np.array([d.candidate.score for d in roll.dice], np.float32)
         truth_of = _truths(pred, scores, item.boxes_xyxy, box_kind=item.box_kind)
+        free = [i for i in range(len(pred)) if i not in truth_of]
+        others = (unscored or {}).get(item.path.name)
+        on_other = set()
+        if free and others is not None and len(others):
+            on_other = {free[p] for p, _ in _truths(pred[free], scores[free], others, box_kind="die").items()}
         first = len(dice)
         for i, d in enumerate(roll.dice):
             g = truth_of.get(i)
+            truth = 0 if i in on_other else (None if g is None else int(item.faces[g]))
             dice.append(
                 DieRecord(
                     image=item.path.name,
-                    truth=None if g is None else int(item.faces[g]),
+                    truth=truth,
                     face=d.face,
                     confidence=round(d.confidence, 6),
                     turns_agree=d.turns_agree,

@@ -86,6 +86,8 @@ class ReaderConfig:
     # Every die read in the eight turns and mirror images of its crop (`FaceReader.turns_check`, issue 55);
     # the judge heeds it only with `ValidityConfig.require_turns_agree`. Off until judged.
     turns_check: bool = False
+    # ...only for dice read less surely than this (`FaceReader.turns_below`; None: every die).
+    turns_below: float | None = None
     # A face model's calibration in the manifest (`ModelSpec.temperature`, `sure_bar`) is used: its
     # temperature, and its sure bar in place of `ValidityConfig.min_confidence`. False: neither (the lab's
     # reads of an uncalibrated reader, and of a reader with the bar at 0, `throwbox lab risk`).
@@ -167,6 +169,7 @@ class Reader:
                 second_accept=accept,
                 temperature=temp,
                 turns_check=self.config.turns_check,
+                turns_below=self.config.turns_below,
             )
 
         # The second model helps the face model it was judged beside: the dice the die-state model calls

@@ -165,6 +165,17 @@ def register(app: typer.Typer) -> None:
         ),
         split: str = typer.Option("test", help="With --dataset: the split to read."),
         limit: int = typer.Option(0, min=0, help="With --dataset: only the first N images (0 = all)."),
+        candidate: Path | None = typer.Option(
+            None,
+            "--candidate",
+            exists=True,
+            dir_okay=False,
+            help="Time this manifest's reader and the shipped one in one run, one thread, in turn "
+            "(lab/cli/bench_pair.py).",
+        ),
+        candidate_opinions: bool = typer.Option(
+            False, "--candidate-opinions", help="With --candidate: its reader heeds issue 55's opinions."
+        ),
         detector_sizes: str | None = typer.Option(
             None,
             "--detector-sizes",
@@ -209,6 +220,19 @@ def register(app: typer.Typer) -> None:
             return
 
         images = bench_frames(10)
+        if candidate is not None:
+            from lab.cli.bench_pair import paired
+
+            pair = paired(
+                images=images,
+                frames=frames,
+                manifest=manifest_path,
+                candidate=candidate,
+                opinions=candidate_opinions,
+            )
+            pair |= {"cpu": cpu_description(), "load_average_1min": round(os.getloadavg()[0], 2)}
+            typer.echo(json.dumps(pair))
+            return
         results: dict[str, object] = {
             "frame_wh": [1280, 960],
             "dice_per_frame": 10,

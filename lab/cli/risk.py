@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
         from rich.progress import track
 
         from lab.risk import plot, records_json, report
-        from lab.risk_read import ReaderOptions, open_reader, read_records, shipped_bar
+        from lab.risk_read import ReaderOptions, open_reader, read_records, shipped_bar, unscored_dice
         from models.data import DatasetError, load_dataset
         from vision.image import UnreadableImageError
         from vision.onnx_session import MANIFEST_PATH, ModelError
@@ -82,7 +82,13 @@ def register(app: typer.Typer) -> None:
                 return track(xs, description=f"risk {n}", transient=True, disable=as_json)
 
             try:
-                dice, rolls, labelled = read_records(reader, items, calibrated=calibrated, progress=progress)
+                dice, rolls, labelled = read_records(
+                    reader,
+                    items,
+                    calibrated=calibrated,
+                    unscored=unscored_dice(Path(path_text)),
+                    progress=progress,
+                )
             except UnreadableImageError as exc:
                 typer.echo(f"throwbox lab risk: {exc}", err=True)
                 raise typer.Exit(2) from exc
@@ -99,7 +105,7 @@ def register(app: typer.Typer) -> None:
             }
             stem = out / f"{label}-{name}"
             stem.with_suffix(".records.json").write_text(
-                json.dumps(records_json(dice, rolls)), encoding="utf-8"
+                json.dumps(records_json(dice, rolls, labelled_dice=labelled)), encoding="utf-8"
             )
             stem.with_suffix(".json").write_text(json.dumps(rep, indent=1), encoding="utf-8")
             plot({name: rep}, stem.with_suffix(".png"), title=f"{label} on {name}")
@@ -115,6 +121,74 @@ def register(app: typer.Typer) -> None:
                 f"95 % {shipped['wrong']['ci95_per_1000']}); rolls read valid {shipped['rolls_read_valid']}, "
                 f"settle wrong {shipped['rolls_settled_wrong']} -> {stem}.json"
             )
+
+    @app.command("risk-pool")
+    def risk_pool(
+        records: list[Path] = typer.Argument(..., help="Records of `throwbox lab risk` (*.records.json)."),
+        bar: float = typer.Option(..., "--bar", min=0.0, max=1.0, help="The reader's shipped bar."),
+        out: Path = typer.Option(..., "--out", help="The pooled report (JSON); its plot beside it (.png)."),
+        name: str = typer.Option("pooled", "--name", help="The pooled set's name in the report."),
+        label: str = typer.Option("reader", "--label", help="The reader's name in the report."),
+    ) -> None:
+        """Several sets read by one reader, pooled into one risk report (e.g. the away sets together)."""
+        from lab.risk import plot, pooled, records_from_json, report
+
+        sets, labelled = [], 0
+        for path in records:
+            try:
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                sets.append(records_from_json(raw))
+                labelled += int(raw["labelled_dice"])
+            except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+                typer.echo(f"throwbox lab risk-pool: {path} is not a risk records file: {exc}", err=True)
+                raise typer.Exit(2) from exc
+        dice, rolls = pooled(sets)
+        rep = {
+            "set": name,
+            "reader": label,
+            "pooled_from": [str(p) for p in records],
+            **report(dice, rolls, labelled_dice=labelled, shipped_bar=bar),
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rep, indent=1), encoding="utf-8")
+        plot({name: rep}, out.with_suffix(".png"), title=f"{label} on {name}")
+        typer.echo(str(out))
+
+    @app.command("risk-bar")
+    def risk_bar(
+        report_path: Path = typer.Argument(..., help="A risk report of a tuning set (never a judging set)."),
+        variant: str = typer.Option("bar", "--variant"),
+        target_per_1000: float = typer.Option(1.0, "--target-per-1000", min=0.0),
+        manifest: Path | None = typer.Option(
+            None, "--manifest", help="Write the bar found into this manifest's face model as `sure_bar`."
+        ),
+    ) -> None:
+        """The lowest bar of a tuning set's curve whose faces given are wrong at most this often per 1,000
+        (the point estimate, faces on no die included); written into a manifest when one is named."""
+        rep = json.loads(report_path.read_text(encoding="utf-8"))
+        curve = rep["variants"][variant]["curve"]
+        found = next(
+            (
+                p
+                for p in curve
+                if p["wrong"]["per_1000"] is not None and p["wrong"]["per_1000"] <= target_per_1000
+            ),
+            None,
+        )
+        if found is None:
+            typer.echo(
+                f"throwbox lab risk-bar: no bar of {report_path} reaches {target_per_1000:g}", err=True
+            )
+            raise typer.Exit(1)
+        typer.echo(
+            f"bar {found['bar']:g}: {found['given_wrong']} wrong of {found['given']} given "
+            f"({found['share_given_pct']}% of labelled dice) on {rep['set']}, variant {variant}"
+        )
+        if manifest is not None:
+            raw = json.loads(manifest.read_text(encoding="utf-8"))
+            raw["models"]["pips"]["sure_bar"] = found["bar"]
+            manifest.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+            typer.echo(f"  sure_bar {found['bar']:g} written to {manifest}")
 
     @app.command("risk-plot")
     def risk_plot(

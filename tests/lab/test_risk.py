@@ -97,7 +97,8 @@ def test_real_photos_at_the_shipped_bar_give_what_the_shipped_reader_gives(tmp_p
         given += sum(d.face is not None for d in roll.dice)
     variants = rep["variants"]
     assert isinstance(variants, dict) and set(variants) == {
-        "bar", "bar+turns", "bar+pips", "bar+whole_die", "bar+all"
+        "bar", "bar+turns", "bar+turns_unsure", "bar+pips", "bar+whole_die", "bar+turns+whole_die",
+        "bar+turns_unsure+whole_die", "bar+all"
     }  # fmt: skip
     shipped = variants["bar"]["shipped_bar"]
     assert shipped["bar"] == 0.9 and shipped["given"] == given
@@ -137,3 +138,12 @@ def test_a_missing_set_or_report_is_said_before_anything_is_read(tmp_path: Path)
     not_a_report.write_text("[]", encoding="utf-8")
     bad = runner.invoke(app, ["risk-plot", str(not_a_report), "--out", str(tmp_path / "p.png")])
     assert bad.exit_code == 2 and "is not a risk report" in bad.output
+
+
+def test_a_die_the_labels_do_not_score_is_neither_given_nor_wrong_but_its_roll_still_counts() -> None:
+    # A rendered die under 30 % visible (truth 0) read as a 4: not a face on no die, not a labelled die.
+    dice = [_die(2, 2, 0.99), _die(0, 4, 0.99)]
+    rolls = [RollRecord(image="a.jpg", labelled_faces=(2,), valid=True, dice=(0, 1))]
+    at_90 = point(dice, rolls, labelled_dice=1, bar=0.9)
+    assert (at_90["given"], at_90["given_wrong"], at_90["given_on_no_die"]) == (1, 0, 0)
+    assert at_90["rolls_read_valid"] == 1  # the reader gave both faces: the roll is read valid

@@ -70,7 +70,12 @@ SURE_3 = (0.01, 0.01, 0.95, 0.01, 0.01, 0.01)
     [
         (ValidityConfig(), FaceReading(SURE_3, None, turns_agree=False), None, 3),  # off: heeds nothing more
         (ValidityConfig(require_turns_agree=True), FaceReading(SURE_3, None, turns_agree=False), None, None),
-        (ValidityConfig(require_turns_agree=True), FaceReading(SURE_3, None, turns_agree=None), None, None),
+        (
+            ValidityConfig(require_turns_agree=True),
+            FaceReading(SURE_3, None, turns_agree=None),
+            None,
+            3,
+        ),  # not looked at
         (ValidityConfig(require_turns_agree=True), FaceReading(SURE_3, None, turns_agree=True), None, 3),
         (ValidityConfig(require_pip_agree=True), FaceReading(SURE_3, None), None, None),  # no count: no say
         (ValidityConfig(require_pip_agree=True), FaceReading(SURE_3, 3), None, 3),

@@ -11,10 +11,11 @@
   least `JudgeConfig.min_no_die` are left out of the roll before anything else, the surest first and never
   more than the surplus (`Judgement.set_aside`): chip stacks taken for dice.
 
-- second opinions (issue 55, each off by default until judged): `require_turns_agree` (the eight turns of
-  the crop read the same face, `FaceReader.turns_check`), `require_pip_agree` (the classical pip count is
-  the learned face, not merely not against it), `require_whole_die` (the box looks like a whole die,
-  vision/judge/phantom.py); a die that fails one is uncertain like a die under the bar.
+- second opinions (issue 55, each off by default until judged): `require_turns_agree` (no turn of the crop
+  reads another face, `FaceReader.turns_check`; a die not looked at is not held back), `require_pip_agree`
+  (the classical pip count is the learned face, not merely not against it), `require_whole_die` (the box
+  looks like a whole die, vision/judge/phantom.py); a die that fails one is uncertain like a die under the
+  bar.
 
 Without die states (no die-state model loaded) the judge cannot rule out a die hidden under another or
 check for cocked dice: a count below the game's is then `no_decision`, not `invalid`.
@@ -84,7 +85,7 @@ def judge_die(
         and reading.confidence < config.veto_below_confidence
     ):
         reasons.append(f"classifier reads {learned} but the pip count is {reading.pip_count}")
-    if config.require_turns_agree and reading.turns_agree is not True:
+    if config.require_turns_agree and reading.turns_agree is False:
         reasons.append(f"the turns of the crop do not all read {learned}")
     if config.require_pip_agree and reading.pip_count != learned and not reasons:
         reasons.append(f"the pip count ({reading.pip_count}) does not confirm {learned}")

@@ -35,10 +35,12 @@ Calibration (issue 55): a face model listed with a `temperature` in the manifest
 softened (T > 1) or sharpened as softmax(log p / T), the temperature fitted on a tuning set by
 `throwbox lab calibrate-faces` (lab/calibrate.py), so that its top probability means what it says.
 
-The turns' opinion (issue 55, off: `turns_check` False): every die is read in the eight turns and mirror
-images of its crop in one batched call; `FaceReading.turns_agree` says whether all eight read the face the
-reading gives. A die's face does not change when its crop turns; a model that reads it two ways does not
-know it (the judge's `ValidityConfig.require_turns_agree` then leaves it to a person).
+The turns' opinion (issue 55, off: `turns_check` False): every die (with `turns_below`, every die whose top
+probability is under it: a die read surer costs nothing more) is read in the eight turns and mirror images
+of its crop in one batched call; `FaceReading.turns_agree` says whether all eight read the face the
+reading gives (None where not looked at). A die's face does not change when its crop turns; a model that
+reads it two ways does not know it (the judge's `ValidityConfig.require_turns_agree` then leaves it to a
+person).
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ SECOND_LOOK_MIRROR = False
 # span is chosen on tuning scenes and judged on fresh ones (docs/reader.md, "A look at the top face").
 PLANE_LOOK_SPAN: float | None = None
 PLANE_LOOK_WEIGHT = 0.5  # the top-face reading's share of the merged log-probabilities; 1.0: it alone
+# The turns' opinion looks only at dice read less surely than this (the module's docstring). Why 0.9999: the
+# eight looks of every die cost the face model seven more crops a die, about 1.8 times a frame's time on the
+# shared machine (`throwbox lab bench --candidate`); the calibrated model reads most dice surer than this.
+TURNS_BELOW = 0.9999
 
 
 class FaceModel(Protocol):
@@ -113,6 +119,7 @@ class FaceReader:
         plane_look_weight: float = PLANE_LOOK_WEIGHT,
         temperature: float = 1.0,
         turns_check: bool = False,
+        turns_below: float | None = None,
     ) -> None:
         if not temperature > 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
@@ -139,6 +146,7 @@ class FaceReader:
         self.plane_look_weight = plane_look_weight
         self.temperature = temperature
         self.turns_check = turns_check
+        self.turns_below = turns_below
 
     def _probs(self, batch: NDArray[np.float32], model: FaceModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
@@ -271,8 +279,13 @@ class FaceReader:
         if not turned:
             probs = self.plane_look(image_bgr, candidates, geometry, probs)
         agree: list[bool | None] = [None] * len(crops)
-        if self.turns_check:
-            agree = [bool(a) for a in self.turns_agree(crops, probs.argmax(axis=1) + 1)]
+        looked = np.arange(len(crops))
+        if self.turns_below is not None:
+            looked = np.flatnonzero(probs.max(axis=1) < self.turns_below)
+        if self.turns_check and looked.size:
+            said = self.turns_agree([crops[int(i)] for i in looked], probs[looked].argmax(axis=1) + 1)
+            for i, a in zip(looked, said, strict=True):
+                agree[int(i)] = bool(a)
         readings = []
         for row, crop, cand, turns in zip(probs, crops, candidates, agree, strict=True):
 
