@@ -147,3 +147,31 @@ def test_a_die_the_labels_do_not_score_is_neither_given_nor_wrong_but_its_roll_s
     at_90 = point(dice, rolls, labelled_dice=1, bar=0.9)
     assert (at_90["given"], at_90["given_wrong"], at_90["given_on_no_die"]) == (1, 0, 0)
     assert at_90["rolls_read_valid"] == 1  # the reader gave both faces: the roll is read valid
+
+
+def test_sets_pool_into_one_report_and_a_tuning_curve_gives_a_bar_to_a_manifest(tmp_path: Path) -> None:
+    from lab.risk import records_json
+
+    one = [_die(1, 1, 0.99), _die(2, 3, 0.95)]  # one wrong at 0.95
+    two = [_die(4, 4, 0.999), _die(None, 6, 0.97)]  # a face on no die at 0.97
+    paths = []
+    for k, dice in enumerate((one, two)):
+        rolls = [RollRecord(image=f"{k}.jpg", labelled_faces=(1, 2), valid=True, dice=(0, 1))]
+        path = tmp_path / f"s{k}.records.json"
+        path.write_text(json.dumps(records_json(dice, rolls, labelled_dice=2)), encoding="utf-8")
+        paths.append(str(path))
+    out = tmp_path / "pooled.json"
+    pooled = runner.invoke(app, ["risk-pool", *paths, "--bar", "0.9", "--out", str(out)])
+    assert pooled.exit_code == 0, pooled.output
+    rep = json.loads(out.read_text(encoding="utf-8"))
+    shipped = rep["variants"]["bar"]["shipped_bar"]
+    assert rep["labelled_dice"] == 4 and (shipped["given"], shipped["given_wrong"]) == (4, 2)
+    assert shipped["rolls_read_valid"] == 2  # each roll's dice found in its own set after pooling
+    manifest = tmp_path / "m.json"
+    manifest.write_text(json.dumps({"models": {"pips": {"file": "x.onnx"}}}), encoding="utf-8")
+    found = runner.invoke(app, ["risk-bar", str(out), "--target-per-1000", "0", "--manifest", str(manifest)])
+    assert found.exit_code == 0, found.output
+    # The lowest bar with no face given wrong: above the wrong 0.95 and the phantom's 0.97.
+    assert json.loads(manifest.read_text(encoding="utf-8"))["models"]["pips"]["sure_bar"] == 0.98
+    bad = runner.invoke(app, ["risk-pool", str(manifest), "--bar", "0.9", "--out", str(out)])
+    assert bad.exit_code == 2 and "is not a risk records file" in bad.output
