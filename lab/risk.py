@@ -253,9 +253,17 @@ def records_from_json(raw: dict[str, Any]) -> tuple[list[DieRecord], list[RollRe
     return dice, rolls
 
 
-def plot(reports: dict[str, dict[str, Any]], path: Path, *, title: str, variant: str = "bar") -> None:
+def plot(
+    reports: dict[str, dict[str, Any]],
+    path: Path,
+    *,
+    title: str,
+    variant: str = "bar",
+    variants: dict[str, str] | None = None,
+) -> None:
     """Wrong faces per 1,000 given (95 % band) against the share of dice given, one line per set (or per
-    reader: the keys name the lines), the shipped bar marked; and the same per roll beside it."""
+    reader: the keys name the lines), the shipped bar marked; and the same per roll beside it. `variants`
+    names another variant for some lines (a candidate read with its second opinions)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -263,11 +271,12 @@ def plot(reports: dict[str, dict[str, Any]], path: Path, *, title: str, variant:
 
     fig, (faces, rolls) = plt.subplots(1, 2, figsize=(12.0, 4.8))
     for name, rep in reports.items():
-        chosen = rep["variants"].get(variant)
+        chosen = rep["variants"].get((variants or {}).get(name, variant))
         if chosen is None:
             continue
-        _draw(faces, chosen, name, lambda p: p["share_given_pct"], "wrong")
-        _draw(rolls, chosen, name, lambda p: p["rolls_read_valid"], "rolls")
+        line = name if not variants or name not in variants else f"{name} ({variants[name]})"
+        _draw(faces, chosen, line, lambda p: p["share_given_pct"], "wrong")
+        _draw(rolls, chosen, line, lambda p: p["rolls_read_valid"], "rolls")
     faces.set_xlabel("labelled dice given a face (%)")
     faces.set_ylabel("faces given wrong per 1,000 given")
     rolls.set_xlabel("rolls read valid")
@@ -276,7 +285,7 @@ def plot(reports: dict[str, dict[str, Any]], path: Path, *, title: str, variant:
         ax.set_yscale("symlog", linthresh=0.1)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{title} (variant {variant}; bands: Wilson 95 %; dot: the shipped bar)", fontsize=10)
+    fig.suptitle(f"{title} (bands: Wilson 95 %; dot: the shipped bar)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -12,6 +13,14 @@ import typer
 
 if TYPE_CHECKING:
     from models.data import LabelledImage
+
+
+def _records_file(path: Path) -> Any:
+    """A records file of `throwbox lab risk`, gzipped (as it writes them) or not."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _set_arg(text: str) -> tuple[Path, str, str]:
@@ -41,7 +50,7 @@ def risk(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON line per set."),
 ) -> None:
     """Wrong faces per 1,000 given against the share of dice given as the sure bar moves (Wilson 95 %),
-    and rolls read valid that settle wrong per 1,000; per set OUT/LABEL-SET.json, .png, .records.json."""
+    and rolls read valid that settle wrong per 1,000; per set OUT/LABEL-SET.json, .png, .records.json.gz."""
     from rich.progress import track
 
     from lab.risk import plot, records_json, report
@@ -102,9 +111,8 @@ def risk(
             **report(dice, rolls, labelled_dice=labelled, shipped_bar=bar),
         }
         stem = out / f"{label}-{name}"
-        stem.with_suffix(".records.json").write_text(
-            json.dumps(records_json(dice, rolls, labelled_dice=labelled)), encoding="utf-8"
-        )
+        with gzip.open(stem.with_suffix(".records.json.gz"), "wt", encoding="utf-8") as fh:
+            json.dump(records_json(dice, rolls, labelled_dice=labelled), fh)
         stem.with_suffix(".json").write_text(json.dumps(rep, indent=1), encoding="utf-8")
         plot({name: rep}, stem.with_suffix(".png"), title=f"{label} on {name}")
         if as_json:
@@ -122,7 +130,9 @@ def risk(
 
 
 def risk_pool(
-    records: list[Path] = typer.Argument(..., help="Records of `throwbox lab risk` (*.records.json)."),
+    records: list[Path] = typer.Argument(
+        ..., help="Records of `throwbox lab risk` (*.records.json.gz, or the same unzipped)."
+    ),
     bar: float = typer.Option(..., "--bar", min=0.0, max=1.0, help="The reader's shipped bar."),
     out: Path = typer.Option(..., "--out", help="The pooled report (JSON); its plot beside it (.png)."),
     name: str = typer.Option("pooled", "--name", help="The pooled set's name in the report."),
@@ -134,10 +144,10 @@ def risk_pool(
     sets, labelled = [], 0
     for path in records:
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = _records_file(path)
             sets.append(records_from_json(raw))
             labelled += int(raw["labelled_dice"])
-        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (OSError, EOFError, json.JSONDecodeError, KeyError, TypeError) as exc:
             typer.echo(f"throwbox lab risk-pool: {path} is not a risk records file: {exc}", err=True)
             raise typer.Exit(2) from exc
     dice, rolls = pooled(sets)
@@ -189,7 +199,8 @@ def risk_bar(
 
 def risk_plot(
     reports: list[Path] = typer.Argument(
-        ..., help="Reports of `throwbox lab risk` (NAME=PATH to name a line)."
+        ...,
+        help="Reports of `throwbox lab risk` (NAME=PATH to name a line, NAME=PATH#VARIANT for its curve).",
     ),
     out: Path = typer.Option(..., "--out", help="The plot (PNG)."),
     title: str = typer.Option("risk and coverage", "--title"),
@@ -199,9 +210,11 @@ def risk_plot(
     from lab.risk import plot
 
     loaded: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, str] = {}
     for given in reports:
         name, sep, path_text = str(given).partition("=")
-        path = Path(path_text if sep else name)
+        path_text, hashed, own_variant = (path_text if sep else name).partition("#")
+        path = Path(path_text)
         try:
             rep = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
@@ -210,8 +223,11 @@ def risk_plot(
         if not isinstance(rep, dict) or "variants" not in rep:
             typer.echo(f"throwbox lab risk-plot: {path} is not a risk report", err=True)
             raise typer.Exit(2)
-        loaded[name if sep else f"{rep.get('reader')} {rep.get('set')}"] = rep
-    plot(loaded, out, title=title, variant=variant)
+        line = name if sep else f"{rep.get('reader')} {rep.get('set')}"
+        loaded[line] = rep
+        if hashed:
+            chosen[line] = own_variant
+    plot(loaded, out, title=title, variant=variant, variants=chosen)
     typer.echo(str(out))
 
 

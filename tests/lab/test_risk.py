@@ -4,6 +4,7 @@ reader gives."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -110,7 +111,8 @@ def test_real_photos_at_the_shipped_bar_give_what_the_shipped_reader_gives(tmp_p
     assert every <= shipped["given"]  # an opinion can only take faces away
     out = tmp_path / "r"
     assert (out / "reader-fixtures.png").stat().st_size > 0
-    records = json.loads((out / "reader-fixtures.records.json").read_text(encoding="utf-8"))
+    with gzip.open(out / "reader-fixtures.records.json.gz", "rt", encoding="utf-8") as fh:
+        records = json.load(fh)
     assert len(records["dice"]) == rep["detected_dice"] and len(records["rolls"]) == 3
     assert all(d["turns_agree"] is not None and d["whole_die"] is not None for d in records["dice"])
 
