@@ -159,7 +159,7 @@ def register(app: typer.Typer) -> None:
             }
         report.mkdir(parents=True, exist_ok=True)
         doc = {
-            "manifest": str(source),
+            "manifest": os.path.relpath(source),
             "tune": tune,
             "judge": judge,
             "target_per_1000": target_per_1000,

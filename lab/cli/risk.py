@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,7 +105,7 @@ def risk(
             "path": path_text,
             "split": split,
             "reader": label,
-            "manifest": str(options.manifest),
+            "manifest": os.path.relpath(options.manifest),
             "models": reader.models,
             "turns_read": turns,
             "calibrated": calibrated,
