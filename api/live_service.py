@@ -319,7 +319,7 @@ class LiveService:
 
         reader = getattr(self.app_state, "reader", None)
         if reader is None:
-            reader = Reader(threads=1)
+            reader = Reader(threads=1, manifest_path=self.settings.manifest_path)
             self.app_state.reader = reader
         return reader
 

@@ -35,6 +35,7 @@ from api.routes import (
     fairness,
     health,
     keys,
+    models,
     read_results,
     reads,
     rolls,
@@ -168,6 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)
+    app.include_router(models.router)
     # The settle calculator changes nothing, but like every route it needs a key (any role but a worker's).
     app.include_router(
         settle.router, dependencies=[Depends(require(*ALL_BUT_WORKER))], responses=AUTH_RESPONSES

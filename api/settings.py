@@ -117,6 +117,19 @@ class Settings(BaseSettings):
         default=1.0, gt=0, le=60, description="How often each replica looks for lost worker leases."
     )
 
+    # The models in use (issue 55): `throwbox models use|rollback` change this manifest and
+    # `POST /v1/models/reload` reads it again; None: the repository's models/manifest.json.
+    models_manifest: Path | None = Field(
+        default=None, description="The model manifest the reader loads; default models/manifest.json."
+    )
+
+    @property
+    def manifest_path(self) -> Path:
+        """The model manifest in force: the override, or the repository's."""
+        from vision.onnx_session import MANIFEST_PATH
+
+        return self.models_manifest or MANIFEST_PATH
+
     @field_validator("webhook_urls")
     @classmethod
     def _http_urls(cls, urls: list[str]) -> list[str]:

@@ -86,6 +86,9 @@ class FaceReading:
 
     face_probs: tuple[float, ...]  # P(face = 1..6), sums to 1
     pip_count: int | None  # classical OpenCV count; None when it could not count
+    # Whether the eight turns and mirror images of the crop read the same face as the reading (the second
+    # opinion of `FaceReader.turns_check`, issue 55); None: not looked at.
+    turns_agree: bool | None = None
 
     def __post_init__(self) -> None:
         if len(self.face_probs) != 6:
@@ -124,6 +127,11 @@ class DieReading:
     state: str | None = None
     state_confidence: float | None = None
     off_table: bool = False
+    # Second opinions kept for evaluation (issue 55; not in `as_dict`, the read's JSON contract): whether the
+    # eight turns of the crop agreed (`FaceReading.turns_agree`) and whether the box looks like a whole die
+    # (vision/judge/phantom.py); None where not looked at.
+    turns_agree: bool | None = None
+    whole_die: bool | None = None
 
     def __post_init__(self) -> None:
         if self.face is not None and self.face not in FACES:

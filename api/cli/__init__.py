@@ -38,6 +38,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.fairness",
     "api.cli.worker",
     "api.cli.enroll",
+    "api.cli.models",
     "models.cli",
 )
 

@@ -69,7 +69,7 @@ def _models(request: Request) -> tuple[bool, str]:
     if failed is not None and time.monotonic() - failed[0] < MODELS_RETRY_S:
         return False, failed[1]
     try:
-        reader = Reader(threads=1, manifest_path=onnx_session.MANIFEST_PATH)
+        reader = Reader(threads=1, manifest_path=request.app.state.settings.manifest_path)
     except onnx_session.ModelError as exc:
         request.app.state.models_failed = (time.monotonic(), str(exc))
         return False, str(exc)

@@ -64,7 +64,7 @@ def get_reader(request: Request) -> Reader:
         reader: Reader | None = getattr(request.app.state, "reader", None)
         if reader is None:
             try:
-                reader = Reader(threads=1)
+                reader = Reader(threads=1, manifest_path=request.app.state.settings.manifest_path)
             except ModelError as exc:
                 raise HTTPException(
                     status.HTTP_503_SERVICE_UNAVAILABLE, detail=f"reader unavailable: {exc}"

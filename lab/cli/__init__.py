@@ -25,6 +25,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "lab.cli.loadtest",
     "lab.cli.synth",
     "lab.cli.eval",
+    "lab.cli.risk",
+    "lab.cli.calibrate",
     "lab.cli.bench",
     "lab.cli.stress",
     "lab.cli.settle_bench",

@@ -164,6 +164,17 @@ def bench(
     ),
     split: str = typer.Option("test", help="With --dataset: the split to read."),
     limit: int = typer.Option(0, min=0, help="With --dataset: only the first N images (0 = all)."),
+    candidate: Path | None = typer.Option(
+        None,
+        "--candidate",
+        exists=True,
+        dir_okay=False,
+        help="Time this manifest's reader and the shipped one in one run, one thread, in turn "
+        "(lab/cli/bench_pair.py).",
+    ),
+    candidate_opinions: bool = typer.Option(
+        False, "--candidate-opinions", help="With --candidate: its reader heeds issue 55's opinions."
+    ),
     detector_sizes: str | None = typer.Option(
         None,
         "--detector-sizes",
@@ -182,6 +193,8 @@ def bench(
         split=split,
         limit=limit,
         detector_sizes=detector_sizes,
+        candidate=candidate,
+        candidate_opinions=candidate_opinions,
     )
 
 
@@ -196,6 +209,8 @@ def _run_bench(
     split: str,
     limit: int,
     detector_sizes: str | None,
+    candidate: Path | None = None,
+    candidate_opinions: bool = False,
 ) -> None:
     """The work of `throwbox lab bench`, its options parsed."""
     import datetime
@@ -231,6 +246,19 @@ def _run_bench(
         return
 
     images = bench_frames(10)
+    if candidate is not None:
+        from lab.cli.bench_pair import paired
+
+        pair = paired(
+            images=images,
+            frames=frames,
+            manifest=manifest_path,
+            candidate=candidate,
+            opinions=candidate_opinions,
+        )
+        pair |= {"cpu": cpu_description(), "load_average_1min": round(os.getloadavg()[0], 2)}
+        typer.echo(json.dumps(pair))
+        return
     results: dict[str, object] = {
         "frame_wh": [1280, 960],
         "dice_per_frame": 10,
