@@ -1,5 +1,5 @@
 """`throwbox models list|use|rollback`: put a model in use by a command, not by editing manifest.json
-(issue 55, item 7; models/registry.py). With `--service URL --key-file FILE`, `use` and `rollback` tell the
+(issue 55, item 7; api/model_registry.py). With `--service URL --key-file FILE`, `use` and `rollback` tell the
 running service (`POST /v1/models/reload`, admin), which loads the models again and audits the change."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
     @models.command("list")
     def list_models(manifest: Path | None = manifest_option()) -> None:
         """Each model of the manifest in use, its weight file checked by SHA-256; the kept manifests."""
-        from models.registry import RegistryError, history, status
+        from api.model_registry import RegistryError, history, status
         from vision.onnx_session import MANIFEST_PATH
 
         path = manifest or MANIFEST_PATH
@@ -95,8 +95,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Put the candidate's models in use, each weight file checked by its SHA-256; the manifest replaced
         is kept for `rollback`."""
-        from models.registry import RegistryError
-        from models.registry import use as use_models
+        from api.model_registry import RegistryError
+        from api.model_registry import use as use_models
         from vision.onnx_session import MANIFEST_PATH
 
         try:
@@ -115,8 +115,8 @@ def register(app: typer.Typer) -> None:
         key_file: Path | None = typer.Option(None, "--key-file", help="File holding an admin API key."),
     ) -> None:
         """Put the last kept manifest back in use."""
-        from models.registry import RegistryError
-        from models.registry import rollback as roll_back
+        from api.model_registry import RegistryError
+        from api.model_registry import rollback as roll_back
         from vision.onnx_session import MANIFEST_PATH
 
         try:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from models.registry import RegistryError, history, rollback, status, use
+from api.model_registry import RegistryError, history, rollback, status, use
 from tests.api.conftest import running_service
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
 
