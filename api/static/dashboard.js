@@ -107,6 +107,19 @@ function onRoll(event) {
   prepend($("rolls"), li);
 }
 
+// The table's own faults (GET /v1/tables/{id}: its calibration, enrollment or camera), shown above the
+// view; read when the page opens and again after every alert, which is when they change.
+async function loadFaults() {
+  if (!tableId) return;
+  const response = await api("/v1/tables/" + encodeURIComponent(tableId));
+  if (!response.ok) return;
+  const faults = (await response.json()).faults || [];
+  const box = $("faults");
+  box.textContent = "";
+  for (const f of faults) box.appendChild(text("div", "table " + tableId + ": " + f.part + ": " + f.detail, "fault"));
+  box.hidden = !faults.length;
+}
+
 function onAlert(event) {
   const d = event.data;
   if (d.kind === "camera_lost" || d.kind === "camera_recovered") {
@@ -194,6 +207,7 @@ function handle(event, live) {
   else if (event.type === "alert") onAlert(event);
   else if (event.type === "settlement") onSettlement(event);
   if (live && ROUND_EVENTS.includes(event.type)) refreshRound().catch(() => {});
+  if (live && event.type === "alert") loadFaults().catch(() => {});
 }
 
 function parseBlock(block) {
@@ -304,6 +318,7 @@ async function start() {
   $("main").hidden = false;
   $("table-pick").hidden = false;
   $("signout").hidden = false;
+  loadFaults().catch(() => {});
   follow();
 }
 
