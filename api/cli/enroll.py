@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
         try:
             check_table_id(table)
             if confirmed or service_store:
-                from api.cli.keys import open_database
+                from api.cli.database import open_database
 
                 database = open_database(settings)
             if from_dir is not None:

@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The dice fairness tests of a table: chi-square over the window, the sequential watch, a PNG."""
         from api import fairness as fair
-        from api.cli.keys import open_database
+        from api.cli.database import open_database
         from api.db.models import DiceSet, GameTable
         from api.settings import Settings
 

@@ -8,27 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from api.cli.database import open_database
+
 if TYPE_CHECKING:
     from api.db.session import Database
     from api.settings import Settings
-
-
-def open_database(settings: Settings) -> Database:
-    """The database of `settings`, migrated to the latest schema (checked to be at it, where
-    `migrate_on_start` is false: then `throwbox db upgrade` migrates)."""
-    from api.db.session import Database, DatabaseError
-
-    try:
-        database = Database(settings.resolved_database_url)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        if settings.migrate_on_start:
-            database.migrate()
-        else:
-            database.check_at_head()
-    except DatabaseError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    return database
 
 
 # The PostgreSQL advisory lock the first admin key is made under ("tbx-first-admin").

@@ -24,7 +24,8 @@ def register(app: typer.Typer) -> None:
         """
         import uvicorn
 
-        from api.cli.keys import ensure_first_admin_key, open_database
+        from api.cli.database import open_database
+        from api.cli.keys import ensure_first_admin_key
         from api.main import create_app
         from api.settings import Settings
 
@@ -33,7 +34,7 @@ def register(app: typer.Typer) -> None:
         settings = Settings(self_url=self_url)
         if demo:
             settings = settings.model_copy(update={"demo": True})
-        database = open_database(settings)
+        database = open_database(settings, create=True)
         try:
             path = ensure_first_admin_key(settings=settings, database=database)
         finally:

@@ -256,5 +256,5 @@ def test_unreachable_database_is_a_clear_error_without_the_password(tmp_path: Pa
         check=False,
     )
     assert done.returncode == 2
-    assert done.stderr.startswith("error: cannot migrate the database: OperationalError: ")
+    assert done.stderr.startswith("error: cannot read the schema revision: OperationalError: ")
     assert "hunter2" not in done.stderr + done.stdout
