@@ -49,6 +49,25 @@ def ensure_first_admin_key(*, settings: Settings, database: Database) -> Path | 
     return path
 
 
+def first_admin_key_note(*, settings: Settings, database: Database) -> str | None:
+    """What `throwbox serve` says at a restart about the first admin key file, from the key store: where it
+    is while the key in it works; that it may go once the key was revoked; nothing when there is no file."""
+    from api.auth import Role, authenticate
+
+    path = settings.first_admin_key_path
+    if not path.is_file():
+        return None
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{path} cannot be read ({type(exc).__name__}); the first admin key is not known here"
+    with database.read_session() as session:
+        principal = authenticate(session, secret)
+    if principal is not None and principal.role is Role.ADMIN:
+        return f"the first admin key is in {path}"
+    return f"{path} holds a key that no longer works (revoked or unknown here): delete the file"
+
+
 def register(app: typer.Typer) -> None:
     """Attach the `keys` command group to the CLI."""
     keys = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
