@@ -107,13 +107,17 @@ function onRoll(event) {
   prepend($("rolls"), li);
 }
 
-// The table's own faults (GET /v1/tables/{id}: its calibration, enrollment or camera), shown above the
-// view; read when the page opens and again after every alert, which is when they change.
+// The table's own faults (its calibration, enrollment or camera; `faults` of GET /v1/tables[/{id}]), shown
+// above the view: taken from the table list the page opens with (no request of their own), and read again
+// after every live alert, which is when they change.
 async function loadFaults() {
   if (!tableId) return;
   const response = await api("/v1/tables/" + encodeURIComponent(tableId));
-  if (!response.ok) return;
-  const faults = (await response.json()).faults || [];
+  if (response.ok) showFaults((await response.json()).faults);
+}
+
+function showFaults(faults) {
+  faults = faults || [];
   const box = $("faults");
   box.textContent = "";
   for (const f of faults) box.appendChild(text("div", "table " + tableId + ": " + f.part + ": " + f.detail, "fault"));
@@ -318,7 +322,7 @@ async function start() {
   $("main").hidden = false;
   $("table-pick").hidden = false;
   $("signout").hidden = false;
-  loadFaults().catch(() => {});
+  showFaults((tables.find((t) => t.id === tableId) || {}).faults);
   follow();
 }
 
