@@ -26,6 +26,7 @@ from api.routes import (
     alerts,
     audit,
     calls,
+    console,
     dashboard,
     docs,
     enrollment,
@@ -175,7 +176,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(read_results.router)
     app.include_router(workers.router)
     app.include_router(enrollment.router)
+    app.include_router(console.router)
     dashboard.install(app)
+    console.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)
     return app

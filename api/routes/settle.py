@@ -19,7 +19,13 @@ from pydantic import BaseModel
 
 from api.schemas.errors import ProblemOut
 from rules.games import DocumentRefusedError, Problem, game_ids, settle
-from rules.hrd.settings import ExtraRollReach, MillionaireRowAlone, NoMatchPipStreet, PayoutRounding
+from rules.hrd.settings import (
+    ExtraRollReach,
+    MillionaireRowAlone,
+    MillionaireRowCircles,
+    NoMatchPipStreet,
+    PayoutRounding,
+)
 
 router = APIRouter(prefix="/v1", tags=["rules"])
 
@@ -66,7 +72,8 @@ _HRD_SCHEMA: dict[str, Any] = {
                     "face": {"type": "integer", "minimum": 1, "maximum": 6, "description": "Pip Street face"},
                     "count": {
                         "description": 'Like Kind circle 2..8 (hrd10), 2..6 or "no_match" (hrd6); '
-                        "Millionaire Row 9 or 10; an Extra Roll's circle with extra_roll_reach one_circle",
+                        "Millionaire Row 9 or 10 (none with millionaire_row_circles one_stake); "
+                        "an Extra Roll's circle with extra_roll_reach one_circle",
                         "oneOf": [{"type": "integer"}, {"const": "no_match"}],
                     },
                 },
@@ -88,6 +95,7 @@ _HRD_SCHEMA: dict[str, Any] = {
                 "no_match_pip_street": {"enum": [m.value for m in NoMatchPipStreet]},
                 "payout_rounding": {"enum": [m.value for m in PayoutRounding]},
                 "millionaire_row_alone": {"enum": [m.value for m in MillionaireRowAlone]},
+                "millionaire_row_circles": {"enum": [m.value for m in MillionaireRowCircles]},
             },
         },
         "paytable": {"type": "object", "description": "a paytable document (throwbox-hrd-paytable/1)"},

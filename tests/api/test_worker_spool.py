@@ -1,4 +1,5 @@
-"""The table worker's spool and outbox (api/worker.py) without a service: an httpx mock stands for it.
+"""The table worker's spool and outbox (api/worker/spool.py, outbox.py) without a service: an httpx mock
+stands for it.
 Ordered replay after an outage, requests queued behind the spool while it drains, dead letters for refusals,
 and the spool surviving a restart (a second process on the same spool refused)."""
 

@@ -10,7 +10,8 @@ from calibration.board import detect_board
 from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers, find_markers
-from datasets.calib_scenes import displaced, evaluate_calibration, rotated
+from datasets.calib_scenes import displaced, rotated
+from datasets.calib_selftest import evaluate_calibration
 from tests.calibration.conftest import SMALL_LAYOUT, Scenes
 
 

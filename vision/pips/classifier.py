@@ -5,8 +5,8 @@ turned by 90, 180 and 270 degrees (exact turns of the crop: no resampling; with 
 four turns mirrored too), and its probabilities become the normalised geometric mean of the readings. A
 die's face does not change when it turns, but the small net's errors do. The bar, 0.90 (the reader's own
 certainty bar, `ValidityConfig.min_confidence`), was chosen with `python -m models.second_look` on tuning
-images (table in models/pips_facenet/README.md): with the face models of 22:29Z and 23:32Z it left no sure
-die wrong and made the most dice sure. Dice the classifier is sure of cost nothing more; each unsure die
+images (table in docs/history/model-pips_facenet.md): with the face models of 22:29Z and 23:32Z it left no
+sure die wrong and made the most dice sure. Dice the classifier is sure of cost nothing more; each unsure die
 costs three more crops through the face model (seven with the mirror images).
 
 A second model: when the manifest lists `pips_second` (a wider net, `models/pips_wide/`, about six times the
