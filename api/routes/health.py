@@ -15,7 +15,6 @@ from api.db.session import Database
 from api.deps import DatabaseDep, MetricsDep, SettingsDep
 from api.schemas.admin import CheckOut, ReadyOut, TableReadyOut
 from api.settings import Settings
-from api.table_faults import table_faults
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("throwbox.health")
@@ -85,19 +84,12 @@ def _models(request: Request) -> tuple[bool, str]:
 
 def _tables(request: Request, database: Database, settings: Settings) -> dict[str, TableReadyOut]:
     """Each table and its own faults (reported; none of them makes the service unready)."""
-    from vision import onnx_session
+    from api.routes.tables import faults_of
 
-    live = getattr(request.app.state, "live", None)
     try:
         with database.read_session() as session:
-            named = [(str(t), c) for t, c in session.execute(select(GameTable.id, GameTable.calibration_id))]
-            faults = table_faults(
-                session,
-                tables=named,
-                calibration_dir=settings.calibration_dir,
-                manifest_path=onnx_session.MANIFEST_PATH,
-                loop_fault=None if live is None else live.loop_fault,
-            )
+            rows = list(session.scalars(select(GameTable).order_by(GameTable.id)))
+            faults = faults_of(session, request=request, settings=settings, rows=rows)
     except Exception:  # the database check reports the database itself; a probe never crashes
         log.exception("readyz: cannot list the tables' faults")
         return {}
