@@ -5,6 +5,7 @@ On a real server, with real calibration files and the shipped reader."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,3 +156,34 @@ def test_a_tables_broken_calibration_enrollment_and_camera_stop_only_that_table(
     svc.ok("POST", f"/v1/alerts/{lost['id']}/acknowledge", "admin")
     assert _faults(svc, "C") == []
     assert svc.client.get(svc.base_url + "/readyz").status_code == 200
+
+
+def test_a_live_loop_that_cannot_start_is_its_tables_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The service's own live loops (THROWBOX_LIVE_TABLES): a table whose camera cannot be opened is not
+    # started; that is the table's fault, and the service stays ready.
+    from api.db.models import GameTable
+    from api.db.session import Database
+    from tests.conftest import free_port
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    database = Database(f"sqlite:///{data_dir / 'throwbox.sqlite3'}")
+    try:
+        database.migrate()
+        with database.session() as session:
+            session.add(GameTable(id="D", game="hrd10", settings={}, camera_source="no-such-camera"))
+    finally:
+        database.dispose()
+    port = free_port()  # the loops post to the service at its own URL: known before it starts
+    monkeypatch.setattr("tests.conftest.free_port", lambda: port)
+    with running_service("sqlite", data_dir, live_tables=True, self_url=f"http://127.0.0.1:{port}") as svc:
+        deadline = time.monotonic() + 60
+        while not (faults := _faults(svc, "D")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (fault,) = faults
+        assert fault["part"] == "camera" and fault["detail"].startswith("the live loop could not start: ")
+        assert "no-such-camera" in fault["detail"]
+        ready = svc.client.get(svc.base_url + "/readyz")
+        assert ready.status_code == 200 and ready.json()["tables"]["D"]["ok"] is False
