@@ -269,6 +269,38 @@ def _raise(
     )
 
 
+def bias_alerts(
+    session: Session, *, table_id: str, since: datetime | None = None, until: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The table's `dice_bias_suspected` alerts a report must show whatever its charts say now (a chart
+    restarts at 0 after its alarm): every one still open, and every one raised in the window; open first,
+    then newest first."""
+    rows = session.scalars(
+        select(Alert)
+        .where(Alert.kind == ALERT_KIND, Alert.table_id == table_id)
+        .order_by(Alert.acknowledged_at.is_not(None), Alert.id.desc())
+    ).all()
+    out = []
+    for row in rows:
+        at = _aware(row.created_at)
+        in_window = (since is None or at >= since) and (until is None or at < until)
+        if row.acknowledged_at is not None and not in_window:
+            continue
+        data = row.data or {}
+        out.append(
+            {
+                "id": row.id,
+                "created_at": at.isoformat(),
+                "open": row.acknowledged_at is None,
+                "in_window": in_window,
+                "chart": data.get("chart"),
+                "dice_set": data.get("dice_set"),
+                "message": row.message,
+            }
+        )
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class Report:

@@ -241,6 +241,8 @@ class LiveService:
     _starter: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
     _dice_feeder: Any = None  # api.fairness_demo.DiceFeeder of the demo's loaded-dice table (issue 49)
+    # Tables whose loop could not start here, and why (shown as the table's fault, api/table_faults.py).
+    not_started: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> None:
         """Start the loops in the background (the demo's once this service answers: its croupier deals over
@@ -348,6 +350,7 @@ class LiveService:
                 loop = self._loop(table_id, game, source, calibration_id, reader, recorder)
             except Exception as exc:  # a bad camera source or calibration: say so, start the others
                 log.exception("live: table %s not started", table_id)
+                self.not_started[table_id] = f"the live loop could not start: {exc}"
                 recorder.alert(
                     table_id=table_id,
                     kind="live_loop_stopped",
@@ -357,6 +360,16 @@ class LiveService:
                 continue
             self.loops.append(loop)
             loop.start()
+
+    def loop_fault(self, table_id: str) -> str | None:
+        """Why this service's live loop of the table is not watching it (None: it runs, or it is not
+        run here)."""
+        if table_id in self.not_started:
+            return self.not_started[table_id]
+        for loop in self.loops:
+            if loop.config.table_id == table_id and loop.failure is not None:
+                return f"the live loop stopped: {loop.failure}"
+        return None
 
     def _table_ids(self) -> list[str]:
         return [t[0] for t in self._tables()]

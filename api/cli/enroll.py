@@ -144,7 +144,7 @@ def enroll(
     try:
         check_table_id(table)
         if confirmed or service_store:
-            from api.cli.keys import open_database
+            from api.cli.database import open_database
 
             database = open_database(settings)
         examples, report = _examples(

@@ -213,7 +213,7 @@ def test_service_reads_a_table_through_its_enrollment(tmp_path: Path) -> None:
     enrollment_path(settings.calibration_dir, "t1").write_text("{broken")
     with pytest.raises(HTTPException) as err:
         _table_reader(reader, settings, "t1")
-    assert err.value.status_code == 503
+    assert err.value.status_code == 409  # that table's fault, not the service's (issue 57)
 
 
 def test_folds_are_stratified_and_fixed() -> None:
