@@ -30,6 +30,7 @@ OPERATOR = {
     "worker",
     "train",
     "enroll",
+    "models",
 }
 LAB = {
     "eval",
@@ -48,6 +49,11 @@ LAB = {
     "console-screenshot",
     "loadtest",
     "fuzz",
+    "risk",
+    "risk-pool",
+    "risk-plot",
+    "risk-bar",
+    "calibrate-faces",
 }
 runner = CliRunner()
 

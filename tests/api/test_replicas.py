@@ -170,8 +170,9 @@ def play_table(table: str, bases: list[str], keys: dict[str, str], errors: list[
 
 
 def test_two_replicas_on_one_postgres_behave_as_one_service(tmp_path: Path) -> None:
-    hook = Hook()
-    with database_url("postgres", tmp_path / "data") as url, hook.running():
+    # The hook's socket is made only once PostgreSQL is there: made before the skip, it was left open and
+    # failed a later test on a machine without PostgreSQL (an unclosed socket found by the garbage collector).
+    with database_url("postgres", tmp_path / "data") as url, Hook().running() as hook:
         assert url is not None
         upgraded = run_cli(base_env(url, tmp_path / "a"), "db", "upgrade")
         assert upgraded.returncode == 0, upgraded.stderr
