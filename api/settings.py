@@ -86,7 +86,9 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000", description="This service's own URL (`throwbox serve` sets it)."
     )
     rules_url: str | None = Field(
-        default=None, description="The rules engine live rolls are POSTed to; default this service."
+        default=None,
+        description="Another rules engine live rolls are POSTed to; default none: this service's round "
+        "logic, in-process.",
     )
     rules_key: SecretStr | None = Field(
         default=None, description="A reader-role key at THROWBOX_RULES_URL (default: one made at start)."

@@ -67,7 +67,7 @@ class ModelSpec:
     version: str
     input_size_hw: tuple[int, int]
     labels: tuple[str, ...]
-    # A detector's own score threshold, tuned for its weights with `python -m models.tune_detector`; it
+    # A detector's own score threshold, tuned for its weights with `python -m lab.tune_detector`; it
     # replaces `DetectorConfig.score_threshold` wherever the model runs (`vision.detect.DieDetector`).
     # None: the config's.
     score_threshold: float | None = None

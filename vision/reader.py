@@ -22,7 +22,7 @@ from calibration.marks import TableMark
 from calibration.table import TableCalibration
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
-from vision.judge.exposure import exposure_findings, grain_bars_set, measure_exposure, smoothed
+from vision.judge.exposure import exposure_findings, measure_exposure, smoothed
 from vision.judge.validity import ValidityConfig, judge
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
@@ -290,11 +290,12 @@ class Reader:
         the caller's frame itself is not changed (its annotated evidence is the frame as it came).
         """
         t0 = time.perf_counter()
-        # The frame's exposure first (vision/judge/exposure.py), and, while a grain bar is set, its grain: a
-        # frame grainier than `JudgeConfig.smooth_noise_above` is read smoothed (both bars are off by
-        # default). Both are timed with the detector (`timing_ms["detect"]`).
+        # The frame's exposure and grain first (vision/judge/exposure.py): a frame grainier than
+        # `JudgeConfig.smooth_noise_above` is read smoothed (both grain bars are off by default), and the
+        # Roll carries both measures (for the live loop's camera alerts). Timed with the detector
+        # (`timing_ms["detect"]`).
         judge_config = self.config.validity.judge
-        exposure = measure_exposure(frame.image, noise=grain_bars_set(judge_config))
+        exposure = measure_exposure(frame.image)
         image = smoothed(frame.image, exposure, judge_config)
         # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
         coarse = expected_dice is None and geometry is None
@@ -369,4 +370,5 @@ class Reader:
             },
             findings=verdict.findings,
             set_aside=table.sifted.set_aside + verdict.set_aside,
+            exposure=exposure,
         )

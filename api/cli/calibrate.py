@@ -451,7 +451,7 @@ def selftest(
     """Calibrate synthetic scenes with a known camera and report the errors against the truth."""
     from dataclasses import asdict
 
-    from datasets.calib_selftest import evaluate_calibration
+    from calibration.selftest.evaluate import evaluate_calibration
 
     log = None if as_json else typer.echo
     result = evaluate_calibration(

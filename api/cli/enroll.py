@@ -1,16 +1,16 @@
 """`throwbox enroll --table ID (--from DIR | --frames DIR | --confirmed)`: adapt the face reader to one
 table's dice (issue 47), numpy and onnxruntime only (no torch).
 
-The same sources and fit as `POST /v1/tables/{id}/enrollment` (models/enroll_sources.py, models/enroll.py,
-api/enrollment.py), run in the foreground. The command lives in `api/` rather than beside `throwbox train` in
-`models/` because `--confirmed` reads the service's database. The service's settings say where: the data
+The same sources and fit as `POST /v1/tables/{id}/enrollment` (api/enrollment_sources.py, vision/pips/enroll/,
+api/enrollment.py), run in the foreground. The command is the service's, not training's (`models/`): the fit
+is the reader's and `--confirmed` reads the service's database. The service's settings say where: the data
 dir and database (`THROWBOX_DATA_DIR`, `THROWBOX_DATABASE_URL`, or `--data-dir`, `--database-url`). An
 enrollment stored in the service's calibration dir (no `--calibration-dir`) is a change of the service's
 table: it is audited and published as `POST` would; one written elsewhere is a file only.
 
 The enrollment is stored only when it proves itself by cross-validation over the given dice
-(`models.enroll.Validation`); otherwise the command says both figures and exits 2, storing nothing, unless
-`--force` (the stored file and the audit entry then say `forced`).
+(`vision.pips.enroll.Validation`); otherwise the command says both figures and exits 2, storing nothing,
+unless `--force` (the stored file and the audit entry then say `forced`).
 """
 
 from __future__ import annotations
@@ -70,12 +70,12 @@ def register(app: typer.Typer) -> None:
         """Adapt the face model to one table's dice (numpy and onnxruntime only; no torch)."""
         from pydantic import SecretStr
 
+        from api.enrollment_sources import check_enough, folder_files, frame_examples, photo_examples
         from api.settings import Settings
         from calibration.errors import InvalidTableIdError
         from calibration.store import check_table_id
-        from models.enroll import EnrollDataError, enroll_table, forced
-        from models.enroll_sources import check_enough, folder_files, frame_examples, photo_examples
         from vision.onnx_session import MANIFEST_PATH, ModelError, load_model
+        from vision.pips.enroll import EnrollDataError, enroll_table, forced
         from vision.pips.enrolled import save_enrollment
 
         sources = (("--from", from_dir), ("--frames", frames), ("--confirmed", confirmed))

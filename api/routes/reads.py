@@ -1,4 +1,4 @@
-"""Reads: one uploaded image in, the reader's JSON contract document out (design.md), stored for audit.
+"""Reads: one uploaded image in, the reader's JSON document out (docs/architecture.md), stored for audit.
 
 `POST /v1/reads` (multipart: `image` file, optional `expect` and `table_id` fields), role reader. The read,
 its annotated evidence frame and an audit entry are committed before the answer. The models are loaded

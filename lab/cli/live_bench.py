@@ -90,9 +90,11 @@ def live_bench(
     import uvicorn
 
     from api.auth import Role, create_key
-    from api.live import LiveConfig, LiveLoop, RulesClient
-    from api.live_service import DatabaseRecorder, DemoCroupier, PacedDemoGrabber
+    from api.demo_table import DemoCroupier, PacedDemoGrabber
+    from api.live import LiveConfig, LiveLoop
+    from api.live_service import DatabaseRecorder
     from api.main import create_app
+    from api.rules_door import RulesClient
     from api.settings import Settings
     from vision.capture import Capture, CaptureError
     from vision.onnx_session import ModelError

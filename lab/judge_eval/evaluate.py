@@ -32,7 +32,6 @@ from models.die_state_truth import die_states_of
 from vision.judge.config import JudgeConfig
 from vision.judge.exposure import (
     FRAME_SMOOTHED,
-    FrameExposure,
     exposure_findings,
     measure_exposure,
     smoothed,
@@ -43,7 +42,7 @@ from vision.judge.validity import Judgement, ValidityConfig, judge
 from vision.state.model import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
 from vision.state.probe import look_again
 from vision.table.geometry import TableGeometry
-from vision.types import DieCandidate, DieReading, FaceReading, Finding, FindingReason, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, FindingReason, FrameExposure, Verdict
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
 READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")

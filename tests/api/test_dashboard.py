@@ -19,9 +19,11 @@ from sqlalchemy import select
 
 from api.db.models import Event, Roll, Round, Wager
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, RulesClient
-from api.live_service import DEMO_CLIPS, DatabaseRecorder
+from api.demo_table import DEMO_CLIPS
+from api.live import LiveConfig, LiveLoop
+from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RulesClient
 from tests.api.conftest import Service, running_service
 from tests.api.test_live import FIRST, TruthReader, die, frame
 from vision.settle import AtRest, SettleDetector

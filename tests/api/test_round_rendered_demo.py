@@ -19,18 +19,19 @@ import httpx
 import pytest
 
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, RulesClient
-from api.live_service import (
+from api.demo_table import (
     DEMO_CLIPS,
     DEMO_EXTRA_ROLL_WAGER,
     DEMO_ROUNDS,
     DEMO_WAGERS,
-    DatabaseRecorder,
     DemoCroupier,
     PacedDemoGrabber,
     clip_geometry,
 )
+from api.live import LiveConfig, LiveLoop
+from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RulesClient
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, SourceSpecError
 from vision.settle import SettleDetector

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from models.enroll import EnrollDataError, enroll_table, fit_correction, fold_of, photo_crop
-from models.enroll_sources import dice_per_face, folder_files, photo_examples
+from api.enrollment_sources import dice_per_face, folder_files, photo_examples
 from vision.onnx_session import OnnxModel, load_manifest, sha256_of
 from vision.pips.classifier import FaceReader
 from vision.pips.crops import crops_to_tensor
+from vision.pips.enroll import EnrollDataError, enroll_table, fit_correction, fold_of, photo_crop
 from vision.pips.enrolled import (
     EnrolledModel,
     EnrollmentError,

@@ -1,5 +1,5 @@
-"""Where a table's labelled dice come from, for enrollment (`models.enroll`): the one implementation that
-`throwbox enroll` and `POST /v1/tables/{id}/enrollment` share.
+"""Where a table's labelled dice come from, for enrollment (the fit: `vision.pips.enroll`): the one
+implementation that `throwbox enroll` and `POST /v1/tables/{id}/enrollment` share.
 
 Three sources, each giving (die crop, face) examples cut as the reader cuts a die (`crop_die`):
 
@@ -34,9 +34,11 @@ from typing import Literal, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from models.enroll import IMAGE_SUFFIXES, MAX_DICE, EnrollDataError, photo_crop
 from vision.pips.crops import crop_die
+from vision.pips.enroll import EnrollDataError, photo_crop
 
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
+MAX_DICE = 60  # labelled dice used at most (balanced over the faces)
 MAX_ARCHIVE_FILES = 2_000
 MAX_UNPACKED_BYTES = 256 * 1024 * 1024
 MAX_ENTRY_BYTES = 40 * 1024 * 1024
@@ -201,11 +203,46 @@ def _label_for(image: str, labels: Mapping[str, str]) -> str | None:
     return None
 
 
+def yolo_dice(
+    text: str, *, resolution_wh: tuple[int, int], where: str
+) -> list[tuple[tuple[float, float, float, float], int]]:
+    """(box_xyxy in pixels, face) of each YOLO line `class xc yc w h` (normalised; class k = face k+1).
+
+    The real sets' label format, read as `datasets.loaders.parse_yolo` reads it (a test holds the two
+    equal): the service reads uploads without the generator's package, which it may not import.
+    """
+
+    def refused(n: int, why: str) -> EnrollDataError:
+        return EnrollDataError(f"{where}: not a YOLO label file ({where}:{n}: {why})")
+
+    w, h = resolution_wh
+    dice = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 5:
+            raise refused(n, f"expected 5 fields, got {len(parts)}")
+        try:
+            cls = int(parts[0])
+            xc, yc, bw, bh = (float(v) for v in parts[1:])
+        except ValueError as exc:
+            raise refused(n, f"not a YOLO label line: {line!r}") from exc
+        if cls not in range(6):
+            raise refused(n, f"class must be 0..5 (faces 1..6), got {cls}")
+        box = (
+            max(0.0, (xc - bw / 2) * w),
+            max(0.0, (yc - bh / 2) * h),
+            min(float(w), (xc + bw / 2) * w),
+            min(float(h), (yc + bh / 2) * h),
+        )
+        dice.append((box, cls + 1))
+    return dice
+
+
 def frame_examples(files: FileSet, *, limit: int = MAX_DICE) -> tuple[list[Example], dict[str, int]]:
     """(crop, face) of the labelled dice of YOLO-labelled frames, balanced over faces; and what was left
     out (`frames_without_label`, `labels_without_frame`)."""
-    from datasets.loaders import DatasetError, parse_yolo
-
     images = sorted(n for n in files.names if _is_image(n))
     labels = {
         n: n for n in files.names if n.lower().endswith(".txt") and PurePosixPath(n).name != "classes.txt"
@@ -228,15 +265,13 @@ def frame_examples(files: FileSet, *, limit: int = MAX_DICE) -> tuple[list[Examp
         h, w = image.shape[:2]
         try:
             text = files.read(label).decode("utf-8")
-            dice = parse_yolo(text, resolution_wh=(w, h), box_kind="die", where=label)
-        except (UnicodeDecodeError, DatasetError) as exc:
+        except UnicodeDecodeError as exc:
             raise EnrollDataError(f"{label}: not a YOLO label file ({exc})") from exc
-        for die in dice:
-            x0, y0, x1, y1 = die.box_xyxy
-            face = die.face
-            if face is None or x1 - x0 < 2 or y1 - y0 < 2 or len(by_face[face]) >= per_face_cap:
+        for box_xyxy, face in yolo_dice(text, resolution_wh=(w, h), where=label):
+            x0, y0, x1, y1 = box_xyxy
+            if x1 - x0 < 2 or y1 - y0 < 2 or len(by_face[face]) >= per_face_cap:
                 continue
-            by_face[face].append((crop_die(image, die.box_xyxy), face))
+            by_face[face].append((crop_die(image, box_xyxy), face))
     if unlabelled == len(images):
         raise EnrollDataError(
             f"none of the {len(images)} frames has a YOLO label (<name>.txt beside it, or under labels/)"

@@ -1,4 +1,4 @@
-"""Where enrollment's labelled dice come from (models/enroll_sources.py): archives and their limits, die
+"""Where enrollment's labelled dice come from (api/enrollment_sources.py): archives and their limits, die
 photos by face, YOLO-labelled frames, and which dice of a confirmed roll have a certain face."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.enroll import EnrollDataError, enroll_table
-from models.enroll_sources import (
+from api.enrollment_sources import (
     ArchiveError,
     assign_confirmed,
     check_enough,
@@ -21,7 +20,8 @@ from models.enroll_sources import (
     photo_examples,
     zip_files,
 )
-from tests.models.enroll_data import fake_face_model, frames_zip, photo, photos_zip, write_frames
+from tests.vision.enroll_data import fake_face_model, frames_zip, photo, photos_zip, write_frames
+from vision.pips.enroll import EnrollDataError, enroll_table
 
 
 def _zip(entries: dict[str, bytes]) -> bytes:
@@ -136,7 +136,7 @@ def test_yolo_frames_from_a_zip(layout: str) -> None:
     examples, left = frame_examples(zip_files(frames_zip(layout=layout)))
     assert dice_per_face(examples) == {"1": 4, "2": 4, "3": 4, "4": 4, "5": 5, "6": 5}
     assert left == {"frames_without_label": 0, "labels_without_frame": 0}
-    from tests.models.enroll_data import level
+    from tests.vision.enroll_data import level
 
     assert all(abs(int(crop[32, 32, 0]) - level(face)) <= 3 for crop, face in examples)
 
@@ -160,3 +160,35 @@ def test_progress_is_told_and_reaches_one(tmp_path: Path) -> None:
     result = enroll_table(model, "t", [(photo(f)[:64, :64], f) for f in range(1, 7)], progress=told.append)
     assert told[-1] == 1.0 and told == sorted(told) and len(told) > 3
     assert result.enrollment.fitted_at is not None and result.enrollment.fitted_at.endswith("+00:00")
+
+
+# The service reads YOLO labels without the generator's package (api may not import datasets): its reading
+# must stay the loaders' own, box for box, and refuse what they refuse.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0 0.5 0.5 0.1 0.2\n5 0.25 0.75 0.05 0.05\n",  # two dice, faces 1 and 6
+        "\n2 0.0 0.0 0.2 0.2\n\n",  # blank lines; a box cut at the frame's corner
+        "3 0.99 0.99 0.1 0.1",  # cut at the far corner, no newline at the end
+        "",  # no dice
+        "1 0.5 0.5 0.1\n",  # four fields
+        "x 0.5 0.5 0.1 0.1\n",  # not a number
+        "6 0.5 0.5 0.1 0.1\n",  # class 6: no face 7
+    ],
+    ids=["two", "corner", "far-corner", "empty", "four-fields", "not-a-number", "class-6"],
+)
+def test_yolo_labels_read_as_the_loaders_read_them(text: str) -> None:
+    from api.enrollment_sources import yolo_dice
+    from datasets.loaders import DatasetError, parse_yolo
+
+    try:
+        expected = [
+            (d.box_xyxy, d.face)
+            for d in parse_yolo(text, resolution_wh=(320, 240), box_kind="die", where="f.txt")
+        ]
+    except DatasetError as exc:
+        with pytest.raises(EnrollDataError) as refused:
+            yolo_dice(text, resolution_wh=(320, 240), where="f.txt")
+        assert str(refused.value) == f"f.txt: not a YOLO label file ({exc})"
+        return
+    assert yolo_dice(text, resolution_wh=(320, 240), where="f.txt") == expected

@@ -14,8 +14,9 @@ Scenes:
 
 Simplification: the box walls are not modelled in 3D; the rail outside the felt is drawn on the felt plane.
 
-`datasets.calib_selftest.evaluate_calibration` runs the whole calibration on such scenes and compares it
-with the truth (`throwbox calibrate selftest`).
+`calibration.selftest.evaluate` runs the whole calibration on such scenes and compares it with the truth
+(`throwbox calibrate selftest`). Here, in `calibration/`, and not with the dice generator (`datasets/`):
+the self-test is the product's (the command), and it renders the calibration's own scenes with OpenCV alone.
 """
 
 from __future__ import annotations
@@ -446,9 +447,6 @@ class TableScene:
         layers = [self._table] + [die_top_layer(self.layout, x_mm=x, y_mm=y, face=f) for x, y, f in dice]
         img = self._renderer().render(pose or self.pose, layers, background_bgr=(25, 30, 40))
         return finish(img, np.random.default_rng(noise_seed), fx)
-
-
-# --- end-to-end check against the truth ------------------------------------------------------------------
 
 
 def camera_variants(pose: CameraPose) -> list[tuple[str, str, bool, CameraPose, Finish]]:

@@ -1,5 +1,6 @@
-"""`throwbox calibrate selftest`: the whole calibration run on synthetic scenes with exact camera truth
-(`datasets.calib_scenes`), and each result compared with the truth and the targets of issue 6."""
+"""`throwbox calibrate selftest`: calibrate the synthetic scenes of `calibration.selftest.scenes`, rendered
+from a known camera, and measure every step against the truth (the targets of issue 6).
+"""
 
 from __future__ import annotations
 
@@ -12,16 +13,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 import cv2
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.camera import CameraIntrinsics
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers
-from datasets.calib_scenes import (
+from calibration.selftest.scenes import (
     DEFAULT_BOARD,
-    FloatArray,
     SceneRenderer,
     TableScene,
-    UInt8Image,
     board_view_poses,
     camera_variants,
     render_board_views,
@@ -30,8 +30,10 @@ from datasets.calib_scenes import (
 )
 
 if TYPE_CHECKING:
-    from calibration.intrinsics import IntrinsicsResult
     from calibration.table import TableCalibration
+
+FloatArray = NDArray[np.float64]
+UInt8Image = NDArray[np.uint8]
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,110 @@ def _measure_die(
     return centre, float(np.sqrt(m["m00"]))
 
 
+def _plane_errors(cal: TableCalibration, scene: TableScene) -> tuple[FloatArray, FloatArray, int]:
+    """The calibration's plane against the truth: the error (mm) at every 10 mm of the box, at every layout
+    box corner, and how many layout box centres it attributes to their box."""
+    layout = scene.layout
+    xs, ys = np.meshgrid(
+        np.arange(0.0, layout.width_mm + 1e-9, 10.0), np.arange(0.0, layout.depth_mm + 1e-9, 10.0)
+    )
+    grid_mm = np.stack([xs.ravel(), ys.ravel()], axis=1)
+    grid_px = scene.camera.project(np.concatenate([grid_mm, np.zeros((grid_mm.shape[0], 1))], axis=1))
+    grid_err = np.linalg.norm(cal.pixel_to_mm(grid_px) - grid_mm, axis=1)
+
+    boxes = layout.layout_boxes()
+    corners_mm = np.array([c for rect in boxes.values() for c in rect.corners])
+    corners_px = scene.camera.project(
+        np.concatenate([corners_mm, np.zeros((corners_mm.shape[0], 1))], axis=1)
+    )
+    layout_err = np.linalg.norm(cal.pixel_to_mm(corners_px) - corners_mm, axis=1)
+    correct = 0
+    for face, rect in boxes.items():
+        u, v = scene.camera.project(np.array([[*rect.centre, 0.0]]))[0]
+        correct += int(cal.layout_box_at_pixel(float(u), float(v)) == face)
+    return grid_err, layout_err, correct
+
+
+def _die_scale_errors(
+    cal: TableCalibration,
+    scene: TableScene,
+    dice_frame: UInt8Image,
+    dice: Sequence[tuple[float, float, int]],
+) -> tuple[list[float], list[float]]:
+    """Each rendered die measured against the calibration's die scale: its deviation (%) and its not-felt
+    score."""
+    from calibration.die_scale import check_die_scale
+
+    layout = scene.layout
+    deviations = []
+    die_scores = []
+    score = cal.not_felt_score(dice_frame)
+    for x, y, _face in dice:
+        top_px = scene.camera.project(np.array([[x, y, layout.die_edge_mm]]))[0]
+        half = round(2.0 * cal.die_edge_px_at(x, y))
+        centre, edge = _measure_die(dice_frame, top_px, half_px=half)
+        chk = check_die_scale(
+            cal.camera, centre_px=centre, measured_edge_px=edge, die_edge_mm=layout.die_edge_mm
+        )
+        deviations.append(abs(chk.ratio - 1.0) * 100.0)
+        die_scores.append(float(score[round(centre[1]), round(centre[0])]))
+    return deviations, die_scores
+
+
+def _hand_calibration(
+    frame: UInt8Image, scene: TableScene, *, intrinsics: CameraIntrinsics, intrinsics_rms_px: float, seed: int
+) -> TableCalibration:
+    """The table calibrated from four hand-given corners (clicked to within 0.3 px), whose camera-moved check
+    has no markers to go by and aligns the frame to the stored reference picture instead."""
+    from calibration.table import box_corners_mm, calibrate_table
+
+    clicks = np.random.default_rng(seed + 20).uniform(-0.3, 0.3, (4, 2))
+    corners_mm = np.concatenate([box_corners_mm(scene.layout), np.zeros((4, 1))], axis=1)
+    return calibrate_table(
+        frame,
+        table_id="selftest-hand",
+        intrinsics=intrinsics,
+        intrinsics_rms_px=intrinsics_rms_px,
+        layout=scene.layout,
+        corners_px=scene.camera.project(corners_mm) + clicks,
+    )
+
+
+def _move_trials(
+    calibrations: Sequence[TableCalibration],
+    scene: TableScene,
+    *,
+    seed: int,
+    save: Callable[[str, UInt8Image], None],
+) -> list[MoveTrial]:
+    """Each camera variant (`camera_variants`) rendered and checked against each calibration."""
+    from calibration.moved import check_camera
+
+    moves = []
+    for i, (name, file_name, expect, pose, fin) in enumerate(camera_variants(scene.pose)):
+        moved_frame = scene.frame(pose=pose, fx=fin, noise_seed=seed + 100 + i)
+        save(file_name, moved_frame)
+        for which in calibrations:
+            check = check_camera(which, moved_frame)
+            moves.append(MoveTrial(name, expect, check.status, check.method, check.max_shift_px))
+    return moves
+
+
+def _write_truth(path: Path, scene: TableScene, dice: Sequence[tuple[float, float, int]]) -> None:
+    """The scenes' truth as JSON beside the rendered images (to run them through the commands by hand)."""
+    from calibration.table import intrinsics_to_dict
+
+    truth_doc = {
+        "camera": intrinsics_to_dict(scene.intrinsics),
+        "pose": {"rvec": list(scene.pose.rvec), "tvec": list(scene.pose.tvec)},
+        "board": DEFAULT_BOARD.describe(),
+        "layout": asdict(scene.layout),
+        "markers": asdict(scene.markers),
+        "dice": [{"x_mm": x, "y_mm": y, "face": f} for x, y, f in dice],
+    }
+    path.write_text(json.dumps(truth_doc, indent=1) + "\n", encoding="utf-8")
+
+
 def evaluate_calibration(
     *,
     seed: int = 0,
@@ -210,7 +316,8 @@ def evaluate_calibration(
         felt_frames=felt_frames,
     )
     table_seconds = time.perf_counter() - started
-    grid_err, layout_err, correct = _plane_errors(cal, scene=scene, layout=layout)
+
+    grid_err, layout_err, correct = _plane_errors(cal, scene)
 
     say("measuring dice against the die scale")
     area = layout.throw_area
@@ -220,9 +327,7 @@ def evaluate_calibration(
     ]
     dice_frame = scene.frame(dice=dice, noise_seed=seed + 12)
     save("table_dice.png", dice_frame)
-    deviations, die_scores = _die_scale_errors(
-        cal, scene=scene, layout=layout, dice_frame=dice_frame, dice=dice
-    )
+    deviations, die_scores = _die_scale_errors(cal, scene, dice_frame, dice)
 
     read: tuple[str, tuple[int, ...]] | None = None
     if read_dice is not None:
@@ -230,11 +335,10 @@ def evaluate_calibration(
         read = read_dice(cal, dice_frame, [frame, *felt_frames], len(dice))
 
     say("camera-moved trials")
-    moves = _move_trials(cal, scene=scene, frame=frame, intr=intr, layout=layout, seed=seed, save=save)
+    by_hand = _hand_calibration(frame, scene, intrinsics=est, intrinsics_rms_px=intr.rms_px, seed=seed)
+    moves = _move_trials((cal, by_hand), scene, seed=seed, save=save)
     if out_dir is not None:
-        _write_truth(
-            out_dir / "truth.json", truth=truth, scene=scene, layout=layout, markers=markers, dice=dice
-        )
+        _write_truth(out_dir / "truth.json", scene, dice)
 
     return CalibrationEvaluation(
         resolution_wh=truth.resolution_wh,
@@ -256,114 +360,3 @@ def evaluate_calibration(
         dice_read_verdict=None if read is None else read[0],
         dice_read=None if read is None else read[1],
     )
-
-
-def _plane_errors(
-    cal: TableCalibration, *, scene: TableScene, layout: ThrowBoxLayout
-) -> tuple[FloatArray, FloatArray, int]:
-    """The table calibration against the truth: pixel-to-mm error on a 10 mm grid over the box and at the
-    layout boxes' corners (mm), and how many layout box centres it attributes to their own box."""
-    xs, ys = np.meshgrid(
-        np.arange(0.0, layout.width_mm + 1e-9, 10.0), np.arange(0.0, layout.depth_mm + 1e-9, 10.0)
-    )
-    grid_mm = np.stack([xs.ravel(), ys.ravel()], axis=1)
-    grid_px = scene.camera.project(np.concatenate([grid_mm, np.zeros((grid_mm.shape[0], 1))], axis=1))
-    grid_err = np.linalg.norm(cal.pixel_to_mm(grid_px) - grid_mm, axis=1)
-
-    boxes = layout.layout_boxes()
-    corners_mm = np.array([c for rect in boxes.values() for c in rect.corners])
-    corners_px = scene.camera.project(
-        np.concatenate([corners_mm, np.zeros((corners_mm.shape[0], 1))], axis=1)
-    )
-    layout_err = np.linalg.norm(cal.pixel_to_mm(corners_px) - corners_mm, axis=1)
-    correct = 0
-    for face, rect in boxes.items():
-        u, v = scene.camera.project(np.array([[*rect.centre, 0.0]]))[0]
-        correct += int(cal.layout_box_at_pixel(float(u), float(v)) == face)
-    return grid_err, layout_err, correct
-
-
-def _die_scale_errors(
-    cal: TableCalibration,
-    *,
-    scene: TableScene,
-    layout: ThrowBoxLayout,
-    dice_frame: UInt8Image,
-    dice: Sequence[tuple[float, float, int]],
-) -> tuple[list[float], list[float]]:
-    """Each rendered die measured in the frame against the calibration's die scale: its deviation (%) and
-    the not-felt score at its centre."""
-    from calibration.die_scale import check_die_scale
-
-    deviations = []
-    die_scores = []
-    score = cal.not_felt_score(dice_frame)
-    for x, y, _face in dice:
-        top_px = scene.camera.project(np.array([[x, y, layout.die_edge_mm]]))[0]
-        half = round(2.0 * cal.die_edge_px_at(x, y))
-        centre, edge = _measure_die(dice_frame, top_px, half_px=half)
-        chk = check_die_scale(
-            cal.camera, centre_px=centre, measured_edge_px=edge, die_edge_mm=layout.die_edge_mm
-        )
-        deviations.append(abs(chk.ratio - 1.0) * 100.0)
-        die_scores.append(float(score[round(centre[1]), round(centre[0])]))
-    return deviations, die_scores
-
-
-def _write_truth(
-    path: Path,
-    *,
-    truth: CameraIntrinsics,
-    scene: TableScene,
-    layout: ThrowBoxLayout,
-    markers: CornerMarkers,
-    dice: Sequence[tuple[float, float, int]],
-) -> None:
-    """`truth.json` beside the rendered scenes, so they can be run through `throwbox calibrate` by hand."""
-    from calibration.table import intrinsics_to_dict
-
-    truth_doc = {
-        "camera": intrinsics_to_dict(truth),
-        "pose": {"rvec": list(scene.pose.rvec), "tvec": list(scene.pose.tvec)},
-        "board": DEFAULT_BOARD.describe(),
-        "layout": asdict(layout),
-        "markers": asdict(markers),
-        "dice": [{"x_mm": x, "y_mm": y, "face": f} for x, y, f in dice],
-    }
-    path.write_text(json.dumps(truth_doc, indent=1) + "\n", encoding="utf-8")
-
-
-def _move_trials(
-    cal: TableCalibration,
-    *,
-    scene: TableScene,
-    frame: UInt8Image,
-    intr: IntrinsicsResult,
-    layout: ThrowBoxLayout,
-    seed: int,
-    save: Callable[[str, UInt8Image], None],
-) -> list[MoveTrial]:
-    """The camera-moved check on each camera variant, for the marker calibration and for the same table
-    calibrated from four hand-given corners (clicked to within 0.3 px), whose check has no markers to go by
-    and aligns the frame to the stored reference picture instead."""
-    from calibration.moved import check_camera
-    from calibration.table import box_corners_mm, calibrate_table
-
-    clicks = np.random.default_rng(seed + 20).uniform(-0.3, 0.3, (4, 2))
-    corners_true = scene.camera.project(np.concatenate([box_corners_mm(layout), np.zeros((4, 1))], axis=1))
-    by_hand = calibrate_table(
-        frame,
-        table_id="selftest-hand",
-        intrinsics=intr.intrinsics,
-        intrinsics_rms_px=intr.rms_px,
-        layout=layout,
-        corners_px=corners_true + clicks,
-    )
-    moves = []
-    for i, (name, file_name, expect, pose, fin) in enumerate(camera_variants(scene.pose)):
-        moved_frame = scene.frame(pose=pose, fx=fin, noise_seed=seed + 100 + i)
-        save(file_name, moved_frame)
-        for which in (cal, by_hand):
-            check = check_camera(which, moved_frame)
-            moves.append(MoveTrial(name, expect, check.status, check.method, check.max_shift_px))
-    return moves
