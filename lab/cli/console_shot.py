@@ -149,9 +149,10 @@ def _throw(
     import httpx
     import numpy as np
 
-    from api.live import LiveConfig, LiveLoop, RulesClient
+    from api.live import LiveConfig, LiveLoop
     from api.live_service import DatabaseRecorder
     from api.metrics import Metrics
+    from api.rules_door import RulesClient
     from vision.capture import CapturedFrame
     from vision.reader import Reader
     from vision.settle import AtRest, SettleDetector

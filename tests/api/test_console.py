@@ -19,9 +19,10 @@ from sqlalchemy import select
 from api.console import reading_order
 from api.db.models import AuditEntry, ConsoleDecision
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, LiveRead, RulesClient
+from api.live import LiveConfig, LiveLoop, LiveRead
 from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RulesClient
 from tests.api.conftest import Service, running_service
 from vision.capture import CapturedFrame
 from vision.settle import AtRest, SettleDetector
