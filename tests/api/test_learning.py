@@ -213,3 +213,11 @@ def test_the_fine_tune_runs_in_a_process_of_its_own_niced() -> None:
 )
 def test_with_torch_the_refit_takes_the_fine_tune_path() -> None:
     assert learning.refit_path() in ("fine_tune", "head")  # head while models.table_finetune is not built
+
+
+def test_the_console_shows_the_tables_line(tmp_path: Path) -> None:
+    with enroll_service("sqlite", tmp_path / "data") as (svc, _app):
+        page = svc.client.get(svc.base_url + "/console")
+        script = svc.client.get(svc.base_url + "/static/console.js")
+        assert page.status_code == 200 and 'id="learning"' in page.text
+        assert script.status_code == 200 and '"/learning"' in script.text and "showLearning" in script.text
