@@ -236,10 +236,11 @@ def play(
     data_dir: Path,
     every_dice: int,
     max_confirmed: int,
+    tail: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> tuple[list[Played], list[dict[str, Any]]]:
-    """Throw the scenes through the live loop until `max_confirmed` rolls were confirmed; (each throw,
-    each refit's job as it ended)."""
+    """Throw the scenes through the live loop until `max_confirmed` rolls were confirmed and `tail` more
+    throws (to measure after the last mark); (each throw, each refit's job as it ended)."""
     import cv2
 
     from api.live import LiveConfig, LiveLoop
@@ -267,10 +268,12 @@ def play(
             rules=RulesClient(base_url=svc.base, key=svc.keys["reader"]),
             recorder=DatabaseRecorder(svc.app.state.database, svc.settings, Metrics(), actor="reader:learn"),
         )
-        confirmed, last_job = 0, None
+        confirmed, last_job, reached = 0, None, None
         for i, scene in enumerate(scenes):
             if confirmed >= max_confirmed:
-                break
+                reached = i if reached is None else reached
+                if i - reached >= tail:
+                    break
             enrollment = load_enrollment(svc.settings.calibration_dir, TABLE)
             loop.reader = shipped if enrollment is None else shipped.enrolled(enrollment)
             _ready_round(svc, scene)

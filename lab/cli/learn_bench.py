@@ -19,12 +19,14 @@ DEFAULT_SCENES = Path("data/learn-bench/wide-s5600")
 
 
 def learn_bench(
-    scenes: Path = typer.Option(DEFAULT_SCENES, "--scenes", help="A synth folder; rendered here if absent."),
+    folders: list[Path] = typer.Option(
+        [DEFAULT_SCENES], "--scenes", help="Synth folders, played in order; one absent is rendered there."
+    ),
     render: int = typer.Option(1200, "--render", min=1, help="Scenes to render when --scenes is absent."),
-    seed: int = typer.Option(5600, "--seed", min=0, help="The render's seed."),
+    seed: int = typer.Option(5600, "--seed", min=0, help="The render's seed (the next folder's seed + 1)."),
     style: str = typer.Option("wide", "--style", help="The render's style (wide: never trained on)."),
     max_confirmed: int = typer.Option(
-        1000, "--confirmed", min=1, help="Stop after this many confirmed rolls."
+        1000, "--confirmed", min=1, help="Stop --window throws after this many confirmed rolls."
     ),
     every_dice: int = typer.Option(300, "--every-dice", min=6, help="The table's learn_every_dice."),
     window: int = typer.Option(100, "--window", min=1, help="Throws measured after each mark."),
@@ -41,17 +43,19 @@ def learn_bench(
         at = [int(v) for v in marks.split(",") if v.strip()]
     except ValueError as exc:
         raise typer.BadParameter(f"--at takes counts like 0,300,1000: {exc}") from exc
-    if not (scenes / "labels").is_dir():
-        typer.echo(f"rendering {render} scenes ({style}) into {scenes} under nice -n 15 ...", err=True)
-        argv = ["nice", "-n", "15", sys.executable, "-c", "from api.cli import main; main()"]
-        argv += ["lab", "synth", str(scenes)]
-        argv += ["--scenes", str(render), "--seed", str(seed), "--style", style, "--workers", "1"]
-        if subprocess.run(argv, check=False).returncode != 0:
-            typer.echo("throwbox lab learn-bench: the render failed", err=True)
-            raise typer.Exit(2)
-    found = load_scenes(scenes)
+    found = []
+    for n, scenes in enumerate(folders):
+        if not (scenes / "labels").is_dir():
+            typer.echo(f"rendering {render} scenes ({style}) into {scenes} under nice -n 15 ...", err=True)
+            argv = ["nice", "-n", "15", sys.executable, "-c", "from api.cli import main; main()"]
+            argv += ["lab", "synth", str(scenes), "--scenes", str(render), "--seed", str(seed + n)]
+            argv += ["--style", style, "--workers", "1"]
+            if subprocess.run(argv, check=False).returncode != 0:
+                typer.echo("throwbox lab learn-bench: the render failed", err=True)
+                raise typer.Exit(2)
+        found += load_scenes(scenes)
     if not found:
-        typer.echo(f"throwbox lab learn-bench: no valid scenes in {scenes}", err=True)
+        typer.echo(f"throwbox lab learn-bench: no valid scenes in {', '.join(map(str, folders))}", err=True)
         raise typer.Exit(2)
     with tempfile.TemporaryDirectory(prefix="throwbox-learn-bench-") as tmp:
         played, refits = play(
@@ -59,11 +63,12 @@ def learn_bench(
             data_dir=Path(tmp) / "data",
             every_dice=every_dice,
             max_confirmed=max_confirmed,
+            tail=window,
             log=lambda line: typer.echo(line, err=True),
         )
     meta = {
         "command": " ".join(["throwbox", "lab", "learn-bench", *sys.argv[3:]]),
-        "scenes": f"{scenes.name} ({style}, seed {seed})",
+        "scenes": f"{', '.join(f.name for f in folders)} ({len(found)} valid throws)",
         "path": refit_path(),
         "learn_every_dice": every_dice,
     }
