@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from api.rules_door import LiveError, RulesDoor, checked_submission
-from api.rules_door import RollRejectedError as RollRejectedError  # api.worker's import: kept while it moves
 from rules.hrd.dice import new_matches
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
 from vision.judge.exposure import exposure_failure

@@ -37,11 +37,7 @@ from api.audit import load_evidence
 from api.auth import Role, authenticate, create_key, revoke_key
 from api.db.models import GameTable
 from api.db.session import Database
-from api.demo_table import DEMO_CLIPS as DEMO_CLIPS  # the names api.worker and the routes import from here
-from api.demo_table import DEMO_ROUNDS, PacedDemoGrabber, clip_geometry
-from api.demo_table import DEMO_SOURCE as DEMO_SOURCE
-from api.demo_table import DEMO_TABLE as DEMO_TABLE
-from api.demo_table import DemoCroupier as DemoCroupier
+from api.demo_table import DEMO_ROUNDS, DEMO_SOURCE, DEMO_TABLE, DemoCroupier, PacedDemoGrabber, clip_geometry
 from api.live import LiveConfig, LiveLoop, LiveRead, LiveRecorder, StoredRead
 from api.metrics import Metrics
 from api.read_records import live_read_details, record_read

@@ -8,11 +8,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from api.live import RollRejectedError, StoredRead
-from api.live_service import (
-    evidence_jpeg,
-    live_read_document,
-)
+from api.live import StoredRead
+from api.live_service import evidence_jpeg, live_read_document
+from api.rules_door import RollRejectedError
 from api.schemas.rolls import RollSubmission
 from api.worker.outbox import Outbox, alert_request, is_superseded, response_detail
 from api.worker.protocol import EPOCH_HEADER, WORKER_HEADER
@@ -25,7 +23,7 @@ log = logging.getLogger("throwbox.worker")
 
 @dataclass
 class WorkerRules:
-    """The rules engine's door for a worker's loop (`api.live.RulesDoor`): through the outbox, each roll
+    """The rules engine's door for a worker's loop (`api.rules_door.RulesDoor`): through the outbox, each roll
     with the table's lease epoch. A spooled roll answers `{"spooled": true}` (the loop follows no round
     from it)."""
 

@@ -9,14 +9,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from api.demo_table import DEMO_CLIPS, DEMO_SOURCE, DemoCroupier
 from api.live import LiveConfig, LiveLoop, LiveRead
-from api.live_service import (
-    DEMO_CLIPS,
-    DEMO_SOURCE,
-    DemoCroupier,
-    camera_loop,
-    demo_loop,
-)
+from api.live_service import camera_loop, demo_loop
 from api.worker.errors import WorkerError
 from api.worker.outbox import Outbox, response_detail
 from api.worker.protocol import WORKER_ID, now_iso

@@ -1,6 +1,6 @@
 """The demo table plays a whole rendered round now and then (api/demo_rounds): the move, the Extra Roll.
 
-As `throwbox serve --demo` sets it up (`api.live_service`: `PacedDemoGrabber` with rounds, the croupier, a
+As `throwbox serve --demo` sets it up (`api.demo_table`: `PacedDemoGrabber` with rounds, the croupier, a
 settle detector on the whole frame, each clip's own camera as its calibration), on the real service. The
 throw clips between rounds are read as their ground truth (`video.json`: what they read as is the business
 of tests/api/test_live.py); the rounds are read by the whole reader (committed models, one thread).

@@ -58,8 +58,9 @@ SMOOTH_SIGMA_PX = (0.5, 2.5)
 def measure_exposure(image_bgr: ImageArray, *, noise: bool = True) -> FrameExposure:
     """The frame's clipped share, 99th-percentile grey level and noise level (BGR or grey uint8).
 
-    `noise=False` leaves the noise level unmeasured (None; about 0.2 ms a 1280x960 frame saved). The reader
-    measures both on every frame, and its `Roll` carries them (`Roll.exposure`)."""
+    `noise=False` leaves the noise level unmeasured (None; 0.13 against 0.50 ms for a 1280x960 frame, p50 of
+    300, a throwaway timing at load 8). The reader measures both on every frame, and its `Roll` carries them
+    (`Roll.exposure`): the live loop's grain alert reads them there instead of measuring the frame again."""
     if image_bgr.ndim not in (2, 3) or image_bgr.size == 0:
         raise ValueError(f"an image is needed, got shape {image_bgr.shape}")
     # Nearest-neighbour scaling takes every STRIDE-th pixel, as slicing would where the sides divide by
