@@ -379,7 +379,7 @@ def plot(doc: dict[str, Any], out: Path) -> None:
     a.set_ylabel(f"rolls left to a person, % (next {window})")
     b.set_ylabel(f"faces given wrong per 1,000 (next {window})")
     b.set_xlabel("rolls confirmed by a person")
-    a.set_title(f"the table learns from its people: {doc['scenes']} ({doc['path']} refit)")
+    a.set_title(f"the table learns from its people ({doc['path']} refit)\n{doc['scenes']}", fontsize=10)
     a.grid(alpha=0.3)
     b.grid(alpha=0.3)
     fig.tight_layout()
