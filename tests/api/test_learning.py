@@ -221,3 +221,41 @@ def test_the_console_shows_the_tables_line(tmp_path: Path) -> None:
         script = svc.client.get(svc.base_url + "/static/console.js")
         assert page.status_code == 200 and 'id="learning"' in page.text
         assert script.status_code == 200 and '"/learning"' in script.text and "showLearning" in script.text
+
+
+def test_a_console_decision_teaches_by_its_labelled_boxes_and_its_roll_is_not_read_twice(
+    tmp_path: Path,
+) -> None:
+    from api.db.models import ConsoleDecision, Read, Roll
+    from tests.vision.enroll_data import die_boxes as boxes_of
+
+    with enroll_service("sqlite", tmp_path / "data") as (svc, app):
+        confirm(svc, app, BATCH[:1], prefix="a")  # roll a-0 (faces 1 1 2 2 3 3 4 4 5 5) naming its read
+        with app.state.database.session() as session:
+            read = session.scalars(select(Read).where(Read.table_id == "T")).one()
+            roll = session.get(Roll, "a-0")
+            assert roll is not None and read.evidence_sha256 is not None
+            faces = [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+            box = [{"box_xyxy": list(b), "label": "die", "face": f, "origin": "reader", "kept": False}
+                   for b, f in zip(boxes_of(10), faces, strict=True)]  # fmt: skip
+            box[0] = {**box[0], "label": "no_die", "face": None}  # struck out: no die
+            box[1] = {**box[1], "kept": True}  # an Extra Roll's kept die: not keyed, not learned
+            box.append({"box_xyxy": list(boxes_of(11)[10]), "label": "die", "face": 6, "origin": "person"})
+            session.add(
+                ConsoleDecision(
+                    roll_id="w-0", dealer_roll_id="a-0", table_id="T", round_id=roll.round_id or 1,
+                    read_id=read.id, evidence_sha256=read.evidence_sha256, verdict="valid", faces=faces,
+                    boxes=box, request_sha256="0" * 64, mismatch=False, decided_by="test",
+                )
+            )  # fmt: skip
+        with app.state.database.read_session() as session:
+            examples, report = learning.learning_examples(
+                session, table_id="T", evidence_dir=svc.settings.evidence_dir
+            )
+            labelled = learning.labelled_boxes(session, "T")
+        counts = {f: sum(1 for _, face in examples if face == f) for f in range(1, 7)}
+        assert counts == {1: 0, 2: 2, 3: 2, 4: 2, 5: 2, 6: 1}  # the person's 6, not the struck or kept die
+        assert report["console_rolls"] == 1 and report["rolls_used"] == 0  # a-0 is not read a second time
+        assert all(crop.ndim == 3 and crop.shape[2] == 3 and crop.size > 0 for crop, _ in examples)
+        assert [b["label"] for b in labelled[0]["boxes"]].count("no_die") == 1
+        assert len(labelled[0]["boxes"]) == 10 and labelled[0]["boxes"][-1]["origin"] == "person"
