@@ -117,9 +117,15 @@ def _frame(session: Session, evidence_dir: Path, sha256: str) -> Any:
 
 
 def confirmed_examples(
-    session: Session, *, table_id: str, evidence_dir: Path, limit: int = MAX_DICE
+    session: Session,
+    *,
+    table_id: str,
+    evidence_dir: Path,
+    limit: int = MAX_DICE,
+    skip_roll_ids: frozenset[str] = frozenset(),
 ) -> ConfirmedExamples:
-    """Labelled dice from the table's dealer-confirmed rolls, newest first, balanced over faces."""
+    """Labelled dice from the table's dealer-confirmed rolls, newest first, balanced over faces; the rolls
+    of `skip_roll_ids` are left out (a refit takes the console's rolls from their labelled boxes)."""
     from vision.pips.crops import crop_die
 
     rolls = session.scalars(
@@ -137,6 +143,8 @@ def confirmed_examples(
         def skip(why: str, roll: Roll = roll) -> None:
             out.skipped.append({"roll_id": roll.id, "reason": why})
 
+        if roll.id in skip_roll_ids:
+            continue
         read_id = submitted_read_id(session, roll)
         read = session.get(Read, read_id) if read_id is not None else None
         if read is None and roll.evidence_sha256 is not None:

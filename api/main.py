@@ -35,6 +35,7 @@ from api.routes import (
     fairness,
     health,
     keys,
+    learning,
     models,
     read_results,
     reads,
@@ -179,6 +180,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(workers.router)
     app.include_router(enrollment.router)
     app.include_router(console.router)
+    app.include_router(learning.router)
     dashboard.install(app)
     console.install(app)
     docs.install(app)

@@ -345,3 +345,16 @@ class ConsoleDecision(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     acknowledged_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     acknowledged_by: Mapped[str | None] = mapped_column(String(100), nullable=True)
+
+
+class TableLearning(Base):
+    """A table's learning from its people (issue 56, item 3): how often it refits (every `learn_every_dice`
+    confirmed dice) and the count of confirmed dice when it last started a refit; a table with no row
+    learns every `api.learning.LEARN_EVERY_DICE`."""
+
+    __tablename__ = "table_learning"
+
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), primary_key=True)
+    learn_every_dice: Mapped[int] = mapped_column(Integer)
+    dice_at_last_refit: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

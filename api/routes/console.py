@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, HTTPException, Query, Response, status
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
@@ -22,6 +22,7 @@ from api import console, console_decisions, rounds
 from api.db.models import ConsoleDecision, GameTable
 from api.deps import DatabaseDep, Dealer, MetricsDep, SettingsDep, Viewer, Watcher
 from api.routes.dashboard import STATIC_DIR
+from api.routes.learning import after_confirmation
 from api.schemas.console import (
     AcknowledgeIn,
     DecisionIn,
@@ -112,6 +113,7 @@ def waiting(
 )
 def decide(
     body: DecisionIn,
+    request: Request,
     response: Response,
     principal: Dealer,
     database: DatabaseDep,
@@ -145,6 +147,8 @@ def decide(
         raise _http_error(exc) from exc
     if decided.duplicate:
         response.status_code = status.HTTP_200_OK
+    elif decided.answer.verdict == "valid":
+        after_confirmation(request, database=database, settings=settings, table_id=body.table_id)
     return DecisionOut(
         roll_id=body.roll_id,
         dealer_roll_id=decided.dealer_roll_id,

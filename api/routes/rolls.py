@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, HTTPException, Query, Response, status
+from fastapi import APIRouter, Header, HTTPException, Query, Request, Response, status
 from pydantic import WithJsonSchema
 from sqlalchemy import select
 
@@ -21,6 +21,7 @@ from api.auth import WorkerIdError
 from api.db.models import Roll
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
 from api.leases import WORKER_ID_PATTERN
+from api.routes.learning import after_confirmation
 from api.routes.rounds import http_error
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
@@ -54,6 +55,7 @@ router = APIRouter(tags=["rolls"], responses=AUTH_RESPONSES)
 def submit_roll(
     table_id: str,
     body: RollSubmission,
+    request: Request,
     response: Response,
     principal: RollSubmitter,
     database: DatabaseDep,
@@ -103,6 +105,8 @@ def submit_roll(
         raise http_error(exc) from exc
     if submitted.duplicate:
         response.status_code = status.HTTP_200_OK
+    elif body.source == "dealer" and submitted.answer.verdict == "valid":
+        after_confirmation(request, database=database, settings=settings, table_id=table_id)
     return submitted.answer
 
 

@@ -326,8 +326,19 @@ function show(roll) {
   if (start) { start.focus(); start.select(); }
 }
 
+async function showLearning() {
+  // The table's one line of what it has learned from its people (GET /v1/tables/{id}/learning).
+  try {
+    const response = await api("/v1/tables/" + encodeURIComponent(tableId) + "/learning");
+    $("learning").textContent = response.ok ? "this table " + (await response.json()).line : "";
+  } catch (e) {
+    $("learning").textContent = "";
+  }
+}
+
 async function poll() {
   clearTimeout(pollTimer);
+  showLearning();
   try {
     const response = await api("/v1/console/waiting?table_id=" + encodeURIComponent(tableId));
     if (response.status === 401 || response.status === 403) {

@@ -31,6 +31,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "lab.cli.stress",
     "lab.cli.settle_bench",
     "lab.cli.live_bench",
+    "lab.cli.learn_bench",
     "lab.cli.dashboard_shot",
     "lab.cli.console_shot",
     "lab.cli.round_clips",

@@ -1,0 +1,92 @@
+"""`throwbox lab learn-bench` (issue 56, item 4): its pieces, and a few rolls of the whole path (rendered
+wide-style scenes, the live loop, the scripted person at the console, the table's refits)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from lab.cli import app
+from lab.learn_bench import Played, Scene, decision, match, summary, wilson, wrong_faces
+
+runner = CliRunner()
+BOXES = ((10.0, 10.0, 30.0, 30.0), (50.0, 10.0, 70.0, 30.0), (90.0, 10.0, 110.0, 30.0))
+SCENE = Scene("s-1", Path("x.jpg"), tuple(zip(BOXES, (2, 5, 6), strict=True)))  # type: ignore[arg-type]
+
+
+def test_wilson_interval_matches_the_formula_at_known_points() -> None:
+    lo, hi = wilson(0, 100)
+    assert abs(lo) < 1e-12 and abs(hi - 0.0370) < 1e-4
+    lo, hi = wilson(50, 100)
+    assert abs(lo - 0.4038) < 1e-4 and abs(hi - 0.5962) < 1e-4
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_match_takes_the_true_die_under_each_box_once() -> None:
+    read = [
+        (48.0, 8.0, 72.0, 32.0),
+        (200.0, 0.0, 220.0, 20.0),
+        (9.0, 9.0, 31.0, 31.0),
+        (8.0, 8.0, 32.0, 32.0),
+    ]
+    assert match(read, BOXES) == [1, None, 0, None]
+
+
+def test_the_scripted_person_answers_from_the_truth() -> None:
+    waiting = {
+        "table_id": "learn",
+        "roll_id": "r1",
+        "round_id": 3,
+        "dice": [
+            {"index": 1, "box_xyxy": [200.0, 0.0, 220.0, 20.0]},  # no die there: struck
+            {"index": 0, "box_xyxy": [48.0, 8.0, 72.0, 32.0]},  # the 5
+        ],
+    }
+    body = decision(waiting, SCENE)
+    assert body["dice"] == [{"face": 5}, {"struck": True}] and body["call"] == "valid"
+    assert body["added"] == [{"box_xyxy": list(BOXES[0]), "face": 2}, {"box_xyxy": list(BOXES[2]), "face": 6}]
+
+
+def test_faces_wrong_are_counted_against_the_die_under_each_box() -> None:
+    read = [
+        {"box_xyxy": list(BOXES[0]), "face": 2},
+        {"box_xyxy": list(BOXES[1]), "face": 3},  # wrong
+        {"box_xyxy": [200.0, 0.0, 220.0, 20.0], "face": 1},  # on no die: wrong
+    ]
+    assert wrong_faces(read, SCENE) == (3, 2)
+
+
+def test_summary_measures_the_throws_after_each_mark() -> None:
+    played = [
+        Played(i, f"s{i}", min(i, 5), i < 5, "valid", 0 if i < 5 else 10, int(i == 7), "m") for i in range(12)
+    ]
+    first, at5 = summary(played, at_confirmed=[0, 5, 50], window=4)
+    assert (first["throws"], first["left_to_person"], first["faces_given"]) == (4, 4, 0)
+    assert (at5["throws"], at5["left_to_person"], at5["faces_given"], at5["faces_wrong"]) == (4, 0, 40, 1)
+    assert at5["wrong_per_1000"] == 25.0 and at5["wrong_per_1000_95"][0] < 25.0 < at5["wrong_per_1000_95"][1]
+
+
+def test_a_few_rolls_through_the_live_loop_with_the_scripted_person(tmp_path: Path) -> None:
+    scenes = tmp_path / "scenes"
+    rendered = runner.invoke(
+        app,
+        ["synth", str(scenes), "--scenes", "3", "--seed", "5600", "--style", "wide", "--workers", "1"],
+    )
+    assert rendered.exit_code == 0, rendered.output
+    out = tmp_path / "r" / "bench.json"
+    args = ["learn-bench", "--scenes", str(scenes), "--confirmed", "3", "--every-dice", "10"]
+    result = runner.invoke(app, [*args, "--window", "3", "--at", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    assert doc["throws"] == len(doc["played"]) >= 1 and doc["path"] in ("head", "fine_tune")
+    left = [p for p in doc["played"] if p["left_to_person"]]
+    assert doc["confirmed_rolls"] == len(left) <= 3
+    assert doc["at"][0]["confirmed_rolls"] == 0 and doc["at"][0]["throws"] == min(3, doc["throws"])
+    for p in doc["played"]:
+        assert p["model"].startswith("pips_facenet") and p["faces_wrong"] <= p["faces_given"] <= 10
+    for refit in doc["refits"]:  # every 10 confirmed dice, one ends, stored or saying why not
+        assert refit["state"] in ("done", "failed") and refit["line"]
+        assert refit["state"] == "done" or refit["error"]
