@@ -18,6 +18,7 @@ from api.db.session import Database
 from api.deps import require
 from api.event_wakeup import EventWakeup
 from api.events import WebhookDispatcher
+from api.http_errors import install as install_error_handler
 from api.leases import WorkerMonitor
 from api.live_service import LiveService
 from api.metrics import Metrics, install
@@ -178,4 +179,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     dashboard.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)
+    install_error_handler(app)
     return app

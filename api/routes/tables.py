@@ -10,7 +10,8 @@ from sqlalchemy import select
 from api import audit
 from api.db.models import GameTable
 from api.deps import Admin, AnyRole, DatabaseDep
-from api.rounds import RulesRefusedError, check_table_config
+from api.errors import RulesRefusedError
+from api.rounds import check_table_config
 from api.schemas.errors import ANY_UNPROCESSABLE, AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.tables import TableIn, TableOut, TableUpdate
 

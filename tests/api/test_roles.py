@@ -42,7 +42,7 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     (
         "POST",
         "/v1/tables/T/rolls",
-        {"roll_id": "x", "source": "reader", "verdict": "void", "faces": []},
+        {"roll_id": "x", "verdict": "void", "faces": []},  # the source is the key's role's
         (R, D, W),
     ),
     ("GET", "/v1/tables/T/rolls", None, VIEWERS),
