@@ -35,6 +35,7 @@ from api.enrollment import (
 )
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 from api.settings import Settings
+from api.uploads import check_zip_upload
 from models.enroll import MAX_DICE
 from models.enroll_sources import MIN_DICE_PER_FACE
 
@@ -208,6 +209,8 @@ async def _form_fields(form: Any) -> tuple[str, bytes | None, int, bool]:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes"
         )
+    if archive is not None and data is not None:  # the one upload rule (api/uploads.py)
+        check_zip_upload(data, declared_type=archive.content_type, source="the 'archive' part")
     return str(source), data, int(raw_max), force in ("true", "1")
 
 
