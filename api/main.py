@@ -148,6 +148,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A body over the cap is refused as it arrives, not after it was stored: FastAPI's own limit answers
         # 413 "Content Too Large" (plain text when the declared Content-Length is over it, as it is read).
         max_body_size=settings.max_request_bytes,
+        # `/v1/tables/` is not `/v1/tables`: an empty path segment is 404, never a redirect to a list or to a
+        # path that answers an undocumented 405 (issue 57).
+        redirect_slashes=False,
     )
     app.state.settings = settings
     # Reads in progress at once (api/routes/reads.py waits settings.read_queue_s for a slot, then 503s).

@@ -326,7 +326,7 @@ def submit_roll(
 
     Raises:
         ForbiddenError: a source the key cannot back; a bound worker key naming another worker id.
-        NotFoundError: no such table, evidence frame or read.
+        NotFoundError: no such table, evidence frame, read or round.
         StateConflictError: no open round, another round named, a roll id reused with other data, one
             roll id at two tables at once, or a superseded worker's lease (`lease_superseded`).
         RulesRefusedError: the rules engine refused the roll, by clause.
@@ -386,6 +386,8 @@ def _submit(
                 raise NotFoundError(f"no evidence frame {body.evidence_sha256}; upload it first")
             if body.read_id is not None and session.get(Read, body.read_id) is None:
                 raise NotFoundError(f"no read {body.read_id!r}")
+            if body.round_id is not None and session.get(Round, body.round_id) is None:
+                raise NotFoundError(f"no round {body.round_id}")
             if lease_epoch is not None:
                 from api.leases import fence_refusal
 

@@ -12,9 +12,10 @@ from sqlalchemy.exc import IntegrityError
 from api.alerts import REVIEW_KIND, acknowledge_alert, alert_by_key, raise_alert
 from api.auth import Role
 from api.db.models import Alert
-from api.deps import Admin, AlertRaiser, DatabaseDep, IdPath, MetricsDep, SettingsDep, Viewer
+from api.deps import Admin, AlertRaiser, DatabaseDep, IdPath, MetricsDep, SettingsDep, TableIdQuery, Viewer
+from api.lookup import check_subject, check_table
 from api.schemas.admin import AlertIn, AlertOut
-from api.schemas.errors import AUTH_RESPONSES, errors
+from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
 router = APIRouter(prefix="/v1/alerts", tags=["alerts"], responses=AUTH_RESPONSES)
 
@@ -24,15 +25,16 @@ def alert_out(row: Alert) -> AlertOut:
     return AlertOut.model_validate(row, from_attributes=True)
 
 
-@router.get("", response_model=list[AlertOut])
+@router.get("", response_model=list[AlertOut], responses=errors((404, "`table_id` names no table.")))
 def list_alerts(
     _: Viewer,
     database: DatabaseDep,
-    table_id: Annotated[str | None, Query(max_length=64)] = None,
+    table_id: TableIdQuery = None,
     open_only: bool = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[AlertOut]:
-    """Alerts, newest first (dealer, surveillance, admin)."""
+    """Alerts, newest first (dealer, surveillance, admin); of one table with `table_id`."""
+    check_table(database, table_id)
     query = select(Alert)
     if table_id is not None:
         query = query.where(Alert.table_id == table_id)
@@ -51,7 +53,10 @@ def list_alerts(
         **errors(
             400,
             (403, "This key's role may not do this, or not raise this kind (a worker: live kinds only)."),
+            (404, "`table_id` or `round_id` names nothing."),
             (409, "This `alert_key` was used for another alert (another kind, table or message)."),
+            (422, "A malformed alert, or a `round_id` of another table than `table_id`."),
+            unprocessable=MESSAGE_OR_VALIDATION,
         ),
     },
 )
@@ -80,6 +85,7 @@ def raise_review(
             return replayed
     try:
         with database.session() as session:
+            check_subject(session, table_id=body.table_id, round_id=body.round_id)
             row = raise_alert(
                 session,
                 kind=body.kind,

@@ -32,6 +32,7 @@ from pydantic import WithJsonSchema
 
 from api.db.models import GameTable
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
+from api.lookup import check_table
 from api.read_count import resolve_count, table_count
 from api.read_records import record_read
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
@@ -100,6 +101,7 @@ ReadSlot = Annotated[None, Depends(read_slot)]
     status_code=status.HTTP_201_CREATED,
     responses=errors(
         400,
+        (404, "`table_id` names no table."),
         (413, "The request body or the image is over the byte limit."),
         (415, "The upload's bytes are not a JPEG, PNG, WebP, BMP or TIFF file, or not the type declared."),
         (422, "The upload is empty, corrupt or over the size limits; or a bad form field."),
@@ -125,6 +127,7 @@ def create_read(
     from api.uploads import decode_upload
     from vision.types import Frame
 
+    check_table(database, table_id)  # an id that names no table is 404, not a read judged with no count
     data = image.file.read(MAX_UPLOAD_BYTES + 1)
     if len(data) > MAX_UPLOAD_BYTES:
         raise HTTPException(

@@ -20,6 +20,7 @@ from api import rounds
 from api.db.models import Roll
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
 from api.leases import WORKER_ID_PATTERN
+from api.lookup import check_table
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.rolls import RollAnswer, RollSubmission
@@ -101,7 +102,9 @@ def submit_roll(
     return submitted.answer
 
 
-@router.get("/v1/tables/{table_id}/rolls", response_model=list[RollAnswer])
+@router.get(
+    "/v1/tables/{table_id}/rolls", response_model=list[RollAnswer], responses=errors((404, "No such table."))
+)
 def list_rolls(
     table_id: str,
     _: Viewer,
@@ -110,6 +113,7 @@ def list_rolls(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[RollAnswer]:
     """Rolls at a table, newest first (dealer, surveillance, admin)."""
+    check_table(database, table_id)
     query = select(Roll).where(Roll.table_id == table_id)
     if round_id is not None:
         query = query.where(Roll.round_id == round_id)
