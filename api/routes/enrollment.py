@@ -108,7 +108,13 @@ FORM_SCHEMA = {
             "description": "photos: a zip of <face>/<photo>; frames: a zip of YOLO-labelled frames; "
             "confirmed: the table's dealer-confirmed rolls (no archive).",
         },
-        "archive": {"type": "string", "format": "binary", "description": "The zip archive (photos, frames)."},
+        "archive": {
+            "type": "string",
+            "format": "binary",
+            "contentMediaType": "application/zip",
+            "description": "The zip archive (photos, frames): a zip by its bytes, sent as application/zip "
+            "or application/octet-stream.",
+        },
         "max_dice": {
             "type": "integer",
             "minimum": MIN_DICE,
@@ -147,7 +153,16 @@ def _unprocessable(detail: str) -> HTTPException:
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
     openapi_extra={
-        "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": FORM_SCHEMA}}}
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": FORM_SCHEMA,
+                    # The archive's type, as the one upload rule takes it (api/uploads.py): a zip.
+                    "encoding": {"archive": {"contentType": "application/zip"}},
+                }
+            },
+        }
     },
 )
 async def create_enrollment(
