@@ -7,6 +7,7 @@ answers in api/http_errors.py. The rules engine decides every step, through api/
 
 from __future__ import annotations
 
+from collections import Counter
 from decimal import Decimal
 from typing import Any
 
@@ -17,12 +18,14 @@ from sqlalchemy.orm import Session
 from api import audit
 from api.alerts import raise_alert
 from api.auth import Principal
-from api.db.models import Correction, GameTable, Round, Wager
+from api.db.models import Correction, GameTable, Roll, Round, Wager
 from api.db.session import Database
 from api.errors import ForbiddenError, NotFoundError, StateConflictError
 from api.events import publish
+from api.lookup import require_table
 from api.metrics import Metrics
 from api.rounds import advance, steps_of, wager_document, wager_documents
+from api.schemas.calls import TableCallIn, TableCallOut
 from api.schemas.rounds import (
     CorrectionIn,
     CorrectionOut,
@@ -417,3 +420,107 @@ def correct(
             webhook_urls=webhook_urls,
         )
         return CorrectionOut.model_validate(correction, from_attributes=True)
+
+
+# --- a dealer's call at the table (issue 8) -------------------------------------------------------------
+
+
+def _camera_shows(row: Round, roll: int) -> dict[str, Any] | None:
+    summary = row.state.get("summary", {})
+    if roll == 1:
+        first = summary.get("first_roll")
+        if first is None:
+            return None
+        return {"winner": first["winner"], "match_count": first["match_count"], "faces": first["faces"]}
+    extra = summary.get("extra_roll")
+    if extra is None:
+        return None
+    return {"winner": extra["winner"], "match_count": extra["final_count"], "faces": extra["faces"]}
+
+
+def table_call(
+    *,
+    database: Database,
+    table_id: str,
+    body: TableCallIn,
+    actor: str,
+    webhook_urls: list[str],
+    metrics: Metrics,
+) -> TableCallOut:
+    """Compare a dealer's call with the roll the camera read for the table's latest round with that roll; a
+    mismatch raises a `dealer_call_mismatch` alert with the camera's evidence frame.
+
+    Raises:
+        NotFoundError: no such table.
+        StateConflictError: no recent round at the table has that roll yet.
+    """
+    with database.session() as session:
+        require_table(session, table_id)
+        shows = None
+        row = None
+        for candidate in session.scalars(
+            select(Round).where(Round.table_id == table_id).order_by(Round.id.desc()).limit(5)
+        ):
+            shows = _camera_shows(candidate, body.roll)
+            if shows is not None:
+                row = candidate
+                break
+        if row is None or shows is None:
+            raise StateConflictError(f"no recent round at table {table_id!r} has roll {body.roll} yet")
+        applied = session.scalars(
+            select(Roll).where(Roll.round_id == row.id, Roll.applied.is_(True)).order_by(Roll.created_at)
+        ).all()
+        evidence = applied[body.roll - 1].evidence_sha256 if len(applied) >= body.roll else None
+        called: dict[str, Any] = {}
+        mismatched: list[str] = []
+        if body.winner is not None:
+            called["winner"] = body.winner
+            if body.winner != shows["winner"]:
+                mismatched.append("winner")
+        if body.match_count is not None:
+            called["match_count"] = body.match_count
+            if body.match_count != shows["match_count"]:
+                mismatched.append("match_count")
+        if body.faces is not None:
+            called["faces"] = body.faces
+            if Counter(body.faces) != Counter(shows["faces"]):
+                mismatched.append("faces")
+        matches = not mismatched
+        audit.append(
+            session,
+            actor=actor,
+            action="table.dealer_call",
+            subject=f"round:{row.id}",
+            payload={"roll": body.roll, "called": called, "camera_shows": shows, "matches": matches},
+        )
+        alert_id = None
+        if not matches:
+            alert = raise_alert(
+                session,
+                kind="dealer_call_mismatch",
+                message=f"roll {body.roll}: the dealer called {called}, the camera read {shows} "
+                f"({', '.join(mismatched)} differ)",
+                actor=actor,
+                table_id=table_id,
+                round_id=row.id,
+                data={
+                    "roll": body.roll,
+                    "called": called,
+                    "dice_show": shows,
+                    "mismatched": mismatched,
+                    "evidence_sha256": evidence,
+                },
+                webhook_urls=webhook_urls,
+                metrics=metrics,
+            )
+            alert_id = alert.id
+        return TableCallOut(
+            round_id=row.id,
+            roll=body.roll,
+            matches=matches,
+            called=called,
+            camera_shows=shows,
+            mismatched=mismatched,
+            evidence_sha256=evidence,
+            alert_id=alert_id,
+        )

@@ -144,9 +144,10 @@ def _unprocessable(detail: str) -> HTTPException:
         404,
         (409, "An enrollment job of this table is queued or running, or the face model cannot be enrolled."),
         (413, "The request body or the archive is over the byte limit."),
+        (415, "The archive's bytes are not a zip archive, or it is declared as another type."),
         (
             422,
-            "A bad form field; an archive that is not a zip, too large unpacked, with too many files or "
+            "A bad form field; a corrupt zip archive, too large unpacked, with too many files or "
             "packed like a zip bomb; files not laid out as the source needs; or too few dice of a face.",
         ),
         (503, "The reader's models could not be loaded."),
@@ -171,6 +172,7 @@ async def create_enrollment(
     """Enroll the table's dice (admin): the labelled dice are checked now, the fit runs as a job (202)."""
     from starlette.concurrency import run_in_threadpool
 
+    await run_in_threadpool(_table_or_404, database, table_id)  # an unknown table is 404 before its form
     try:
         form = await request.form(max_files=1, max_fields=20)
     except (HTTPException, ValueError) as exc:  # a broken multipart body; too many parts
