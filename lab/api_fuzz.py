@@ -9,9 +9,9 @@ for the operation and its body fits the documented schema, every timestamp with 
 accepts is accepted and data it refuses is refused; a request without its key gets 401; a 405 names the
 path's methods in `Allow`. The deliberate exceptions, each with its reason, are `EXCEPTIONS`, here and only
 here: the suite (tests/api/test_schemathesis.py, a bounded number of examples) and the longer run
-(`python -m lab.api_fuzz`, a JSON report under reports/service/) both go by it.
+(`python -m lab.api_fuzz`, a JSON report under reports/service/, docs/status.md) both go by it.
 
-    python -m lab.api_fuzz --examples 60 --out reports/service/api_fuzz.json
+    python -m lab.api_fuzz --examples 40 --out reports/service/api-fuzz-2026-12-07.json
 """
 
 from __future__ import annotations
@@ -227,8 +227,12 @@ def _test_key_ids(target: Target) -> set[int]:
     return {key["id"] for key in answer.json() if key["name"].startswith(("test-", "fuzz-"))}
 
 
-def exercise(case: Any, target: Target, role: str) -> Any:
-    """Send the case with the role's key and run every check on the answer (raises on a failure)."""
+def exercise(case: Any, target: Target, role: str, *, always_key: bool = False) -> Any:
+    """Send the case with the role's key and run every check on the answer (raises on a failure).
+
+    Where schemathesis sent a credential, it is the role's key; where it left it out (a request without
+    Authorization), it stays out and the answer must be 401, unless `always_key` (the long run's positive
+    data: every request past the role check)."""
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -244,9 +248,7 @@ def exercise(case: Any, target: Target, role: str) -> Any:
                 headers=target.headers("admin"),
             ).json()
             case.path_parameters = {**case.path_parameters, "key_id": spare["id"]}
-    # Where schemathesis sent a credential, it is the role's key; where it left it out on purpose (a request
-    # without Authorization), it stays out and the answer must be 401.
-    if "Authorization" in (case.headers or {}):
+    if always_key or "Authorization" in (case.headers or {}):
         case.headers = {**case.headers, **target.headers(role)}
     response = case.call(base_url=target.base_url)
     excluded = [positive_data_acceptance]
@@ -279,6 +281,7 @@ class Tally:
     operations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROLES, 0))
     statuses: dict[str, dict[str, int]] = field(default_factory=lambda: {r: {} for r in ROLES})
     excused: dict[str, int] = field(default_factory=dict)
+    no_negative_data: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -331,6 +334,8 @@ def _run_operation(operation: Any, *, target: Target, role: str, examples: int, 
 
 def _run_mode(operation: Any, *, mode: Any, target: Target, role: str, examples: int, tally: Tally) -> None:
     from hypothesis import HealthCheck, given, settings
+    from hypothesis.errors import Unsatisfiable
+    from schemathesis import GenerationMode
 
     label = f"{operation.method.upper()} {operation.path}"
 
@@ -345,19 +350,24 @@ def _run_mode(operation: Any, *, mode: Any, target: Target, role: str, examples:
     def one(case: Any) -> None:
         tally.requests[role] += 1
         try:
-            response = exercise(case, target, role)
+            response = exercise(case, target, role, always_key=mode is GenerationMode.POSITIVE)
         except Exception as exc:  # a failed check, or no answer: each is tallied, the run goes on
             error = f"{type(exc).__name__}: {exc}"[:2000]
             tally.failures.append({"role": role, "operation": label, "mode": mode.value, "error": error})
             return
-        code = str(response.status_code)
+        code = f"{mode.value} {response.status_code}"
         tally.statuses[role][code] = tally.statuses[role].get(code, 0) + 1
         rule = excused(method=case.method.upper(), path=case.path, response=response)
         if rule is not None:
             key = f"{rule.method} {rule.path} {rule.status}"
             tally.excused[key] = tally.excused.get(key, 0) + 1
 
-    one()
+    try:
+        one()
+    except (
+        Unsatisfiable
+    ):  # an operation with nothing to send wrong (no parameters, no body): no negative data
+        tally.no_negative_data.append(label)
 
 
 def run(*, examples: int, data_dir: Path) -> dict[str, Any]:
@@ -386,6 +396,7 @@ def run(*, examples: int, data_dir: Path) -> dict[str, Any]:
         "operations_per_role": tally.operations,
         "statuses_per_role": tally.statuses,
         "excused": tally.excused,
+        "no_negative_data": sorted(set(tally.no_negative_data)),
         "failures": tally.failures,
         "exceptions": [
             {"method": e.method, "path": e.path, "status": e.status, "reason": e.reason} for e in EXCEPTIONS
@@ -396,8 +407,12 @@ def run(*, examples: int, data_dir: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """`python -m lab.api_fuzz`: the long run; exit 1 when any check failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=60, help="examples per operation, role and mode")
-    parser.add_argument("--out", type=Path, default=Path("reports/service/api_fuzz.json"))
+    parser.add_argument("--examples", type=int, default=40, help="examples per operation, role and mode")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(f"reports/service/api-fuzz-{datetime.now(UTC).date().isoformat()}.json"),
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="api-fuzz-") as tmp:
         report = run(examples=args.examples, data_dir=Path(tmp) / "data")
