@@ -6,8 +6,9 @@ them here, in the caller's transaction; only the routes speak HTTP.
 
 The kinds (each described in docs/live.md, Alerts): the live loop's and live service's (`LiveAlertKind`,
 which a table worker, issue 50, raises through `POST /v1/alerts`); `no_decision` (rolls),
-`dealer_call_mismatch` (calls), `payout_mismatch` (payouts), `dice_bias_suspected` (api/fairness.py),
-`worker_lost` (api/leases.py: a worker's lease expired without a release) and `review` (surveillance).
+`dealer_call_mismatch` (calls), `dealer_read_mismatch` (the table console, api/console_decisions.py),
+`payout_mismatch` (payouts), `dice_bias_suspected` (api/fairness.py), `worker_lost` (api/leases.py: a
+worker's lease expired without a release) and `review` (surveillance).
 """
 
 from __future__ import annotations

@@ -21,11 +21,22 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db.models import AuditEntry, AuditHead, Evidence
+from api.db.models import (
+    Alert,
+    ApiKey,
+    AuditEntry,
+    AuditHead,
+    Event,
+    Evidence,
+    GameTable,
+    Read,
+    Roll,
+    Round,
+)
 
 GENESIS_HASH = "0" * 64
 
@@ -142,6 +153,25 @@ def verify_chain(session: Session, *, batch_size: int = 1000) -> ChainReport:
     if head.seq != count or head.hash != prev_hash:
         return ChainReport(False, count, count + 1, "entries after the last one were removed")
     return ChainReport(True, count)
+
+
+# What a service leaves behind, each with audit entries of its own: a chain with no entry beside any of them
+# was emptied, not never written.
+_SERVED = (
+    ("keys", ApiKey),
+    ("tables", GameTable),
+    ("rounds", Round),
+    ("rolls", Roll),
+    ("alerts", Alert),
+    ("reads", Read),
+    ("events", Event),
+)
+
+
+def served_traces(session: Session) -> dict[str, int]:
+    """How many keys, tables, rounds, rolls, alerts, reads and events the database holds (those it has)."""
+    counts = {name: session.scalar(select(func.count()).select_from(model)) or 0 for name, model in _SERVED}
+    return {name: count for name, count in counts.items() if count}
 
 
 # --- evidence frames ---------------------------------------------------------------------------------

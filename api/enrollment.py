@@ -1,21 +1,21 @@
 """Table enrollment in the service (issue 47): labelled dice from the dealer-confirmed rolls it stores, the
 background job that fits a table's enrollment, and the record of every change (audit entry and event).
 
-The fit itself and the photo and frame sources are `models.enroll` and `models.enroll_sources`, shared with
-`throwbox enroll`. What is the service's own:
+The fit itself and the photo and frame sources are `vision.pips.enroll` and `api.enrollment_sources`, shared
+with `throwbox enroll`. What is the service's own:
 
 - **Confirmed rolls** (`confirmed_examples`): a roll the dealer keyed (`source` "dealer", verdict valid,
   applied) is a confirmed result. Its read is the one its submission named (`read_id`, taken from the roll's
   audited submission, checked against the roll's `request_sha256`), or else the table's read whose evidence
   frame is the roll's. The read gives the die boxes and the reader's faces, the roll's evidence frame (or
-  the read's) the pixels, and `models.enroll_sources.assign_confirmed` which dice's faces are certain.
+  the read's) the pixels, and `api.enrollment_sources.assign_confirmed` which dice's faces are certain.
   Cocked, stacked and off-table dice are left out (their crop is not a flat die's). The newest rolls first.
 - **Jobs** (`start_job`, `run_job`): a row of `enrollment_jobs` (state queued -> running -> done | failed,
   progress 0..1), so any replica answers for it; the fit runs in a thread of the replica that took it. A job
   whose row has not moved for `STALE_AFTER` is taken as dead (its replica stopped) and no longer blocks a
-  new one for the table. A fit that does not prove itself by cross-validation (`models.enroll.Validation`)
-  is not stored: the job ends `failed`, its error giving both figures and its `validation` them all, unless
-  it was asked with `force` (stored, and recorded as forced).
+  new one for the table. A fit that does not prove itself by cross-validation
+  (`vision.pips.enroll.Validation`) is not stored: the job ends `failed`, its error giving both figures and
+  its `validation` them all, unless it was asked with `force` (stored, and recorded as forced).
 - **Record** (`record_change`): every change of a table's enrollment (fitted, deleted) is an audit entry and
   an `enrollment` event in one transaction.
 """
@@ -41,10 +41,10 @@ from api import audit
 from api.audit import EvidenceError, canonical_json, load_evidence
 from api.db.models import AuditEntry, EnrollmentJob, GameTable, Read, Roll
 from api.db.session import Database
+from api.enrollment_sources import FACES, MAX_DICE, Example, assign_confirmed, balanced, dice_per_face
 from api.events import publish
-from models.enroll import MAX_DICE, EnrollDataError
-from models.enroll_sources import FACES, Example, assign_confirmed, balanced, dice_per_face
 from vision.onnx_session import OnnxModel
+from vision.pips.enroll import EnrollDataError
 from vision.pips.enrolled import Enrollment
 
 log = logging.getLogger("throwbox.enrollment")
@@ -302,7 +302,7 @@ def run_job(
 ) -> None:
     """Fit the enrollment and cross-validate it; store it and record it when it proves itself (or `force`);
     the job row follows (progress, then done, or failed with the figures)."""
-    from models.enroll import enroll_table, forced
+    from vision.pips.enroll import enroll_table, forced
     from vision.pips.enrolled import save_enrollment
 
     last = [0.0, 0.0]  # progress told, when

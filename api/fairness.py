@@ -269,6 +269,38 @@ def _raise(
     )
 
 
+def bias_alerts(
+    session: Session, *, table_id: str, since: datetime | None = None, until: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The table's `dice_bias_suspected` alerts a report must show whatever its charts say now (a chart
+    restarts at 0 after its alarm): every one still open, and every one raised in the window; open first,
+    then newest first."""
+    rows = session.scalars(
+        select(Alert)
+        .where(Alert.kind == ALERT_KIND, Alert.table_id == table_id)
+        .order_by(Alert.acknowledged_at.is_not(None), Alert.id.desc())
+    ).all()
+    out = []
+    for row in rows:
+        at = _aware(row.created_at)
+        in_window = (since is None or at >= since) and (until is None or at < until)
+        if row.acknowledged_at is not None and not in_window:
+            continue
+        data = row.data or {}
+        out.append(
+            {
+                "id": row.id,
+                "created_at": at.isoformat(),
+                "open": row.acknowledged_at is None,
+                "in_window": in_window,
+                "chart": data.get("chart"),
+                "dice_set": data.get("dice_set"),
+                "message": row.message,
+            }
+        )
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class Report:
@@ -354,19 +386,8 @@ def report(
     positions: list[list[dict[str, Any]]] = []
     n_first = int(firsts.shape[0])
     if per_position:
-        for die in range(dice):
-            counts = [int((firsts[:, die] == face).sum()) for face in FACES]
-            positions.append(
-                [
-                    _prop(fx.proportion(str(f), hits=counts[f - 1], trials=n_first, expected_p=1 / 6))
-                    for f in FACES
-                ]
-            )
-            tests.append(
-                fx.chi_square(
-                    f"die {die + 1}", observed=counts, expected_p=[1 / 6] * 6, labels=[str(f) for f in FACES]
-                )
-            )
+        positions, by_die = _per_position(firsts, dice=dice)
+        tests += by_die
     winner, match = fx.classify_rolls(firsts)
     cats = fx.outcome_categories(dice)
     pip = [c for c in cats if c.kind == "pip_street"]
@@ -406,21 +427,7 @@ def report(
         else {"label": "none with six dice", "hits": 0, "trials": n_first, "expected_p": 0.0}
     )
     design = fx.watch_design(dice=dice, per_position=per_position)
-    sequential: list[dict[str, Any]] = []
-    if dice_set is not None and dice_set.state:
-        state = dice_set.state
-        for i, chart in enumerate(design.charts):
-            sequential.append(
-                {
-                    "chart": chart.name,
-                    "family": chart.family,
-                    "statistic_llr": state["cusum"][i] * chart.unit_llr,
-                    "threshold_llr": chart.threshold_llr,
-                    "alarms": state["alarms"][i],
-                    "open_alert": state["open_alert"][i],
-                    "window": state["window"][i],
-                }
-            )
+    sequential = _sequential(dice_set, design)
     return Report(
         table_id=table.id,
         game=table.game,
@@ -443,6 +450,48 @@ def report(
             "false_alarms_per_month": design.false_alarms_per_month,
         },
     )
+
+
+def _per_position(firsts: np.ndarray, *, dice: int) -> tuple[list[list[dict[str, Any]]], list[fx.ChiSquare]]:
+    """Each die position's faces over the first rolls (a set marked per position), and a chi-square each."""
+    n_first = int(firsts.shape[0])
+    positions: list[list[dict[str, Any]]] = []
+    tests = []
+    for die in range(dice):
+        counts = [int((firsts[:, die] == face).sum()) for face in FACES]
+        positions.append(
+            [
+                _prop(fx.proportion(str(f), hits=counts[f - 1], trials=n_first, expected_p=1 / 6))
+                for f in FACES
+            ]
+        )
+        tests.append(
+            fx.chi_square(
+                f"die {die + 1}", observed=counts, expected_p=[1 / 6] * 6, labels=[str(f) for f in FACES]
+            )
+        )
+    return positions, tests
+
+
+def _sequential(dice_set: DiceSet | None, design: fx.WatchDesign) -> list[dict[str, Any]]:
+    """Where each sequential chart of the set in play stands (statistic and threshold as log-likelihood
+    ratios, alarms, an open alert); empty with no set or no state yet."""
+    sequential: list[dict[str, Any]] = []
+    if dice_set is not None and dice_set.state:
+        state = dice_set.state
+        for i, chart in enumerate(design.charts):
+            sequential.append(
+                {
+                    "chart": chart.name,
+                    "family": chart.family,
+                    "statistic_llr": state["cusum"][i] * chart.unit_llr,
+                    "threshold_llr": chart.threshold_llr,
+                    "alarms": state["alarms"][i],
+                    "open_alert": state["open_alert"][i],
+                    "window": state["window"][i],
+                }
+            )
+    return sequential
 
 
 def set_document(row: DiceSet) -> dict[str, Any]:

@@ -1,10 +1,12 @@
-"""The live table: camera -> settle -> reader -> the rules engine's REST endpoint, with alerts.
+"""The live table: camera -> settle -> reader -> the round logic, with alerts.
 
 One `LiveLoop` per table runs in its own thread:
 
     capture (vision.capture) -> settle detector (vision.settle) -> on each `AtRest`: read the at-rest frame
     (vision.reader, with the table's calibration when there is one) -> store the read and its annotated
-    evidence frame -> POST the roll to `<rules_url>/v1/tables/{id}/rolls` (retries, idempotent by roll id)
+    evidence frame -> hand the roll to the round logic through a `RulesDoor` (api/rules_door.py): in-process
+    inside the service (`LocalRules`), over REST from a table worker (`RulesClient`, `POST /v1/tables/{id}/
+    rolls`, with retries); idempotent by roll id either way
 
 and, around it:
 
@@ -28,19 +30,19 @@ and, around it:
   winner's box are not read as thrown dice, and what the judge finds about them alone (e.g. two kept dice
   side by side taken for one on the other) does not decide the rethrow.
 
-The roll id is the at-rest frame's id (`<table>-<capture start>-<seq>`), unique across restarts: a POST
-retried after a time-out, or a rules engine that saw it already, applies it once. The loop learns the
-round's phase from the rules engine's answers (`phase`, `round.first_roll`), so it needs nothing beyond
+The reader measures everything the loop alerts on (the camera's place, the frame's exposure and grain, where
+the dice lie: `vision.types.Roll`); the loop looks at no image itself. The Extra Roll's new matches are the
+rules engine's own count (`rules.hrd.dice.new_matches`) of the rethrown dice the judge split out.
+
+The roll id is the at-rest frame's id (`<table>-<capture start>-<seq>`), unique across restarts: a roll
+handed over again after a time-out, or to a rules engine that saw it already, applies once. The loop learns
+the round's phase from the rules engine's answers (`phase`, `round.first_roll`), so it needs nothing beyond
 the reader role there.
 
 Where things go is an interface (`LiveRecorder`): the service stores reads, evidence and alerts in its own
-database (`api.live_service`); tests record them in memory. Rolls always go over REST (`RulesClient`).
-
-Errors::
-
-    LiveError                 base class
-    +-- RollRejectedError     the rules engine refused the roll (4xx): not retried, alerted
-    +-- RulesUnreachableError no answer (connection error, 5xx) after every retry: alerted
+database (`api.live_service`); tests record them in memory. A roll the rules engine refused
+(`RollRejectedError`) or did not answer (`RulesUnreachableError`, api/rules_door.py) is a `roll_not_posted`
+alert, and the loop goes on.
 """
 
 from __future__ import annotations
@@ -49,15 +51,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx
-from pydantic import ValidationError
-
-from api.schemas.rolls import RollSubmission
+from api.rules_door import LiveError, RulesDoor, checked_submission
+from rules.hrd.dice import new_matches
 from vision.capture import CapturedFrame, CaptureEvent, ClipStarted, SourceLost, SourceRecovered
-from vision.judge.exposure import exposure_failure, measure_exposure
+from vision.judge.exposure import exposure_failure
 from vision.judge.layout_check import check_layout_move, decide_extra_roll
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, settle_stream
 from vision.table.geometry import TableGeometry
@@ -66,23 +66,6 @@ from vision.types import Finding, FindingReason, Frame, Roll, Verdict
 log = logging.getLogger("throwbox.live")
 
 MAX_REASONS = 20  # what the rolls endpoint takes
-
-
-class LiveError(Exception):
-    """Base class of the live loop's errors."""
-
-
-class RollRejectedError(LiveError):
-    """The rules engine answered 4xx: the roll does not fit (no open round, wrong phase, refused)."""
-
-    def __init__(self, status_code: int, detail: object) -> None:
-        self.status_code = status_code
-        self.detail = detail
-        super().__init__(f"the rules engine refused the roll ({status_code}): {detail}")
-
-
-class RulesUnreachableError(LiveError):
-    """No answer from the rules engine after every retry."""
 
 
 class RollReader(Protocol):
@@ -114,119 +97,6 @@ class LiveRecorder(Protocol):
     def alert(self, *, table_id: str, kind: str, message: str, data: dict[str, Any]) -> None:
         """Raise an alert (stored, audited, published as an event)."""
         ...
-
-
-# ------------------------------------------------------------------------------------------- REST client
-class RulesDoor(Protocol):
-    """What the loop needs of the rules engine: `RulesClient`, or a table worker's spooling client
-    (api.worker)."""
-
-    def upload_evidence(self, data: bytes, *, media_type: str = "image/jpeg") -> str:
-        """Store an evidence frame; its SHA-256."""
-        ...
-
-    def post_roll(self, table_id: str, submission: RollSubmission) -> dict[str, Any]:
-        """Submit a roll; the engine's answer."""
-        ...
-
-    def close(self) -> None:
-        """Let go of connections."""
-        ...
-
-
-@dataclass
-class RulesClient:
-    """The rules engine's REST door (`POST /v1/tables/{id}/rolls`, `POST /v1/evidence`) with retries.
-
-    Connection errors, time-outs and 5xx answers are retried with doubling back-off (`attempts` in all);
-    the same roll id makes a retry harmless. A 4xx is the engine's answer and is not retried.
-    """
-
-    base_url: str
-    key: str
-    attempts: int = 5
-    backoff_s: float = 0.1
-    timeout_s: float = 5.0
-    transport: httpx.BaseTransport | None = None
-    sleep: Callable[[float], None] = time.sleep
-    _client: httpx.Client | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError(f"attempts must be >= 1, got {self.attempts}")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"the rules engine URL must start with http:// or https://: {self.base_url!r}")
-
-    @property
-    def client(self) -> httpx.Client:
-        """The HTTP client (made on first use, kept for its connection pool)."""
-        if self._client is None:
-            self._client = httpx.Client(
-                base_url=self.base_url.rstrip("/"),
-                headers={"Authorization": f"Bearer {self.key}"},
-                timeout=self.timeout_s,
-                transport=self.transport,
-            )
-        return self._client
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        delay = self.backoff_s
-        last = ""
-        for attempt in range(1, self.attempts + 1):
-            try:
-                response = self.client.request(method, path, **kwargs)
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code < 500:
-                    return response
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
-            if attempt < self.attempts:
-                log.warning(
-                    "rules engine %s %s failed (%s); retry %d in %.2f s", method, path, last, attempt, delay
-                )
-                self.sleep(delay)
-                delay *= 2
-        raise RulesUnreachableError(
-            f"{method} {self.base_url}{path}: no answer after {self.attempts} tries ({last})"
-        )
-
-    def upload_evidence(self, data: bytes, *, media_type: str = "image/jpeg") -> str:
-        """Store an evidence frame at the rules engine; its SHA-256."""
-        response = self._send("POST", "/v1/evidence", content=data, headers={"Content-Type": media_type})
-        if response.status_code >= 400:
-            raise RollRejectedError(response.status_code, _detail(response))
-        return str(response.json()["sha256"])
-
-    def post_roll(self, table_id: str, submission: RollSubmission) -> dict[str, Any]:
-        """Submit a roll; the engine's answer as it came (a `RollAnswer`; a repeat of the first answer for a
-        roll id already applied)."""
-        response = self._send("POST", f"/v1/tables/{table_id}/rolls", json=submission.wire())
-        if response.status_code >= 400:
-            raise RollRejectedError(response.status_code, _detail(response))
-        answer: dict[str, Any] = response.json()
-        return answer
-
-
-def _submission(fields: dict[str, Any]) -> RollSubmission:
-    """The roll to post; one the engine's door would refuse (422) is refused here the same way."""
-    try:
-        return RollSubmission.model_validate(fields)
-    except ValidationError as exc:
-        raise RollRejectedError(422, exc.errors(include_url=False, include_context=False)) from exc
-
-
-def _detail(response: httpx.Response) -> object:
-    try:
-        return response.json().get("detail")
-    except ValueError:
-        return response.text[:200]
 
 
 # ------------------------------------------------------------------------------------------------- loop
@@ -447,14 +317,14 @@ class LiveLoop:
         self.exposure_failed = failed is not None
         return failed
 
-    def _note_grain(self, frame: Frame) -> float | None:
-        """The frame's grain (grey levels; None when grain alerts are off); a `camera_grainy` alert when it
-        first goes over `LiveConfig.grain_alert_above`, and `camera_grain_ok` when a later frame is under
-        it."""
+    def _note_grain(self, roll: Roll, frame_id: str) -> float | None:
+        """The frame's grain as the reader measured it (`Roll.exposure`, grey levels; None when grain alerts
+        are off or the roll carries no measure); a `camera_grainy` alert when it first goes over
+        `LiveConfig.grain_alert_above`, and `camera_grain_ok` when a later frame is under it."""
         bar = self.config.grain_alert_above
-        if bar is None:
+        level = None if roll.exposure is None else roll.exposure.noise_level
+        if bar is None or level is None:
             return None
-        level = measure_exposure(frame.image).noise_level or 0.0  # measured: measure_exposure's default
         grainy = level > bar
         if grainy and not self.grainy:
             self._alert(
@@ -462,13 +332,13 @@ class LiveLoop:
                 f"the camera's picture is grainy (its noise about {level:.0f} grey levels, over {bar:g}, "
                 "grainier than any frame the reader learned from): expect more rolls left to a person and "
                 "dice missed; more light or less camera gain would mend it",
-                {"frame_id": frame.frame_id, "noise_level": round(level, 2)},
+                {"frame_id": frame_id, "noise_level": round(level, 2)},
             )
         elif not grainy and self.grainy:
             self._alert(
                 "camera_grain_ok",
                 f"the camera's picture is clean enough again (noise about {level:.0f} grey levels)",
-                {"frame_id": frame.frame_id, "noise_level": round(level, 2)},
+                {"frame_id": frame_id, "noise_level": round(level, 2)},
             )
         self.grainy = grainy
         return level
@@ -545,116 +415,33 @@ class LiveLoop:
             )
 
     def handle_throw(self, event: AtRest) -> LiveRead:
-        """Read the at-rest frame and post the roll; returns what happened."""
+        """Read the at-rest frame and hand the roll to the round logic; returns what happened."""
         started = time.perf_counter()
         frame = event.frame
         pending = self._pending
-        read_failed = False
-        try:
-            roll = self.reader.read(frame, expected_dice=self.config.expected_dice, geometry=self.geometry)
-        except Exception as exc:  # one unreadable frame must not stop the table: a person decides this throw
-            read_failed = True
-            log.exception("table %s: the reader failed on %s", self.config.table_id, frame.frame_id)
-            self._alert(
-                "read_failed", f"the reader failed on {frame.frame_id}: {exc}", {"frame_id": frame.frame_id}
-            )
-            roll = Roll(
-                dice=(),
-                verdict=Verdict.NO_DECISION,
-                reasons=(f"the reader failed: {exc}",),
-                expected_dice=self.config.expected_dice,
-                faces=(),
-                frame_id=frame.frame_id,
-                table_id=frame.table_id,
-                models={},
-                timing_ms={},
-            )
+        roll, read_failed = self._read_throw(frame)
         read_ms = (time.perf_counter() - started) * 1000.0
-        # A read that failed saw nothing of the camera: the last read's word on its place and its picture
-        # stands (no `camera_in_place` nor `camera_exposure_ok` from a roll made up for the failure).
+        # A read that failed saw nothing of the camera: the last read's word on its place, its picture and its
+        # grain stands (no `camera_in_place` nor `camera_exposure_ok` from a roll made up for the failure).
         moved = None if read_failed else self._note_camera_position(roll, frame.frame_id)
         unfit = None if read_failed else self._note_exposure(roll, frame.frame_id)
-        grain = self._note_grain(frame)  # of the frame itself, read or not
-        verdict = roll.verdict.value
-        reasons = list(roll.reasons)
-        faces: tuple[int, ...] = roll.faces
-        kind = "first_roll"
+        grain = None if read_failed else self._note_grain(roll, frame.frame_id)
         extra = self._extra()
         if grain is not None:
             extra["frame_noise_level"] = round(grain, 2)
+        verdict, reasons, faces = roll.verdict.value, list(roll.reasons), roll.faces
         if pending is not None:
-            kind = "extra_roll"
-            if self.geometry is None:
-                verdict, faces = Verdict.NO_DECISION.value, ()
-                reasons = ["no table calibration: the kept dice cannot be told from the rethrown dice"]
-            elif moved is not None:  # the layout boxes are not where the calibration says: no split
-                verdict, faces = Verdict.NO_DECISION.value, ()
-                reasons = [moved.detail, "the kept dice cannot be told from the rethrown dice"]
-            elif unfit is not None:  # a frame washed out or too dark: no split, nothing read from it
-                verdict, faces = Verdict.NO_DECISION.value, ()
-                reasons = [unfit.detail]
-            else:
-                decision = decide_extra_roll(
-                    roll,
-                    winner=pending.winner,
-                    kept=pending.match_count,
-                    expected_dice=self.config.expected_dice,
-                )
-                split = decision.split
-                verdict, reasons = decision.verdict.value, list(decision.reasons)
-                extra["extra_roll"] = {
-                    "kept": split.kept,
-                    "thrown_faces": list(split.thrown_faces),
-                    "new_matches": split.new_matches,
-                    "problems": [p.as_dict() for p in split.problems],
-                    "kept_dice_findings_set_aside": [f.as_dict() for f in decision.on_kept],
-                }
-                faces = split.thrown_faces
-                if decision.alert is not None:
-                    self._alert(
-                        decision.alert,
-                        "the Extra Roll: " + "; ".join(p.message for p in split.problems),
-                        {"frame_id": frame.frame_id, "problems": extra["extra_roll"]["problems"]},
-                    )
-                # What the Extra Roll counts as (posted to the rules engine), beside the read's own verdict,
-                # which still judges every die in the frame: the evidence and the dashboard show both.
-                extra["extra_roll"]["verdict"] = verdict
-                extra["extra_roll"]["reasons"] = reasons[:MAX_REASONS]
+            verdict, reasons, faces = self._extra_roll(roll, pending, moved=moved, unfit=unfit, extra=extra)
         if verdict != Verdict.VALID.value and len(faces) > self.config.expected_dice:
             faces = ()  # more dice than in play: the faces mean nothing; the reasons say what was seen
         stored = self.recorder.store_read(table_id=self.config.table_id, frame=frame, roll=roll, extra=extra)
-        answer: dict[str, Any] | None = None
-        error: str | None = None
-        try:
-            if self.upload_evidence and stored.evidence_jpeg is not None:
-                self.rules.upload_evidence(stored.evidence_jpeg)
-            submission = _submission(
-                {
-                    "roll_id": frame.frame_id,
-                    "source": "reader",
-                    "verdict": verdict,
-                    "faces": list(faces),
-                    "reasons": reasons[:MAX_REASONS],
-                    "evidence_sha256": stored.evidence_sha256,
-                }
-            )
-            answer = self.rules.post_roll(self.config.table_id, submission)
-        except LiveError as exc:
-            error = str(exc)
-            self._alert(
-                "roll_not_posted",
-                f"roll {frame.frame_id} was not taken by the rules engine: {exc}",
-                {
-                    "roll_id": frame.frame_id,
-                    "verdict": verdict,
-                    "faces": list(faces),
-                    "read_id": stored.read_id,
-                },
-            )
+        answer, error = self._hand_over(
+            frame.frame_id, verdict=verdict, faces=faces, reasons=reasons, stored=stored
+        )
         self._follow(answer)
         read = LiveRead(
             roll_id=frame.frame_id,
-            kind=kind,
+            kind="first_roll" if pending is None else "extra_roll",
             verdict=verdict,
             faces=tuple(faces),
             read_id=stored.read_id,
@@ -669,6 +456,108 @@ class LiveLoop:
         if self.on_read is not None:
             self.on_read(read)
         return read
+
+    def _read_throw(self, frame: CapturedFrame) -> tuple[Roll, bool]:
+        """The reader's roll of an at-rest frame, and whether the read failed (then a `no_decision` roll in
+        its place, and a `read_failed` alert: one unreadable frame must not stop the table)."""
+        try:
+            return self.reader.read(
+                frame, expected_dice=self.config.expected_dice, geometry=self.geometry
+            ), False
+        except Exception as exc:  # a person decides this throw
+            log.exception("table %s: the reader failed on %s", self.config.table_id, frame.frame_id)
+            self._alert(
+                "read_failed", f"the reader failed on {frame.frame_id}: {exc}", {"frame_id": frame.frame_id}
+            )
+            failed = Roll(
+                dice=(),
+                verdict=Verdict.NO_DECISION,
+                reasons=(f"the reader failed: {exc}",),
+                expected_dice=self.config.expected_dice,
+                faces=(),
+                frame_id=frame.frame_id,
+                table_id=frame.table_id,
+                models={},
+                timing_ms={},
+            )
+            return failed, True
+
+    def _extra_roll(
+        self,
+        roll: Roll,
+        pending: _Pending,
+        *,
+        moved: Finding | None,
+        unfit: Finding | None,
+        extra: dict[str, Any],
+    ) -> tuple[str, list[str], tuple[int, ...]]:
+        """(verdict, reasons, faces) of an Extra Roll frame as posted: only the rethrown dice count
+        (593.4(g), (h)); the split and the rules engine's count of its new matches go into `extra`."""
+        if self.geometry is None:
+            return (
+                Verdict.NO_DECISION.value,
+                ["no table calibration: the kept dice cannot be told from the rethrown dice"],
+                (),
+            )
+        if moved is not None:  # the layout boxes are not where the calibration says: no split
+            return (
+                Verdict.NO_DECISION.value,
+                [moved.detail, "the kept dice cannot be told from the rethrown dice"],
+                (),
+            )
+        if unfit is not None:  # a frame washed out or too dark: no split, nothing read from it
+            return Verdict.NO_DECISION.value, [unfit.detail], ()
+        decision = decide_extra_roll(
+            roll, winner=pending.winner, kept=pending.match_count, expected_dice=self.config.expected_dice
+        )
+        split = decision.split
+        verdict, reasons = decision.verdict.value, list(decision.reasons)
+        extra["extra_roll"] = {
+            "kept": split.kept,
+            "thrown_faces": list(split.thrown_faces),
+            # The rules engine's own count (rules.hrd.dice): vision reads the dice, the game counts them.
+            "new_matches": new_matches(winner=pending.winner, rethrown=split.thrown_faces),
+            "problems": [p.as_dict() for p in split.problems],
+            "kept_dice_findings_set_aside": [f.as_dict() for f in decision.on_kept],
+        }
+        if decision.alert is not None:
+            self._alert(
+                decision.alert,
+                "the Extra Roll: " + "; ".join(p.message for p in split.problems),
+                {"frame_id": roll.frame_id, "problems": extra["extra_roll"]["problems"]},
+            )
+        # What the Extra Roll counts as (handed to the rules engine), beside the read's own verdict, which
+        # still judges every die in the frame: the evidence and the dashboard show both.
+        extra["extra_roll"]["verdict"] = verdict
+        extra["extra_roll"]["reasons"] = reasons[:MAX_REASONS]
+        return verdict, reasons, split.thrown_faces
+
+    def _hand_over(
+        self, roll_id: str, *, verdict: str, faces: tuple[int, ...], reasons: list[str], stored: StoredRead
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Hand the roll to the round logic (`self.rules`: in-process or over REST); (its answer, None), or
+        (None, why) with a `roll_not_posted` alert when it was refused or not reached."""
+        try:
+            if self.upload_evidence and stored.evidence_jpeg is not None:
+                self.rules.upload_evidence(stored.evidence_jpeg)
+            submission = checked_submission(
+                {
+                    "roll_id": roll_id,
+                    "source": "reader",
+                    "verdict": verdict,
+                    "faces": list(faces),
+                    "reasons": reasons[:MAX_REASONS],
+                    "evidence_sha256": stored.evidence_sha256,
+                }
+            )
+            return self.rules.post_roll(self.config.table_id, submission), None
+        except LiveError as exc:
+            self._alert(
+                "roll_not_posted",
+                f"roll {roll_id} was not taken by the rules engine: {exc}",
+                {"roll_id": roll_id, "verdict": verdict, "faces": list(faces), "read_id": stored.read_id},
+            )
+            return None, str(exc)
 
     def _follow(self, answer: dict[str, Any] | None) -> None:
         """Track the round from the engine's answer: is the Extra Roll (and the dealer's move) due?"""

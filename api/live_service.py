@@ -1,28 +1,25 @@
-"""The live loops inside the service: the database recorder, the demo table, start and stop with the app.
+"""The live loops inside the service: the database recorder, the loops, start and stop with the app.
 
 `LiveService.start()` (called from the app's lifespan) starts a `api.live.LiveLoop` thread
 
 - for the demo table when `THROWBOX_DEMO` is set (`throwbox serve --demo`): table `demo` (hrd10) whose
-  camera plays the synthetic throw clips shipped in `api/demo_clips/` (made by `throwbox synth`, see
-  docs/live.md, The demo), with a croupier that opens a round, places the demo wagers and calls no more
-  bets before each throw that finds no round waiting for dice; every `DEMO_ROUND_EVERY` throws it plays a
-  whole rendered round from `api/demo_rounds/` (first roll, the dealer's move, wrong or right in turn, and
-  the Extra Roll, with an Extra Roll wager), so the dealer's-move check and the Extra Roll are seen live too;
+  camera plays the shipped throw clips and rounds, with a croupier (api/demo_table.py);
 - for every table with a `camera_source` when `THROWBOX_LIVE_TABLES` is set;
 
 but for none of these when `THROWBOX_EXTERNAL_WORKERS` is set: then table workers (`throwbox worker`,
 issue 50) run every table with a camera, the demo table's clips included, each under a lease
 (api/leases.py); the demo's loaded-dice table, which has no camera, still plays here.
 
-Each loop posts its rolls to `THROWBOX_RULES_URL` (default: this service, `THROWBOX_SELF_URL`) with a
-reader-role key: one the service creates for itself at start (revoked at stop), or `THROWBOX_RULES_KEY`
-for another rules engine. Reads, evidence frames and alerts are stored in this service's database, with
-their audit entries and events (`read`, `alert`), so the dashboard and the event stream show them.
+Each loop hands its rolls to this service's round logic in-process (`api.rules_door.LocalRules`, as
+`reader:live-<table>`), unless `THROWBOX_RULES_URL` names another rules engine: then it posts them there
+over REST with `THROWBOX_RULES_KEY` (or a reader-role key the service makes at start and revokes at stop),
+and uploads each evidence frame there too. Reads, evidence frames and alerts are stored in this service's
+database, with their audit entries and events (`read`, `alert`), so the dashboard and the event stream show
+them.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -40,10 +37,11 @@ from api.audit import load_evidence
 from api.auth import Role, authenticate, create_key, revoke_key
 from api.db.models import GameTable
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, LiveRead, LiveRecorder, RulesClient, RulesDoor, StoredRead
+from api.demo_table import DEMO_ROUNDS, DEMO_SOURCE, DEMO_TABLE, DemoCroupier, PacedDemoGrabber, clip_geometry
+from api.live import LiveConfig, LiveLoop, LiveRead, LiveRecorder, StoredRead
 from api.metrics import Metrics
 from api.read_records import live_read_details, record_read
-from api.schemas.rolls import RollSubmission
+from api.rules_door import LocalRules, RulesClient, RulesDoor
 from api.settings import Settings
 
 if TYPE_CHECKING:
@@ -52,26 +50,6 @@ if TYPE_CHECKING:
     from vision.types import Roll
 
 log = logging.getLogger("throwbox.live")
-
-DEMO_TABLE = "demo"
-DEMO_CLIPS = Path(__file__).resolve().parent / "demo_clips"
-# Simple demo wagers, placed before each round's first throw (strings: money is decimal).
-DEMO_WAGERS: tuple[dict[str, Any], ...] = (
-    {"seat": 1, "kind": "pip_street", "face": 6, "amount": "5.00"},
-    {"seat": 1, "kind": "like_kind", "count": 3, "amount": "5.00"},
-    {"seat": 2, "kind": "pip_street", "face": 1, "amount": "10.00"},
-    {"seat": 3, "kind": "pip_street", "face": 2, "amount": "5.00"},
-    {"seat": 3, "kind": "like_kind", "count": 4, "amount": "5.00"},
-)
-DEMO_SOURCE = "<demo clips>"  # the demo table's camera: the shipped clips with the croupier (not `demo`)
-DEMO_GAP_S = 3.0  # pause between demo throws (scene time), so a person can follow them on the dashboard
-# Whole rounds (`throwbox synth-round`: first roll, the dealer's move, the Extra Roll) played now and then
-# between the throw clips, with an Extra Roll wager, so the dashboard shows the move checked and the Extra
-# Roll settled; the moves alternate between the wrong box and the right one.
-DEMO_ROUNDS = Path(__file__).resolve().parent / "demo_rounds"
-DEMO_ROUND_EVERY = 4  # throw clips between two rounds
-DEMO_ROUND_MOVES = ("wrong_box", "correct")
-DEMO_EXTRA_ROLL_WAGER: dict[str, Any] = {"seat": 1, "kind": "extra_roll", "amount": "5.00"}
 
 
 def evidence_jpeg(frame: CapturedFrame, roll: Roll) -> bytes | None:
@@ -145,30 +123,7 @@ class DatabaseRecorder:
         return data
 
 
-# ----------------------------------------------------------------------------------------------- demo
-def clip_geometry(clip: str) -> tuple[TableGeometry | None, str | None]:
-    """The geometry of a demo clip: the camera the generator rendered it with (its `video.json`).
-
-    This is the demo's stand-in for a table calibration (exact, as no real calibration is); its id names
-    the clip. A clip without `video.json` is read uncalibrated.
-    """
-    from calibration.layout import ThrowBoxLayout
-    from datasets.format import camera_from_dict
-    from vision.table.geometry import TableGeometry
-
-    meta = Path(clip).parent / "video.json"
-    rnd = Path(clip).parent / "round.json"
-    if meta.is_file():
-        doc = json.loads(meta.read_text(encoding="utf-8"))
-        camera = camera_from_dict(doc["final"]["camera"])
-        return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-clip:{doc['video_id']}"
-    if rnd.is_file():  # a whole round (`throwbox synth-round`): one camera for all its clips
-        doc = json.loads(rnd.read_text(encoding="utf-8"))
-        camera = camera_from_dict(doc["first_roll"]["final"]["camera"])
-        return TableGeometry(camera=camera, layout=ThrowBoxLayout()), f"demo-round:{doc['round_id']}"
-    return None, None
-
-
+# ----------------------------------------------------------------------------------------------- loops
 def box_outline_px(geometry: TableGeometry | None) -> Any:
     """The throw box's floor outline in pixels (the settle detector's region); None uncalibrated."""
     if geometry is None:
@@ -177,130 +132,6 @@ def box_outline_px(geometry: TableGeometry | None) -> Any:
 
     corners = np.array([[x, y, 0.0] for x, y in geometry.layout.box.corners], np.float64)
     return geometry.camera.project(corners)
-
-
-def round_playlist(folder: Path, move: str) -> list[Path]:
-    """The clips of a rendered round in playing order: the first roll, the dealer's `move`, the Extra Roll."""
-    doc = json.loads((folder / "round.json").read_text(encoding="utf-8"))
-    return [
-        folder / doc["first_roll"]["clip"],
-        folder / doc["moves"][move]["clip"],
-        folder / doc["extra_roll"]["clip"],
-    ]
-
-
-class PacedDemoGrabber:
-    """The demo source (`vision.capture.DemoGrabber` over throw clips) with a pause between clips.
-
-    Adds `gap_s` of scene time before every clip but the first, so a real-time playback waits there. With
-    `rounds_dir` (folders of `throwbox synth-round`, each with its round.json) a whole round is played
-    after every `round_every` throw clips: its first roll, a dealer's move (the next of `moves`, in turn)
-    and the Extra Roll, one continuous recording (one `ClipStarted`, at the first roll), except that after a
-    wrong move the Extra Roll (rendered after the right one) starts with a cut.
-    """
-
-    live = False
-
-    def __init__(
-        self,
-        video_dir: Path,
-        *,
-        gap_s: float = DEMO_GAP_S,
-        loops: int | None = None,
-        rounds_dir: Path | None = None,
-        round_every: int = DEMO_ROUND_EVERY,
-        moves: tuple[str, ...] = DEMO_ROUND_MOVES,
-    ) -> None:
-        from vision.capture import DemoGrabber, SourceSpecError
-
-        if round_every < 1 or not moves:
-            raise ValueError("round_every must be >= 1 and moves must name at least one move")
-        self.inner = DemoGrabber(video_dir=video_dir, loops=loops)
-        self.description = self.inner.description
-        self.gap_s = gap_s
-        self.rounds: tuple[Path, ...] = ()
-        if rounds_dir is not None:
-            self.rounds = tuple(sorted(p.parent for p in rounds_dir.glob("*/round.json")))
-            if not self.rounds:
-                raise SourceSpecError(f"{rounds_dir}: no rounds (*/round.json from `throwbox synth-round`)")
-        self.round_every = round_every
-        self.moves = moves
-        self.rounds_played = 0
-        self._offset_s = 0.0
-        self._clips = 0
-        self._since_round = 0
-        self._last_s = 0.0
-        self._held: Any = None
-        self._round: Any = None  # the frames of the round being played
-
-    def open(self) -> None:
-        """Start from the first clip."""
-        self.inner.open()
-        self._offset_s = self._last_s = 0.0
-        self._clips = self._since_round = self.rounds_played = 0
-        self._held = self._round = None
-
-    def _play_round(self, start_s: float) -> Any:
-        """The frames of the next round (image, scene time, clip start), starting at `start_s`."""
-        from vision.capture import VideoCaptureGrabber
-
-        folder = self.rounds[self.rounds_played % len(self.rounds)]
-        move = self.moves[self.rounds_played % len(self.moves)]
-        self.rounds_played += 1
-        t = start_s
-        for n, path in enumerate(round_playlist(folder, move)):
-            clip = VideoCaptureGrabber(str(path), live=False)
-            clip.open()
-            cut = n == 0 or (n == 2 and move != "correct")
-            try:
-                while (grab := clip.read()) is not None:
-                    yield grab.image, t, str(path) if cut else None
-                    cut = False
-                    t += 1.0 / clip.fps
-            finally:
-                clip.close()
-
-    def read(self) -> Any:
-        """The next frame, its time shifted by the pauses (and rounds) so far."""
-        from vision.capture import Grab
-
-        if self._round is not None:
-            item = next(self._round, None)
-            if item is not None:
-                self._last_s = item[1]
-                return Grab(image=item[0], media_time_s=item[1], clip_start=item[2])
-            self._round = None
-        if self._held is not None:  # the clip a round was played before
-            grab, self._held = self._held, None
-            self._clips += 1
-            self._since_round += 1
-        else:
-            grab = self.inner.read()
-            if grab is None:
-                return None
-            if grab.clip_start is not None:
-                if self.rounds and self._clips > 0 and self._since_round >= self.round_every:
-                    # A round before this clip: played from here, this clip after it.
-                    self._since_round = 0
-                    self._held = grab
-                    self._round = self._play_round(self._last_s + self.gap_s)
-                    return self.read()
-                self._clips += 1
-                self._since_round += 1
-                if self._clips > 1:
-                    self._offset_s += self.gap_s
-        media = None if grab.media_time_s is None else grab.media_time_s + self._offset_s
-        if media is not None and media <= self._last_s:  # after a round: move this clip past its end
-            self._offset_s += self._last_s + self.gap_s - media
-            media = self._last_s + self.gap_s
-        if media is not None:
-            self._last_s = media
-        return Grab(image=grab.image, media_time_s=media, clip_start=grab.clip_start)
-
-    def close(self) -> None:
-        """Stop playing."""
-        self.inner.close()
-        self._round = self._held = None
 
 
 def demo_loop(
@@ -379,99 +210,6 @@ def camera_loop(
     )
 
 
-class RoundEndedError(RuntimeError):
-    """The croupier keyed the waiting round's Extra Roll (the round ended), then could not ready the next."""
-
-    round_ended = True
-
-
-@dataclass
-class DemoCroupier:
-    """Plays the dealer of the demo table over REST: before a throw, a round waiting for dice."""
-
-    client: httpx.Client
-    table_id: str = DEMO_TABLE
-    wagers: tuple[dict[str, Any], ...] = DEMO_WAGERS
-    rounds_opened: int = 0
-    rolls_keyed: int = 0
-    last_round: Path | None = None  # the folder of the whole round played last (its round.json)
-
-    def _ok(self, response: httpx.Response) -> dict[str, Any]:
-        if response.status_code >= 400:
-            raise RuntimeError(
-                f"demo croupier: {response.request.method} {response.request.url.path}: "
-                f"{response.status_code} {response.text[:300]}"
-            )
-        data: dict[str, Any] = response.json()
-        return data
-
-    def prepare(self, clip: str = "") -> bool:
-        """Make sure a round is waiting for dice: open one, bet, no more bets (when none is).
-
-        Before a whole rendered round (a clip with a round.json beside it) seat 1 also buys the Extra Roll.
-        A round still waiting for its Extra Roll when a plain throw clip starts did not settle it: the
-        reader left it to a person (`no_decision`) or called for a rethrow the demo has no clip for. As a
-        dealer does (docs/service.md), the croupier keys it, here from the round's truth (round.json: the
-        rethrown faces), so the table moves on instead of reading every later throw as that round's
-        Extra Roll. It keys only a round whose first roll the engine holds as the truth's; otherwise it
-        raises (the live loop raises `round_not_ready`) and the round waits for a person. True when it
-        keyed one (the live loop then forgets the round it was following); if opening the next round fails
-        after that, the error it raises says so (`RoundEndedError`).
-        """
-        round_dir = Path(clip).parent if clip and (Path(clip).parent / "round.json").is_file() else None
-        response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
-        keyed = False
-        if response.status_code != 204 and round_dir is None and self.last_round is not None:
-            waiting = self._ok(response)
-            if waiting["phase"] == "awaiting_extra_roll":
-                self._key_extra_roll(waiting, self.last_round)
-                keyed = True
-                response = self.client.get(f"/v1/tables/{self.table_id}/rounds/current")
-        if round_dir is not None:
-            self.last_round = round_dir
-        try:
-            self._ready(response, extra_roll_wager=round_dir is not None)
-        except Exception as exc:
-            if keyed:
-                raise RoundEndedError(f"keyed the last round's Extra Roll, but no next round: {exc}") from exc
-            raise
-        return keyed
-
-    def _ready(self, response: httpx.Response, *, extra_roll_wager: bool) -> None:
-        """Open a round if `response` (the table's current round) says none is open; bet; no more bets."""
-        if response.status_code == 204:  # no open round (a 404 would mean no such table: `_ok` raises)
-            current = self._ok(self.client.post(f"/v1/tables/{self.table_id}/rounds"))
-            self.rounds_opened += 1
-        else:
-            current = self._ok(response)
-        if current["phase"] == "betting":
-            if not current["wagers"]:
-                wagers = list(self.wagers)
-                if extra_roll_wager:
-                    wagers.append(DEMO_EXTRA_ROLL_WAGER)
-                self._ok(self.client.post(f"/v1/rounds/{current['id']}/wagers", json={"wagers": wagers}))
-            self._ok(self.client.post(f"/v1/rounds/{current['id']}/no-more-bets"))
-
-    def _key_extra_roll(self, current: dict[str, Any], folder: Path) -> None:
-        """Key the Extra Roll of `current` by hand (source `dealer`): the rethrown faces in `folder`."""
-        truth = json.loads((folder / "round.json").read_text(encoding="utf-8"))
-        held = ((current.get("summary") or {}).get("first_roll") or {}).get("faces")
-        if held is None or sorted(held) != sorted(truth["first_roll"]["faces"]):
-            raise RuntimeError(
-                f"round {current['id']} waits for its Extra Roll, but its first roll ({held}) is not the "
-                f"demo round's ({truth['first_roll']['faces']}): the croupier cannot key it; a person must"
-            )
-        self.rolls_keyed += 1
-        roll = RollSubmission(
-            roll_id=f"demo-keyed-{current['id']}-{self.rolls_keyed}",
-            source="dealer",
-            verdict="valid",
-            faces=list(truth["extra_roll"]["thrown_faces"]),
-            round_id=current["id"],
-        )
-        self._ok(self.client.post(f"/v1/tables/{self.table_id}/rolls", json=roll.wire()))
-
-
 # --------------------------------------------------------------------------------------------- service
 def read_or_create_key(database: Database, path: Path, *, role: Role, name: str) -> str:
     """The key stored in `path` if it still works, else a new one written there (mode 0600)."""
@@ -503,14 +241,12 @@ class LiveService:
     _starter: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
     _dice_feeder: Any = None  # api.fairness_demo.DiceFeeder of the demo's loaded-dice table (issue 49)
-
-    @property
-    def rules_url(self) -> str:
-        """Where rolls go."""
-        return self.settings.rules_url or self.settings.self_url
+    # Tables whose loop could not start here, and why (shown as the table's fault, api/table_faults.py).
+    not_started: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> None:
-        """Start the loops in the background once this service answers (they post to it)."""
+        """Start the loops in the background (the demo's once this service answers: its croupier deals over
+        REST)."""
         if not (self.settings.demo or self.settings.live_tables):
             return
         if self.settings.demo:
@@ -585,14 +321,14 @@ class LiveService:
 
         reader = getattr(self.app_state, "reader", None)
         if reader is None:
-            reader = Reader(threads=1)
+            reader = Reader(threads=1, manifest_path=self.settings.manifest_path)
             self.app_state.reader = reader
         return reader
 
     def _start_loops(self) -> None:
         from vision.onnx_session import ModelError
 
-        if not self._wait_until_up():
+        if self.settings.demo and not self._wait_until_up():
             log.error("live: the service did not come up at %s; no live loop started", self.settings.self_url)
             return
         recorder = DatabaseRecorder(self.database, self.settings, self.metrics, actor="reader:live")
@@ -614,6 +350,7 @@ class LiveService:
                 loop = self._loop(table_id, game, source, calibration_id, reader, recorder)
             except Exception as exc:  # a bad camera source or calibration: say so, start the others
                 log.exception("live: table %s not started", table_id)
+                self.not_started[table_id] = f"the live loop could not start: {exc}"
                 recorder.alert(
                     table_id=table_id,
                     kind="live_loop_stopped",
@@ -623,6 +360,16 @@ class LiveService:
                 continue
             self.loops.append(loop)
             loop.start()
+
+    def loop_fault(self, table_id: str) -> str | None:
+        """Why this service's live loop of the table is not watching it (None: it runs, or it is not
+        run here)."""
+        if table_id in self.not_started:
+            return self.not_started[table_id]
+        for loop in self.loops:
+            if loop.config.table_id == table_id and loop.failure is not None:
+                return f"the live loop stopped: {loop.failure}"
+        return None
 
     def _table_ids(self) -> list[str]:
         return [t[0] for t in self._tables()]
@@ -653,12 +400,7 @@ class LiveService:
         reader: Any,
         recorder: DatabaseRecorder,
     ) -> LiveLoop:
-        key = (
-            self.settings.rules_key.get_secret_value()
-            if self.settings.rules_key is not None
-            else self._new_key(Role.READER, f"live-{table_id}")
-        )
-        rules = RulesClient(base_url=self.rules_url, key=key)
+        rules = self._rules_door(table_id)
         expected = 10 if game == "hrd10" else 6
         on_read = self._count_read
         if source == DEMO_SOURCE:
@@ -704,6 +446,23 @@ class LiveService:
             on_read=on_read,
             upload_evidence=self.settings.rules_url is not None,
         )
+
+    def _rules_door(self, table_id: str) -> RulesDoor:
+        """This service's round logic in-process, or, where `THROWBOX_RULES_URL` names another rules engine,
+        that engine over REST (with `THROWBOX_RULES_KEY`, or a reader key made for the loop)."""
+        if self.settings.rules_url is None:
+            return LocalRules(
+                self.database,
+                self.metrics,
+                actor=f"{Role.READER.value}:live-{table_id}",
+                webhook_urls=self.settings.webhook_urls,
+            )
+        key = (
+            self.settings.rules_key.get_secret_value()
+            if self.settings.rules_key is not None
+            else self._new_key(Role.READER, f"live-{table_id}")
+        )
+        return RulesClient(base_url=self.settings.rules_url, key=key)
 
     def _count_read(self, read: LiveRead) -> None:
         log.info(

@@ -27,6 +27,7 @@ from api.routes import (
     alerts,
     audit,
     calls,
+    console,
     dashboard,
     docs,
     enrollment,
@@ -35,6 +36,7 @@ from api.routes import (
     fairness,
     health,
     keys,
+    models,
     read_results,
     reads,
     rolls,
@@ -171,6 +173,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router)
     app.include_router(audit.router)
     app.include_router(keys.router)
+    app.include_router(models.router)
     # The settle calculator changes nothing, but like every route it needs a key (any role but a worker's).
     app.include_router(
         settle.router, dependencies=[Depends(require(*ALL_BUT_WORKER))], responses=AUTH_RESPONSES
@@ -179,7 +182,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(read_results.router)
     app.include_router(workers.router)
     app.include_router(enrollment.router)
+    app.include_router(console.router)
     dashboard.install(app)
+    console.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)
     install_error_handler(app)

@@ -1,5 +1,5 @@
-"""The reader's JSON contract (design.md, "The read result as JSON"): a `vision.types.Roll` as the document
-that `throwbox read --json`, `POST /v1/reads` and the live loop's stored reads carry.
+"""The reader's JSON contract (docs/architecture.md, "The read result as JSON"): a `vision.types.Roll` as
+the document that `throwbox read --json`, `POST /v1/reads` and the live loop's stored reads carry.
 
 vision/ reads dice and knows nothing of the game (it imports no `rules/`); the Pip Street winner and the Like
 Kind count of a valid roll are the rules engine's (`rules.hrd.dice`), added here at the api edge, in the

@@ -35,7 +35,13 @@ from api.db.models import Evidence, GameTable, Read, Round
 from api.db.models import Roll as RollRow
 from api.db.models import Wager as WagerRow
 from api.db.session import Database
-from api.errors import ForbiddenError, NotFoundError, RulesRefusedError, StateConflictError
+
+# Re-exported: callers name them `rounds.NotFoundError` etc. (api/console_decisions.py, api/rules_door.py).
+from api.errors import ForbiddenError as ForbiddenError
+from api.errors import NotFoundError as NotFoundError
+from api.errors import RulesRefusedError as RulesRefusedError
+from api.errors import ServiceError as ServiceError
+from api.errors import StateConflictError as StateConflictError
 from api.events import publish
 from api.metrics import Metrics
 from api.schemas.rolls import RollAnswer, RollSubmission
@@ -304,7 +310,7 @@ def roll_source(*, role: Role, claimed: str | None) -> str:
     return source
 
 
-def submit_roll(
+def submit_roll_as(
     *,
     database: Database,
     table_id: str,
@@ -315,26 +321,17 @@ def submit_roll(
     lease_epoch: int | None = None,
     worker_id: str | None = None,
 ) -> SubmittedRoll:
-    """Apply a throw to the table's open round and commit it with its answer, audit entry and events.
-
-    The roll's source is the key's role's (`roll_source`). A roll id sent again with the same body is
-    answered from the first (`duplicate`), applied once. "invalid" and "void" advance nothing (`rethrow`);
-    "no_decision" advances nothing and raises an alert. A table worker's roll carries its lease
-    (`lease_epoch`, `worker_id`; a bound worker key acts as its own id): a new roll from a worker whose lease
-    another worker has taken over since is refused (api.leases.fence_refusal); a roll id already applied is
-    still answered as a duplicate, as nothing is applied again.
+    """`submit_roll` for a key (`POST /v1/tables/{id}/rolls`): the roll's source is the key's role's
+    (`roll_source`), and a bound worker key acts as its own worker id.
 
     Raises:
         ForbiddenError: a source the key cannot back; a bound worker key naming another worker id.
-        NotFoundError: no such table, evidence frame, read or round.
-        StateConflictError: no open round, another round named, a roll id reused with other data, one
-            roll id at two tables at once, or a superseded worker's lease (`lease_superseded`).
-        RulesRefusedError: the rules engine refused the roll, by clause.
+        and what `submit_roll` raises.
     """
     worker_id = principal.acts_as(worker_id)
     body = body.model_copy(update={"source": roll_source(role=principal.role, claimed=body.source)})
     try:
-        return _submit(
+        return submit_roll(
             database=database,
             table_id=table_id,
             body=body,
@@ -347,6 +344,48 @@ def submit_roll(
     except RulesRefusedError:
         metrics.errors.labels(kind="refused_by_rules").inc()
         raise
+
+
+def submit_roll(
+    *,
+    database: Database,
+    table_id: str,
+    body: RollSubmission,
+    actor: str,
+    webhook_urls: list[str],
+    metrics: Metrics,
+    lease_epoch: int | None = None,
+    worker_id: str | None = None,
+) -> SubmittedRoll:
+    """Apply a throw to the table's open round and commit it with its answer, audit entry and events.
+
+    The service's own callers (the in-process rules door, the dealer console) name the source in the body;
+    a key's roll comes through `submit_roll_as`, which sets it from the key's role. A roll id sent again with
+    the same body is answered from the first (`duplicate`), applied once. "invalid" and "void" advance
+    nothing (`rethrow`); "no_decision" advances nothing and raises an alert. A table worker's roll carries
+    its lease (`lease_epoch`, `worker_id`): a new roll from a worker whose lease another worker has taken
+    over since is refused (api.leases.fence_refusal); a roll id already applied is still answered as a
+    duplicate, as nothing is applied again.
+
+    Raises:
+        ValueError: the body names no source (a caller's mistake: the service's callers always name it).
+        NotFoundError: no such table, evidence frame, read or round.
+        StateConflictError: no open round, another round named, a roll id reused with other data, one
+            roll id at two tables at once, or a superseded worker's lease (`lease_superseded`).
+        RulesRefusedError: the rules engine refused the roll, by clause.
+    """
+    if body.source is None:
+        raise ValueError("a roll's source must be named: reader or dealer (a key's roll: submit_roll_as)")
+    return _submit(
+        database=database,
+        table_id=table_id,
+        body=body,
+        actor=actor,
+        webhook_urls=webhook_urls,
+        metrics=metrics,
+        lease_epoch=lease_epoch,
+        worker_id=worker_id,
+    )
 
 
 def _submit(

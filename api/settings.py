@@ -86,7 +86,9 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000", description="This service's own URL (`throwbox serve` sets it)."
     )
     rules_url: str | None = Field(
-        default=None, description="The rules engine live rolls are POSTed to; default this service."
+        default=None,
+        description="Another rules engine live rolls are POSTed to; default none: this service's round "
+        "logic, in-process.",
     )
     rules_key: SecretStr | None = Field(
         default=None, description="A reader-role key at THROWBOX_RULES_URL (default: one made at start)."
@@ -114,6 +116,19 @@ class Settings(BaseSettings):
     worker_check_s: float = Field(
         default=1.0, gt=0, le=60, description="How often each replica looks for lost worker leases."
     )
+
+    # The models in use (issue 55): `throwbox models use|rollback` change this manifest and
+    # `POST /v1/models/reload` reads it again; None: the repository's models/manifest.json.
+    models_manifest: Path | None = Field(
+        default=None, description="The model manifest the reader loads; default models/manifest.json."
+    )
+
+    @property
+    def manifest_path(self) -> Path:
+        """The model manifest in force: the override, or the repository's."""
+        from vision.onnx_session import MANIFEST_PATH
+
+        return self.models_manifest or MANIFEST_PATH
 
     @field_validator("webhook_urls")
     @classmethod

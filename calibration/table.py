@@ -93,7 +93,7 @@ class TableCalibration:
             "resolution_wh": list(self.resolution_wh),
             "intrinsics": intrinsics_to_dict(self.intrinsics),
             "intrinsics_rms_px": self.intrinsics_rms_px,
-            "pose": {"rvec": list(self.pose.rvec), "tvec": list(self.pose.tvec)},
+            "pose": pose_to_dict(self.pose),
             "homography_px_to_mm": list(self.plane.homography_px_to_mm),
             "plane_rms_mm": self.plane_rms_mm,
             "layout": asdict(self.layout),
@@ -115,10 +115,7 @@ class TableCalibration:
         intr = intrinsics_from_dict(data["intrinsics"])
         if list(data["resolution_wh"]) != list(intr.resolution_wh):
             raise ValueError("resolution_wh disagrees with the intrinsics' image size")
-        pose = CameraPose(
-            rvec=_triple(data["pose"]["rvec"]),
-            tvec=_triple(data["pose"]["tvec"]),
-        )
+        pose = pose_from_dict(data["pose"])
         markers_d = data["markers"]
         markers = None
         if markers_d is not None:
@@ -292,6 +289,27 @@ def intrinsics_from_dict(data: dict[str, Any]) -> CameraIntrinsics:
         height_px=int(data["height_px"]),
         dist=dist,
     )
+
+
+def pose_to_dict(pose: CameraPose) -> dict[str, Any]:
+    """Plain JSON-able form of a camera pose (Rodrigues vector and translation, mm)."""
+    return {"rvec": list(pose.rvec), "tvec": list(pose.tvec)}
+
+
+def pose_from_dict(data: dict[str, Any]) -> CameraPose:
+    """Inverse of `pose_to_dict`; raises KeyError, TypeError or ValueError on malformed data."""
+    return CameraPose(rvec=_triple(data["rvec"]), tvec=_triple(data["tvec"]))
+
+
+def camera_to_dict(camera: Camera) -> dict[str, Any]:
+    """A camera's intrinsics and pose as JSON: the one camera form of the table calibration, the generator's
+    ground truth (`datasets.format`) and the demo clips' `video.json`."""
+    return {"intrinsics": intrinsics_to_dict(camera.intrinsics), "pose": pose_to_dict(camera.pose)}
+
+
+def camera_from_dict(data: dict[str, Any]) -> Camera:
+    """Inverse of `camera_to_dict`; raises KeyError, TypeError or ValueError on malformed data."""
+    return Camera(intrinsics_from_dict(data["intrinsics"]), pose_from_dict(data["pose"]))
 
 
 def _triple(values: object) -> tuple[float, float, float]:

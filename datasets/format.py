@@ -46,7 +46,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from calibration.camera import Camera, CameraIntrinsics, CameraPose
+from calibration.camera import Camera
+from calibration.table import camera_from_dict as calibration_camera_from_dict
+from calibration.table import camera_to_dict
 
 FORMAT_VERSION = "throwbox-synth/1"
 
@@ -226,43 +228,13 @@ def die_to_dict(d: DieTruth) -> dict[str, Any]:
     }
 
 
-def camera_to_dict(camera: Camera) -> dict[str, Any]:
-    """Intrinsics and pose in the terms of `calibration.camera`."""
-    k, p = camera.intrinsics, camera.pose
-    return {
-        "intrinsics": {
-            "fx": k.fx,
-            "fy": k.fy,
-            "cx": k.cx,
-            "cy": k.cy,
-            "width_px": k.width_px,
-            "height_px": k.height_px,
-            "dist": list(k.dist),
-        },
-        "pose": {"rvec": list(p.rvec), "tvec": list(p.tvec)},
-    }
-
-
 def camera_from_dict(data: dict[str, Any]) -> Camera:
-    """Inverse of `camera_to_dict`."""
+    """The scene's camera (`calibration.table.camera_from_dict`, the one reading of a camera's JSON); a
+    malformed one is a FormatError."""
     try:
-        k, p = data["intrinsics"], data["pose"]
-        intr = CameraIntrinsics(
-            fx=float(k["fx"]),
-            fy=float(k["fy"]),
-            cx=float(k["cx"]),
-            cy=float(k["cy"]),
-            width_px=int(k["width_px"]),
-            height_px=int(k["height_px"]),
-            dist=tuple(float(v) for v in k.get("dist", (0.0,) * 5)),
-        )
-        rv, tv = p["rvec"], p["tvec"]
-        pose = CameraPose(
-            rvec=(float(rv[0]), float(rv[1]), float(rv[2])), tvec=(float(tv[0]), float(tv[1]), float(tv[2]))
-        )
-    except (KeyError, TypeError, IndexError) as exc:
+        return calibration_camera_from_dict(data)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise FormatError(f"malformed camera: {exc!r}") from exc
-    return Camera(intr, pose)
 
 
 def layout_move_to_dict(m: LayoutMoveTruth) -> dict[str, Any]:

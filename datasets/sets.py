@@ -12,10 +12,10 @@ workers); its images may differ a little at shadow edges on some processors. Two
 come out otherwise, and the shipped models were trained on train-v1's and train-s600's labels from before
 the relabel (5 dice differ).
 
-Only the sets a shipped model was trained on and the held-out val-v1, mix-v2, wide-s14000 and usual-s14000
-are listed. The tuning and
-fresh sets of the rules in docs/history/ (and the README figures quoted from them) are one-off: each is read
-once or tuned on, and its command is written beside it.
+Only the sets a shipped model was trained on, the held-out val-v1, mix-v2, wide-s14000 and usual-s14000,
+and issue 55's risk sets (group "risk": home, two away looks, and a tuning set apart from them) are listed.
+The tuning and fresh sets of the rules in docs/history/ (and the README figures quoted from them) are
+one-off: each is read once or tuned on, and its command is written beside it.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ class NamedSet:
     """One data set's recorded `throwbox lab synth` command, and what it is for."""
 
     name: str
-    group: str  # the folder under the root: "synth" (the reader's) or "judge" (the judgement stage's)
+    # The folder under the root: "synth" (the reader's), "judge" (the judgement stage's) or "risk" (issue 55's
+    # risk and coverage sets).
+    group: str
     scenes: int
     seed: int
     mix: str = "normal=1"
@@ -62,6 +64,7 @@ class NamedSet:
     see_through: float = 0.0
     used_for: str = ""
     style: str = "usual"  # the generator's `--style` (issue 48)
+    die_style: str | None = None  # the generator's `--die-style`: every die in this style
 
     def folder(self, root: Path | None = None, scenes: int | None = None) -> Path:
         """Where the set goes under `root` (default `synth_data_root()`); only its first `scenes` (fewer
@@ -87,6 +90,7 @@ class NamedSet:
             oblique_fraction=self.oblique,
             see_through=self.see_through,
             style=self.style,
+            die_style=self.die_style,
         )
 
     def command(self, root: Path | None = None, scenes: int | None = None) -> str:
@@ -103,7 +107,26 @@ class NamedSet:
             parts.append(f"--see-through {self.see_through:g}")
         if self.style != "usual":
             parts.append(f"--style {self.style}")
+        if self.die_style is not None:
+            parts.append(f"--die-style {self.die_style}")
         return " ".join(parts)
+
+
+def _risk(
+    name: str,
+    scenes: int,
+    seed: int,
+    used_for: str,
+    *,
+    see_through: float = 0.0,
+    style: str = "usual",
+    die_style: str | None = None,
+) -> NamedSet:
+    """Issue 55's risk sets: clearbig's recipe (docs/history/faces-wrong-rate.md) on seeds no set used."""
+    return NamedSet(
+        name, "risk", scenes, seed, "normal=0.8,cluster=0.2", R40, oblique=0.4, see_through=see_through,
+        used_for=used_for, style=style, die_style=die_style,
+    )  # fmt: skip
 
 
 def _clear(seed: int, strength: float) -> NamedSet:
@@ -147,6 +170,22 @@ NAMED_SETS: dict[str, NamedSet] = {
             R60,
             used_for="held out: wide-s14000's throws and cameras with the usual looks",
         ),
+        # Issue 55 (docs/risk.md): home, >= 10,000 usual dice; away, >= 5,000 dice of each look no
+        # training set uses (the wide style; the wide palette's smoke-grey translucent dice with every
+        # hidden face's pips showing through at full strength, where training saw 0.2-0.65 of the usual
+        # palette's); and a tuning set for the calibration and the bars, apart from every judging set.
+        _risk("home-s55000", 1020, 55000, "held out: issue 55's home set", see_through=0.5),
+        _risk("wide-s55100", 520, 55100, "held out: issue 55's away set, the wide style", style="wide"),
+        _risk(
+            "translucent-s55200",
+            520,
+            55200,
+            "held out: issue 55's away set, translucent dice showing every hidden pip",
+            style="wide",
+            die_style="wide-smoke-white",
+            see_through=1.0,
+        ),
+        _risk("tune-s55900", 300, 55900, "issue 55's tuning set: calibration and bars", see_through=0.5),
         # Training sets of the shipped models and the stages they were trained from.
         NamedSet("train-v1", "synth", 2000, 1, resolutions=R50, used_for="detector and face models"),
         NamedSet(

@@ -11,7 +11,7 @@ With `--synth DIR`, a rendered set of one dice style (`throwbox lab synth ... --
 with `throwbox train faces --leave-out-style NAME`): the N dice are drawn from DIR's dice, and the figures are
 on all the others of DIR. A model with no embedding output cannot be enrolled: its shipped head's figure
 alone is given. The report also gives the enrollment's own cross-validated verdict on the N dice
-(`models.enroll.Validation`): whether `throwbox enroll` would store it or refuse it (`stored_by_guard`).
+(`vision.pips.enroll.Validation`): whether `throwbox enroll` would store it or refuse it (`stored_by_guard`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from models.data import SHARED_REAL, load_synth, load_yolo_folder
-from models.enroll import EnrollDataError, enroll_table
 from models.train_faces import accuracy, labelled_crops
 from vision.onnx_session import ModelSpec, OnnxModel, sha256_of
+from vision.pips.enroll import EnrollDataError, enroll_table
 from vision.pips.enrolled import EnrolledModel
 
 

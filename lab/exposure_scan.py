@@ -30,7 +30,8 @@ from lab.stress import change, condition_rng, kind_named
 from models.data import DatasetError, load_dataset
 from vision.image import load_image
 from vision.judge.config import JudgeConfig
-from vision.judge.exposure import FrameExposure, measure_exposure
+from vision.judge.exposure import measure_exposure
+from vision.types import FrameExposure
 
 
 def scan(

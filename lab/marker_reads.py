@@ -2,7 +2,7 @@
 
     .venv/bin/python -m lab.marker_reads [--reads 100] [--dice 10] [--seed 0] [--json]
 
-The calibration selftest's table (`datasets.calib_scenes`: the 600 x 450 mm box, its four ArUco corner
+The calibration selftest's table (`calibration.selftest.scenes`: the 600 x 450 mm box, its four ArUco corner
 markers and printed layout labels, its true 1280x720 camera) is calibrated from an empty frame as `throwbox
 calibrate table` does it, table marks and the markers' looks included. Then `--reads` frames, each with
 `--dice` dice lying flat at random places in the throw area (no two closer than a die and a half; one in
@@ -30,8 +30,8 @@ from rich.progress import track
 
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers
+from calibration.selftest.scenes import Finish, TableScene, table_camera_pose, table_camera_truth
 from calibration.table import calibrate_table
-from datasets.calib_scenes import Finish, TableScene, table_camera_pose, table_camera_truth
 from vision.reader import Reader
 from vision.table.geometry import TableGeometry
 from vision.types import FindingReason, Frame

@@ -145,7 +145,8 @@ def score(
     }
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The study's options (see the module docstring)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -196,6 +197,11 @@ def main() -> None:
         action="store_true",
         help="only the real train photos that `train_pips --hold-back` kept out of training",
     )
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     try:
         accepts = [None if v.strip() == "none" else float(v) for v in args.second_accept.split(",")]

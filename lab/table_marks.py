@@ -2,7 +2,7 @@
 
     .venv/bin/python -m lab.table_marks [--offsets-mm 0,5,10,15,20] [--faces 1,6] [--seed 5]
 
-The calibration selftest's table (`datasets.calib_scenes`: the 600 x 450 mm box with its four corner
+The calibration selftest's table (`calibration.selftest.scenes`: the 600 x 450 mm box with its four corner
 markers and printed layout labels, seen by its true 1280x720 camera) is calibrated from one empty frame,
 and the committed detector's table marks are found on it (`vision.table.marks.find_table_marks`, as
 `throwbox calibrate table` does). Then, for every mark, the frame's likeness to the empty box there
@@ -37,8 +37,8 @@ from rich.progress import track
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers
 from calibration.marks import TableMark, likeness
+from calibration.selftest.scenes import TableScene, camera_variants, table_camera_pose, table_camera_truth
 from calibration.table import calibrate_table
-from datasets.calib_scenes import TableScene, camera_variants, table_camera_pose, table_camera_truth
 from vision.judge.config import JudgeConfig
 from vision.reader import Reader
 

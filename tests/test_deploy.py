@@ -129,10 +129,10 @@ def test_the_compose_file_has_the_services_of_the_readme() -> None:
     secrets = compose()["secrets"]
     for name in ("worker-1", "worker-2"):
         worker = services[name]
-        (secret,) = worker["secrets"]
+        secret = f"worker_{name[-1]}_key"
         argv = worker["command"]
         assert argv[argv.index("--key-file") + 1] == f"/run/secrets/{secret}"
-        assert secret in secrets
+        assert secret in secrets and secret in worker["secrets"]
         assert "environment" not in worker  # a worker holds its key only: no database URL
         assert argv[argv.index("--service") + 1] == "http://lb:8080"
     tables = [
@@ -142,6 +142,45 @@ def test_the_compose_file_has_the_services_of_the_readme() -> None:
         if arg == "--table"
     ]
     assert len(tables) == len(set(tables)) == 4  # no table given to two workers
+
+
+def _readme_shell_lines() -> list[str]:
+    """The shell lines of deploy/README.md's code blocks, `\\` continuations joined."""
+    lines: list[str] = []
+    inside = False
+    for line in (DEPLOY / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            inside = not inside
+            continue
+        if inside:
+            if lines and lines[-1].endswith("\\"):
+                lines[-1] = lines[-1][:-1] + " " + line.strip()
+            else:
+                lines.append(line)
+    return lines
+
+
+def test_the_compose_demo_tables_have_a_croupier() -> None:
+    # The README's compose tables play the demo clips; their rounds are opened by the workers' croupier, a
+    # dealer key the README makes and compose hands to every worker as a secret. Without it every demo
+    # throw found no open round (409, `roll_not_posted`), issue 57.
+    shell = _readme_shell_lines()
+    assert any('\\"camera_source\\": \\"<demo clips>\\"' in line for line in shell)
+    services, secrets = compose()["services"], compose()["secrets"]
+    made = {
+        (DEPLOY.parent / line.rsplit(">", 1)[1].strip()).resolve()
+        for line in shell
+        if "keys create --role dealer" in line and ">" in line
+    }
+    for name in ("worker-1", "worker-2"):
+        argv = services[name]["command"]
+        assert "--croupier-key-file" in argv, f"{name}: no croupier, no demo round"
+        path = argv[argv.index("--croupier-key-file") + 1]
+        assert path.startswith("/run/secrets/")
+        secret = path.removeprefix("/run/secrets/")
+        assert secret in services[name]["secrets"]
+        # The secret's file is one the README fills with a dealer key.
+        assert (DEPLOY / secrets[secret]["file"]).resolve() in made
 
 
 def _command_path(argv: list[str]) -> tuple[Any, tuple[str, ...], list[str]]:

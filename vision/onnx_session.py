@@ -67,7 +67,7 @@ class ModelSpec:
     version: str
     input_size_hw: tuple[int, int]
     labels: tuple[str, ...]
-    # A detector's own score threshold, tuned for its weights with `python -m models.tune_detector`; it
+    # A detector's own score threshold, tuned for its weights with `python -m lab.tune_detector`; it
     # replaces `DetectorConfig.score_threshold` wherever the model runs (`vision.detect.DieDetector`).
     # None: the config's.
     score_threshold: float | None = None
@@ -79,6 +79,11 @@ class ModelSpec:
     # with; None: the classifier module's defaults.
     second_weight: float | None = None
     second_accept: float | None = None
+    # A face model's calibration (issue 55, `throwbox lab calibrate-faces`): the temperature its
+    # probabilities are read at (`FaceReader.temperature`) and the sure bar judged with it, which replaces
+    # `ValidityConfig.min_confidence` (`Reader`); None: uncalibrated, the config's bar.
+    temperature: float | None = None
+    sure_bar: float | None = None
 
     @property
     def tag(self) -> str:
@@ -134,6 +139,12 @@ def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, ModelSpec]:
                 ),
                 second_accept=_optional_number(
                     entry.get("second_accept"), "second_accept", "(0, 1]", lambda v: 0.0 < v <= 1.0
+                ),
+                temperature=_optional_number(
+                    entry.get("temperature"), "temperature", "[0.05, 20]", lambda v: 0.05 <= v <= 20.0
+                ),
+                sure_bar=_optional_number(
+                    entry.get("sure_bar"), "sure_bar", "[0, 1]", lambda v: 0.0 <= v <= 1.0
                 ),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:

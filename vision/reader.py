@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ from calibration.marks import TableMark
 from calibration.table import TableCalibration
 from vision.detect.centernet import DetectorConfig
 from vision.detect.detector import DieDetector
-from vision.judge.exposure import exposure_findings, grain_bars_set, measure_exposure, smoothed
+from vision.judge.exposure import exposure_findings, measure_exposure, smoothed
 from vision.judge.validity import ValidityConfig, judge
 from vision.onnx_session import (
     DEFAULT_PROVIDERS,
@@ -83,6 +83,15 @@ class ReaderConfig:
     # small dice in large photos found far more often, big dice as before
     # (docs/history/judge-config.md#readerconfigbig_die_face_margin).
     big_die_face_margin: float | None = 0.1
+    # Every die read in the eight turns and mirror images of its crop (`FaceReader.turns_check`, issue 55);
+    # the judge heeds it only with `ValidityConfig.require_turns_agree`. Off until judged.
+    turns_check: bool = False
+    # ...only for dice read less surely than this (`FaceReader.turns_below`; None: every die).
+    turns_below: float | None = None
+    # A face model's calibration in the manifest (`ModelSpec.temperature`, `sure_bar`) is used: its
+    # temperature, and its sure bar in place of `ValidityConfig.min_confidence`. False: neither (the lab's
+    # reads of an uncalibrated reader, and of a reader with the bar at 0, `throwbox lab risk`).
+    manifest_calibration: bool = True
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,13 @@ class Reader:
 
         det_model, pip_model = load("detector"), load("pips")
         listed = load_manifest(manifest_path)
+        pips_spec = listed["pips"]
+        temperature = 1.0
+        if self.config.manifest_calibration:
+            temperature = pips_spec.temperature or 1.0
+            if pips_spec.sure_bar is not None:  # the bar judged with the calibrated model (issue 55)
+                validity = replace(self.config.validity, min_confidence=pips_spec.sure_bar)
+                self.config = replace(self.config, validity=validity)
         # The die-state model (vision.judge) is used when the manifest lists it; without it the judge
         # checks count and certainty only (see vision.judge.validity), and `models` does not name it.
         self.die_state = DieStateClassifier(load("die_state")) if "die_state" in listed else None
@@ -138,7 +154,7 @@ class Reader:
         cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
 
-        def face_reader(model: OnnxModel, second: OnnxModel | None) -> FaceReader:
+        def face_reader(model: OnnxModel, second: OnnxModel | None, temp: float = 1.0) -> FaceReader:
             spec = None if second is None else second.spec
             weight = SECOND_MODEL_WEIGHT if spec is None or spec.second_weight is None else spec.second_weight
             accept = SECOND_MODEL_ACCEPT if spec is None or spec.second_accept is None else spec.second_accept
@@ -151,11 +167,14 @@ class Reader:
                 plane_look_span=self.config.plane_look_span,
                 second_weight=weight,
                 second_accept=accept,
+                temperature=temp,
+                turns_check=self.config.turns_check,
+                turns_below=self.config.turns_below,
             )
 
         # The second model helps the face model it was judged beside: the dice the die-state model calls
         # cocked keep their own model's turned looks (vision/state/probe.py).
-        self.faces = face_reader(pip_model, second_model)
+        self.faces = face_reader(pip_model, second_model, temperature)
         self.cocked_faces = None if cocked_model is None else face_reader(cocked_model, None)
         check = None if self.config.big_die_face_margin is None else self._big_die_reads_better
         self.detector = DieDetector(det_model, self.config.detector, big_die_check=check)
@@ -290,11 +309,12 @@ class Reader:
         the caller's frame itself is not changed (its annotated evidence is the frame as it came).
         """
         t0 = time.perf_counter()
-        # The frame's exposure first (vision/judge/exposure.py), and, while a grain bar is set, its grain: a
-        # frame grainier than `JudgeConfig.smooth_noise_above` is read smoothed (both bars are off by
-        # default). Both are timed with the detector (`timing_ms["detect"]`).
+        # The frame's exposure and grain first (vision/judge/exposure.py): a frame grainier than
+        # `JudgeConfig.smooth_noise_above` is read smoothed (both grain bars are off by default), and the
+        # Roll carries both measures (for the live loop's camera alerts). Timed with the detector
+        # (`timing_ms["detect"]`).
         judge_config = self.config.validity.judge
-        exposure = measure_exposure(frame.image, noise=grain_bars_set(judge_config))
+        exposure = measure_exposure(frame.image)
         image = smoothed(frame.image, exposure, judge_config)
         # The detector's peaks under its threshold tell a short count from a die it was unsure of (judge).
         coarse = expected_dice is None and geometry is None
@@ -369,4 +389,5 @@ class Reader:
             },
             findings=verdict.findings,
             set_aside=table.sifted.set_aside + verdict.set_aside,
+            exposure=exposure,
         )

@@ -305,20 +305,7 @@ class SettleDetector:
             self.reset()  # frames went missing: what happened meanwhile is unknown, as after a camera loss
         dt = 0.0 if gap else t - self._prev_s
 
-        fg = self._threshold(work, self._background.astype(np.uint8), cfg.foreground_threshold) & roi
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(fg, connectivity=8)
-        areas = stats[1:, cv2.CC_STAT_AREA] if n > 1 else np.zeros(0, dtype=np.int32)
-        keep = np.flatnonzero(areas >= cfg.min_object_px) + 1
-        edge_labels = np.intersect1d(np.unique(labels[self._band() > 0]), keep)
-        edge_mask = (
-            np.isin(labels, edge_labels).astype(np.uint8) * 255 if edge_labels.size else np.zeros_like(fg)
-        )
-        largest_edge = int(stats[edge_labels, cv2.CC_STAT_AREA].max()) if edge_labels.size else 0
-        largest_any = int(areas.max()) if areas.size else 0
-        intruder = (
-            largest_edge > cfg.intrusion_edge_fraction * self._roi_area
-            or largest_any > cfg.intrusion_any_fraction * self._roi_area
-        )
+        fg, keep, edge_mask, largest_edge, intruder = self._foreground(work, roi, background=self._background)
 
         if gap or self._prev is None:
             changed = np.zeros_like(fg)
@@ -379,29 +366,7 @@ class SettleDetector:
         else:
             new_state = self.state
         if still and not self._settled:
-            self._settled = True
-            if self._armed and self._trusted and self._moving_since_s is not None:
-                events.append(
-                    AtRest(
-                        frame=frame,
-                        throw_index=self.throws,
-                        moving_since_s=self._moving_since_s,
-                        still_since_s=self._still_since_s,
-                    )
-                )
-                self.throws += 1
-            elif self._active:
-                events.append(
-                    SettledWithoutThrow(
-                        frame=frame,
-                        still_since_s=self._still_since_s,
-                        intruder_seen=self._handled,
-                        empty=not objects,
-                    )
-                )
-            self._trusted = True
-            self._edge_px_at_settle = edge_px
-            self._reset_episode(keep_settled=True)
+            events += self._settle(frame, objects=objects, edge_px=edge_px)
         if still and self._background is not None and cfg.background_alpha > 0:
             # Follow slow lighting changes on the felt only; objects never melt into the model.
             felt = cv2.bitwise_and(roi, cv2.bitwise_not(cv2.dilate(fg, np.ones((5, 5), np.uint8))))
@@ -420,6 +385,58 @@ class SettleDetector:
             largest_edge_blob_px=largest_edge,
         )
         self._prev, self._prev_s, self._prev_edge = work, t, edge_mask
+        return events
+
+    def _foreground(
+        self, work: ImageArray, roi: MaskArray, *, background: NDArray[np.float32]
+    ) -> tuple[MaskArray, NDArray[np.intp], MaskArray, int, bool]:
+        """What differs from the background in the box: the foreground mask, the labels of objects big
+        enough to count, the mask of those touching the box's edge band, the largest of those (px), and
+        whether an intruder (a hand, a stick) is in: a blob past the intrusion fractions of the box."""
+        cfg = self.config
+        fg = self._threshold(work, background.astype(np.uint8), cfg.foreground_threshold) & roi
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(fg, connectivity=8)
+        areas = stats[1:, cv2.CC_STAT_AREA] if n > 1 else np.zeros(0, dtype=np.int32)
+        keep = np.flatnonzero(areas >= cfg.min_object_px) + 1
+        edge_labels = np.intersect1d(np.unique(labels[self._band() > 0]), keep)
+        edge_mask = (
+            np.isin(labels, edge_labels).astype(np.uint8) * 255 if edge_labels.size else np.zeros_like(fg)
+        )
+        largest_edge = int(stats[edge_labels, cv2.CC_STAT_AREA].max()) if edge_labels.size else 0
+        largest_any = int(areas.max()) if areas.size else 0
+        intruder = (
+            largest_edge > cfg.intrusion_edge_fraction * self._roi_area
+            or largest_any > cfg.intrusion_any_fraction * self._roi_area
+        )
+        return fg, keep, edge_mask, largest_edge, intruder
+
+    def _settle(self, frame: CapturedFrame, *, objects: int, edge_px: int) -> list[SettleEvent]:
+        """The box came to rest: a throw at rest if one was armed (and the background trusted), else a
+        settle without a throw after activity; the episode ends."""
+        events: list[SettleEvent] = []
+        self._settled = True
+        if self._armed and self._trusted and self._moving_since_s is not None:
+            events.append(
+                AtRest(
+                    frame=frame,
+                    throw_index=self.throws,
+                    moving_since_s=self._moving_since_s,
+                    still_since_s=self._still_since_s,
+                )
+            )
+            self.throws += 1
+        elif self._active:
+            events.append(
+                SettledWithoutThrow(
+                    frame=frame,
+                    still_since_s=self._still_since_s,
+                    intruder_seen=self._handled,
+                    empty=not objects,
+                )
+            )
+        self._trusted = True
+        self._edge_px_at_settle = edge_px
+        self._reset_episode(keep_settled=True)
         return events
 
     # ----------------------------------------------------------------------------------------- helpers

@@ -1,4 +1,5 @@
-"""Frozen dataclasses that flow between the reader's stages (design.md, "Types that flow between stages").
+"""Frozen dataclasses that flow between the reader's stages (docs/architecture.md, "Types that flow
+between stages").
 
 Arrays are validated in `__post_init__` (shape and dtype), names carry their format (`box_xyxy`,
 `top_quad`), and "nothing found" is an empty tuple, never `None`.
@@ -85,6 +86,9 @@ class FaceReading:
 
     face_probs: tuple[float, ...]  # P(face = 1..6), sums to 1
     pip_count: int | None  # classical OpenCV count; None when it could not count
+    # Whether the eight turns and mirror images of the crop read the same face as the reading (the second
+    # opinion of `FaceReader.turns_check`, issue 55); None: not looked at.
+    turns_agree: bool | None = None
 
     def __post_init__(self) -> None:
         if len(self.face_probs) != 6:
@@ -123,6 +127,11 @@ class DieReading:
     state: str | None = None
     state_confidence: float | None = None
     off_table: bool = False
+    # Second opinions kept for evaluation (issue 55; not in `as_dict`, the read's JSON contract): whether the
+    # eight turns of the crop agreed (`FaceReading.turns_agree`) and whether the box looks like a whole die
+    # (vision/judge/phantom.py); None where not looked at.
+    turns_agree: bool | None = None
+    whole_die: bool | None = None
 
     def __post_init__(self) -> None:
         if self.face is not None and self.face not in FACES:
@@ -138,7 +147,7 @@ class DieReading:
         return float(max(self.face_probs))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the design.md "dice" entries)."""
+        """JSON-ready form (the "dice" entries of docs/architecture.md's read document)."""
         return {
             "face": self.face,
             "confidence": round(self.confidence, 4),
@@ -301,6 +310,47 @@ class Sifted:
 
 
 @dataclass(frozen=True)
+class FrameExposure:
+    """The measures of a frame's exposure and grain (`vision.judge.exposure.measure_exposure`)."""
+
+    clipped_share: float  # of its pixels at grey CLIPPED_GREY or more, 0..1
+    bright_level: int  # the grey level under which 99 % of its pixels lie (0..255)
+    # Its sensor noise's standard deviation in grey levels, estimated (at most 63.01: the measure saturates
+    # there); None: not measured (`measure_exposure(noise=False)`).
+    noise_level: float | None = None
+
+
+@dataclass(frozen=True)
+class LayoutSplit:
+    """Where the reader found the dice of a frame: in which labelled layout box (Ace..Two, 593.1(b)(4)), or
+    in the throw area (no box); indices into `Roll.dice`. Set from each die's `layout_box` (a table's
+    calibration places them; uncalibrated, every die is in the throw area)."""
+
+    boxes: dict[str, tuple[int, ...]]  # label -> the dice in that box, in `Roll.dice` order
+    throw_area: tuple[int, ...]
+
+    @classmethod
+    def of(cls, dice: Sequence[DieReading]) -> LayoutSplit:
+        """The split of `dice` by their `layout_box`."""
+        boxes: dict[str, list[int]] = {}
+        for i, d in enumerate(dice):
+            if d.layout_box is not None:
+                boxes.setdefault(d.layout_box, []).append(i)
+        return cls(
+            boxes={label: tuple(ids) for label, ids in boxes.items()},
+            throw_area=tuple(i for i, d in enumerate(dice) if d.layout_box is None),
+        )
+
+    def in_box(self, label: str) -> tuple[int, ...]:
+        """The dice in the box labelled `label` (none: an empty tuple)."""
+        return self.boxes.get(label, ())
+
+    def outside(self, label: str) -> tuple[int, ...]:
+        """The dice in a layout box other than `label`'s, in `Roll.dice` order."""
+        return tuple(sorted(i for other, ids in self.boxes.items() if other != label for i in ids))
+
+
+@dataclass(frozen=True)
 class Roll:
     """The result of reading one frame, with everything needed to audit it."""
 
@@ -318,6 +368,14 @@ class Roll:
     timing_ms: dict[str, float]
     findings: tuple[Finding, ...] = ()  # the judgement's reasons with the dice they concern
     set_aside: tuple[SetAside, ...] = ()  # detections left out of the count, with why (`SetAside`)
+    # The frame's exposure and grain as the reader measured them (None: a roll no reader made, e.g. keyed):
+    # the live loop's camera alerts read them here rather than measure the frame again.
+    exposure: FrameExposure | None = None
+
+    @property
+    def layout_split(self) -> LayoutSplit:
+        """Where the dice lie: the layout boxes and the throw area (an Extra Roll's kept and thrown dice)."""
+        return LayoutSplit.of(self.dice)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form: the contract of `throwbox read --json` and `POST /v1/reads` but for the Pip Street

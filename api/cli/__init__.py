@@ -5,9 +5,9 @@ Each sub-command lives in its own module under `api/cli/` and registers itself t
 pybullet, torch) happen inside the command bodies, so `throwbox --help` stays fast.
 
 The lab's commands (evaluations, benchmarks, stress runs, the synthetic generator) live in `lab/cli/`
-and are added as one sub-group, `throwbox lab ...`: the only import of `lab` in `api` (design.md). The
-packages only the lab or training need are extras (`_EXTRAS`); a command that needs a missing one stops
-with a message naming the extra to install instead of a traceback.
+and are added as one sub-group, `throwbox lab ...`: the only import of `lab` in `api`
+(docs/architecture.md). The packages only the lab or training need are extras (`_EXTRAS`); a command that
+needs a missing one stops with a message naming the extra to install instead of a traceback.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "api.cli.fairness",
     "api.cli.worker",
     "api.cli.enroll",
+    "api.cli.models",
     "models.cli",
 )
 

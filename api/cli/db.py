@@ -42,7 +42,9 @@ def register(app: typer.Typer) -> None:
 
     @group.command("current")
     def current() -> None:
-        """Print the schema revision and whether it is at head; exit 1 when it is not."""
+        """Print the schema revision and whether it is at head; exit 1 when it is not, 2 when there is no
+        database where the settings point (it is not made)."""
+        from api.cli.database import MAKE_ONE, point_elsewhere, where
         from api.db.session import Database, DatabaseError
         from api.settings import Settings
 
@@ -50,6 +52,13 @@ def register(app: typer.Typer) -> None:
         try:
             database = Database(settings.resolved_database_url)
             try:
+                if database.sqlite_path is not None and not database.sqlite_path.is_file():
+                    typer.echo(
+                        f"error: no throwbox database at {where(settings)}; {point_elsewhere(settings)}; "
+                        f"{MAKE_ONE}",
+                        err=True,
+                    )
+                    raise typer.Exit(2)
                 revision = database.current_revision()
                 head = database.head_revision()
             finally:

@@ -63,6 +63,36 @@ def write_png(document: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _echo_alarms(alerts: list[dict[str, Any]], sequential: list[dict[str, Any]]) -> None:
+    """First, what alarmed: the open `dice_bias_suspected` alerts, the alerts raised in the window, and the
+    dice set's charts that alarmed. A chart restarts at 0 after its alarm, so its statistic now says
+    nothing of it: without this the alarm and its open alert would vanish from the output."""
+    still_open = [a for a in alerts if a["open"]]
+    typer.echo(f"open dice_bias_suspected alerts: {len(still_open) or 'none'}")
+    for a in still_open:
+        typer.echo(f"  alert {a['id']}  {a['created_at']}  {a['chart']}: {a['message']}")
+    closed = [a for a in alerts if not a["open"] and a["in_window"]]
+    if closed:
+        typer.echo(f"acknowledged dice_bias_suspected alerts raised in the window: {len(closed)}")
+        for a in closed:
+            typer.echo(f"  alert {a['id']}  {a['created_at']}  {a['chart']}: {a['message']}")
+    alarmed = [s for s in sequential if s["alarms"]]
+    typer.echo(f"charts that alarmed with this dice set: {len(alarmed) or 'none'}")
+    open_ids = {a["id"] for a in still_open}
+    for s in sorted(alarmed, key=lambda s: (-s["alarms"], s["chart"])):
+        held = f", open alert {s['open_alert']}" if s["open_alert"] in open_ids else ""
+        typer.echo(f"  {s['chart']:<20} alarms {s['alarms']}{held}")
+
+
+def _charts_to_show(sequential: list[dict[str, Any]], *, nearest: int) -> list[dict[str, Any]]:
+    """Every chart that alarmed, then the `nearest` others nearest their threshold."""
+    alarmed = sorted((s for s in sequential if s["alarms"]), key=lambda s: (-s["alarms"], s["chart"]))
+    others = sorted(
+        (s for s in sequential if not s["alarms"]), key=lambda s: -s["statistic_llr"] / s["threshold_llr"]
+    )
+    return alarmed + others[:nearest]
+
+
 def register(app: typer.Typer) -> None:
     """Attach the `fairness` command."""
 
@@ -80,7 +110,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The dice fairness tests of a table: chi-square over the window, the sequential watch, a PNG."""
         from api import fairness as fair
-        from api.cli.keys import open_database
+        from api.cli.database import open_database
         from api.db.models import DiceSet, GameTable
         from api.settings import Settings
 
@@ -101,6 +131,7 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"error: no dice set {dice_set} at table {table!r}", err=True)
                     raise typer.Exit(2)
                 document = fair.report(session, table=row, dice_set=chosen, since=start, until=end).as_dict()
+                alerts = fair.bias_alerts(session, table_id=table, since=start, until=end)
         finally:
             database.dispose()
         name = document["dice_set"]["name"] if document["dice_set"] else "(none registered)"
@@ -109,6 +140,7 @@ def register(app: typer.Typer) -> None:
             f"{document['until'] or 'now'}: {document['rolls']} valid rolls, "
             f"{document['first_rolls']} first rolls"
         )
+        _echo_alarms(alerts, document["sequential"])
         typer.echo("chi-square goodness of fit (scipy.stats.chisquare):")
         for t in document["chi_square"]:
             typer.echo(
@@ -132,10 +164,11 @@ def register(app: typer.Typer) -> None:
             f"expected p = {mr['expected_p']:.3g}"
         )
         if document["sequential"]:
-            typer.echo("sequential watch (Bernoulli CUSUM, log-likelihood ratio against its threshold):")
-            for s in sorted(document["sequential"], key=lambda s: -s["statistic_llr"] / s["threshold_llr"])[
-                :10
-            ]:
+            typer.echo(
+                "sequential watch (Bernoulli CUSUM, log-likelihood ratio against its threshold; the charts "
+                "that alarmed, then those nearest their threshold):"
+            )
+            for s in _charts_to_show(document["sequential"], nearest=10):
                 typer.echo(
                     f"  {s['chart']:<20} {s['statistic_llr']:6.2f} / {s['threshold_llr']:.2f}  "
                     f"alarms {s['alarms']}"

@@ -8,27 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from api.cli.database import open_database
+
 if TYPE_CHECKING:
     from api.db.session import Database
     from api.settings import Settings
-
-
-def open_database(settings: Settings) -> Database:
-    """The database of `settings`, migrated to the latest schema (checked to be at it, where
-    `migrate_on_start` is false: then `throwbox db upgrade` migrates)."""
-    from api.db.session import Database, DatabaseError
-
-    try:
-        database = Database(settings.resolved_database_url)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        if settings.migrate_on_start:
-            database.migrate()
-        else:
-            database.check_at_head()
-    except DatabaseError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    return database
 
 
 # The PostgreSQL advisory lock the first admin key is made under ("tbx-first-admin").
@@ -63,6 +47,25 @@ def ensure_first_admin_key(*, settings: Settings, database: Database) -> Path | 
             payload={"name": new.name, "role": new.role.value, "supervisor": False},
         )
     return path
+
+
+def first_admin_key_note(*, settings: Settings, database: Database) -> str | None:
+    """What `throwbox serve` says at a restart about the first admin key file, from the key store: where it
+    is while the key in it works; that it may go once the key was revoked; nothing when there is no file."""
+    from api.auth import Role, authenticate
+
+    path = settings.first_admin_key_path
+    if not path.is_file():
+        return None
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{path} cannot be read ({type(exc).__name__}); the first admin key is not known here"
+    with database.read_session() as session:
+        principal = authenticate(session, secret)
+    if principal is not None and principal.role is Role.ADMIN:
+        return f"the first admin key is in {path}"
+    return f"{path} holds a key that no longer works (revoked or unknown here): delete the file"
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,8 @@ def register(app: typer.Typer) -> None:
         """
         import uvicorn
 
-        from api.cli.keys import ensure_first_admin_key, open_database
+        from api.cli.database import open_database
+        from api.cli.keys import ensure_first_admin_key, first_admin_key_note
         from api.main import create_app
         from api.settings import Settings
 
@@ -33,15 +34,17 @@ def register(app: typer.Typer) -> None:
         settings = Settings(self_url=self_url)
         if demo:
             settings = settings.model_copy(update={"demo": True})
-        database = open_database(settings)
+        database = open_database(settings, create=True)
         try:
             path = ensure_first_admin_key(settings=settings, database=database)
+            # At a restart: what the key store says of the key in the file (revoked: not "is in").
+            note = None if path is not None else first_admin_key_note(settings=settings, database=database)
         finally:
             database.dispose()
         if path is not None:
             typer.echo(f"throwbox: first admin key written to {path} (read it, keep it, delete the file)")
-        elif settings.first_admin_key_path.exists():
-            typer.echo(f"throwbox: the first admin key is in {settings.first_admin_key_path}")
+        elif note is not None:
+            typer.echo(f"throwbox: {note}")
         typer.echo("throwbox: create more keys with `throwbox keys create --role ROLE`")
         typer.echo(f"throwbox: serving on http://{host}:{port} (API docs at /docs)")
         if settings.demo:

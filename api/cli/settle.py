@@ -1,4 +1,5 @@
-"""`throwbox settle ROUND.json [--json]`: settle one round, the same document and answer as POST /v1/settle.
+"""`throwbox settle ROUND.json [--json] [--explain]`: settle one round, the same document and answer as
+POST /v1/settle; `--explain` names the clause behind every roll and settlement line (rules.explain).
 
 Exit codes: 0 settled; 2 the document breaks a rule or cannot be read (every problem listed by clause).
 """
@@ -90,6 +91,12 @@ def register(app: typer.Typer) -> None:
     def settle(
         document: Path = typer.Argument(..., help="The round as a settle document (JSON); '-' reads stdin."),
         as_json: bool = typer.Option(False, "--json", help="Print the answer (or the problems) as JSON."),
+        explain: bool = typer.Option(
+            False,
+            "--explain",
+            help="Name the clause behind every roll and settlement line, with what it requires "
+            '(with --json: an "explain" list in the answer).',
+        ),
     ) -> None:
         """Settle one round (High Roll Dice or any game in rules.games) and print every settlement."""
         from rules.games import DocumentRefusedError, Problem
@@ -105,10 +112,20 @@ def register(app: typer.Typer) -> None:
         except DocumentRefusedError as exc:
             problems = exc.problems
         else:
+            if explain:
+                from rules.explain import explain as explain_answer
+
+                lines = explain_answer(answer)
+                if as_json:
+                    answer = {**answer, "explain": [line.as_dict() for line in lines]}
             if as_json:
                 typer.echo(json.dumps(answer, indent=2))
             else:
                 _print_answer(answer)
+                if explain:
+                    typer.echo("Every line and the clause behind it:")
+                    for line in lines:
+                        typer.echo(f"  {line.subject}  [{line.clause}] {line.requires}")
             return
         if as_json:
             typer.echo(json.dumps({"detail": [p.as_dict() for p in problems]}, indent=2))

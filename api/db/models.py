@@ -318,3 +318,30 @@ class EnrollmentJob(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class ConsoleDecision(Base):
+    """A person's decision at the table console (`POST /v1/console/decisions`, issue 56) of a roll the reader
+    left to a person: the dealer roll it became, the read it decides, and the labelled boxes (each of the
+    read's dice with the person's face or struck out, and the dice the camera missed, added by a click), so
+    a later refit can learn from them. `mismatch`: the person gave a die the reader was sure of another face
+    (or struck it out); surveillance acknowledges it (`acknowledged_*`)."""
+
+    __tablename__ = "console_decisions"
+
+    roll_id: Mapped[str] = mapped_column(String(100), primary_key=True)  # the waiting (no_decision) roll
+    dealer_roll_id: Mapped[str] = mapped_column(String(100), unique=True)
+    table_id: Mapped[str] = mapped_column(ForeignKey("tables.id"), index=True)
+    round_id: Mapped[int] = mapped_column(Integer)
+    read_id: Mapped[str] = mapped_column(String(64))
+    evidence_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    verdict: Mapped[str] = mapped_column(String(20))
+    rule: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    faces: Mapped[list[Any]] = mapped_column(JSON)
+    boxes: Mapped[list[Any]] = mapped_column(JSON)  # the labelled boxes (api/console.py, `labelled_boxes`)
+    request_sha256: Mapped[str] = mapped_column(String(64))
+    mismatch: Mapped[bool] = mapped_column(Boolean, default=False)
+    decided_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    acknowledged_by: Mapped[str | None] = mapped_column(String(100), nullable=True)

@@ -65,9 +65,12 @@ class Database:
         self._password = parsed.password if isinstance(parsed.password, str) else None
         kwargs: dict[str, Any] = {"pool_pre_ping": True}
         self._sqlite_dir: Path | None = None
+        # The SQLite file (None: PostgreSQL, or SQLite in memory): opening it would create it.
+        self.sqlite_path: Path | None = None
         if self.is_sqlite:
             if parsed.database and parsed.database != ":memory:":
-                self._sqlite_dir = Path(parsed.database).parent
+                self.sqlite_path = Path(parsed.database)
+                self._sqlite_dir = self.sqlite_path.parent
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         else:
             kwargs.update(pool_size=20, max_overflow=20)
@@ -153,7 +156,7 @@ class Database:
         """The database's schema revision (None: never migrated)."""
         from alembic.runtime.migration import MigrationContext
 
-        if self._sqlite_dir is not None and not self._sqlite_dir.exists():
+        if self.sqlite_path is not None and not self.sqlite_path.is_file():
             return None  # never created: not migrated (and reading it must not create it)
         try:
             with self.engine.connect() as connection:

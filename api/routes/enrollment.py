@@ -33,11 +33,10 @@ from api.enrollment import (
     record_change,
     start_job,
 )
+from api.enrollment_sources import MAX_DICE, MIN_DICE_PER_FACE
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 from api.settings import Settings
 from api.uploads import check_zip_upload
-from models.enroll import MAX_DICE
-from models.enroll_sources import MIN_DICE_PER_FACE
 
 router = APIRouter(tags=["enrollment"], responses=AUTH_RESPONSES)
 
@@ -244,8 +243,8 @@ def _enroll(
     force: bool = False,
 ) -> dict[str, Any]:
     """Gather and check the labelled dice (4xx, nothing changed), then store the job and start it."""
-    from models.enroll import EnrollDataError
-    from models.enroll_sources import check_enough, frame_examples, photo_examples, zip_files
+    from api.enrollment_sources import check_enough, frame_examples, photo_examples, zip_files
+    from vision.pips.enroll import EnrollDataError
 
     _table_or_404(database, table_id)
     report: dict[str, Any] = {}

@@ -147,9 +147,13 @@ async def stream(
         batch, cursor = first, start
         quiet_since = time.monotonic()
         while True:
-            for document in batch.documents:
-                yield sse_message(document)
-                cursor = int(str(document["id"]))
+            if batch.documents:
+                # One write per batch, not per event: each write is a chance to find the client gone, and
+                # writes with no await between them never let the server hear of it, so a client that
+                # dropped the stream mid-batch drew asyncio's "socket.send() raised exception." for every
+                # event left in it (hundreds of lines; issue 57).
+                yield "".join(sse_message(document) for document in batch.documents)
+                cursor = int(str(batch.documents[-1]["id"]))
             if batch.complete:
                 # Nothing else matches up to the head: later polls start there, not at an old event of
                 # this table (a filtered stream would otherwise rescan every other table's events).

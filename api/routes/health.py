@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -12,10 +13,11 @@ from sqlalchemy import select
 from api.db.models import GameTable
 from api.db.session import Database
 from api.deps import DatabaseDep, MetricsDep, SettingsDep
-from api.schemas.admin import CheckOut, ReadyOut
+from api.schemas.admin import CheckOut, ReadyOut, TableReadyOut
 from api.settings import Settings
 
 router = APIRouter(tags=["health"])
+log = logging.getLogger("throwbox.health")
 
 MODELS_RETRY_S = 30.0
 
@@ -31,16 +33,18 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz", response_model=ReadyOut, responses={503: {"model": ReadyOut}})
 def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JSONResponse:
-    """Ready when the database answers, the data directory exists, every table's calibration is present
-    and intact, and the reader's models are there (and any check registered in
-    `app.state.readiness_checks` passes)."""
+    """Ready when the service itself can serve: the database answers, the data directory exists and the
+    reader's models are there (and any check registered in `app.state.readiness_checks` passes).
+
+    Each table's own faults (its calibration, enrollment, camera: api/table_faults.py) are listed under
+    `tables` and never make the service unready: one table's broken calibration stops that table only.
+    """
     checks: dict[str, CheckOut] = {}
     db_ok = database.ping()
     checks["database"] = CheckOut(ok=db_ok, detail="reachable" if db_ok else "not reachable")
     data_ok = settings.data_dir.is_dir()
     checks["data_dir"] = CheckOut(ok=data_ok, detail="present" if data_ok else "missing")
-    cal_ok, cal_detail = _calibrations(database, settings)
-    checks["calibration"] = CheckOut(ok=cal_ok, detail=cal_detail)
+    tables = _tables(request, database, settings) if db_ok else {}
     models_ok, models_detail = _models(request)
     checks["models"] = CheckOut(ok=models_ok, detail=models_detail)
     extra: dict[str, ReadinessCheck] = getattr(request.app.state, "readiness_checks", {})
@@ -50,7 +54,7 @@ def readyz(request: Request, database: DatabaseDep, settings: SettingsDep) -> JS
         except Exception as exc:  # a failing check makes the service not ready; it never crashes the probe
             ok, detail = False, f"{type(exc).__name__}: {exc}"
         checks[name] = CheckOut(ok=ok, detail=detail)
-    body = ReadyOut(ready=all(c.ok for c in checks.values()), checks=checks)
+    body = ReadyOut(ready=all(c.ok for c in checks.values()), checks=checks, tables=tables)
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
 
@@ -69,7 +73,7 @@ def _models(request: Request) -> tuple[bool, str]:
     if failed is not None and time.monotonic() - failed[0] < MODELS_RETRY_S:
         return False, failed[1]
     try:
-        reader = Reader(threads=1, manifest_path=onnx_session.MANIFEST_PATH)
+        reader = Reader(threads=1, manifest_path=request.app.state.settings.manifest_path)
     except onnx_session.ModelError as exc:
         request.app.state.models_failed = (time.monotonic(), str(exc))
         return False, str(exc)
@@ -78,27 +82,21 @@ def _models(request: Request) -> tuple[bool, str]:
     return True, "loaded"
 
 
-def _calibrations(database: Database, settings: Settings) -> tuple[bool, str]:
-    """Every table that names a calibration has it, intact, under `<data_dir>/calibration`."""
-    from calibration.errors import CalibrationError
-    from calibration.store import load_table
+def _tables(request: Request, database: Database, settings: Settings) -> dict[str, TableReadyOut]:
+    """Each table and its own faults (reported; none of them makes the service unready)."""
+    from api.routes.tables import faults_of
 
     try:
         with database.read_session() as session:
-            named = session.execute(
-                select(GameTable.id, GameTable.calibration_id).where(GameTable.calibration_id.is_not(None))
-            ).all()
-    except Exception:  # the database check above reports the database itself
-        return False, "cannot list the tables"
-    problems = []
-    for table_id, calibration_id in named:
-        try:
-            load_table(settings.calibration_dir, str(calibration_id))
-        except CalibrationError as exc:
-            problems.append(f"table {table_id}: {exc}")
-    if problems:
-        return False, "; ".join(problems[:5])
-    return True, f"{len(named)} table calibration(s) present and intact"
+            rows = list(session.scalars(select(GameTable).order_by(GameTable.id)))
+            faults = faults_of(session, request=request, settings=settings, rows=rows)
+    except Exception:  # the database check reports the database itself; a probe never crashes
+        log.exception("readyz: cannot list the tables' faults")
+        return {}
+    return {
+        table_id: TableReadyOut(ok=not found, faults=[f"{f.part}: {f.detail}" for f in found])
+        for table_id, found in faults.items()
+    }
 
 
 @router.get("/metrics", response_class=Response)

@@ -1,4 +1,4 @@
-"""Reads: one uploaded image in, the reader's JSON contract document out (design.md), stored for audit.
+"""Reads: one uploaded image in, the reader's JSON document out (docs/architecture.md), stored for audit.
 
 `POST /v1/reads` (multipart: `image` file, optional `expect` and `table_id` fields), role reader. The read,
 its annotated evidence frame and an audit entry are committed before the answer. The models are loaded
@@ -66,7 +66,7 @@ def get_reader(request: Request) -> Reader:
         reader: Reader | None = getattr(request.app.state, "reader", None)
         if reader is None:
             try:
-                reader = Reader(threads=1)
+                reader = Reader(threads=1, manifest_path=request.app.state.settings.manifest_path)
             except ModelError as exc:
                 raise HTTPException(
                     status.HTTP_503_SERVICE_UNAVAILABLE, detail=f"reader unavailable: {exc}"
@@ -105,6 +105,7 @@ ReadSlot = Annotated[None, Depends(read_slot)]
         (413, "The request body or the image is over the byte limit."),
         (415, "The upload's bytes are not a JPEG, PNG, WebP, BMP or TIFF file, or not the type declared."),
         (422, "The upload is empty, corrupt or over the size limits; or a bad form field."),
+        (409, "The table's stored calibration or enrollment cannot be loaded: that table's fault."),
         (503, "The reader is busy (see Retry-After) or its models could not be loaded."),
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
@@ -183,7 +184,7 @@ def create_read(
 def _table_reader(reader: Any, settings: Settings, table_id: str | None) -> Any:
     """The reader through the table's enrollment where it has one (vision/pips/enrolled.py; its reads name
     it in `models`), else the shared reader: the shipped face model. A damaged enrollment, or one fitted on
-    another face model, is the service's fault (503, naming it)."""
+    another face model, is that table's fault (409, naming it; other tables read on)."""
     if table_id is None:
         return reader
     from calibration.errors import InvalidTableIdError
@@ -196,7 +197,7 @@ def _table_reader(reader: Any, settings: Settings, table_id: str | None) -> Any:
         return reader  # an id no file can be named after has no enrollment
     except EnrollmentError as exc:
         raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, detail=f"table {table_id!r}: its enrollment: {exc}"
+            status.HTTP_409_CONFLICT, detail=f"table {table_id!r}: its enrollment: {exc}"
         ) from exc
 
 
@@ -205,7 +206,7 @@ def _table_calibration(
 ) -> TableCalibration | None:
     """The stored calibration of the table `table_id` names, if it has one; None for no table, an unknown
     table or one with no calibration. A frame of another resolution than the calibration's is refused (422);
-    a stored calibration that cannot be read is the service's fault (503, naming it)."""
+    a stored calibration that cannot be read is that table's fault (409, naming it; other tables read on)."""
     if table_id is None:
         return None
     from calibration.errors import CalibrationError, CalibrationNotFoundError, ResolutionMismatchError
@@ -226,7 +227,7 @@ def _table_calibration(
         ) from exc
     except CalibrationError as exc:
         raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
+            status.HTTP_409_CONFLICT,
             detail=f"table {table_id!r}: its calibration {calibration_id!r} cannot be read: {exc}",
         ) from exc
     return calibration

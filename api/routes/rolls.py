@@ -87,7 +87,7 @@ def submit_roll(
     sends its lease epoch and id (headers): a roll from a worker another has taken the table over from is
     refused (409, `lease_superseded`). A worker key bound to a worker id sends as that worker (its id when
     the header is absent; 403 for another)."""
-    submitted = rounds.submit_roll(
+    submitted = rounds.submit_roll_as(
         database=database,
         table_id=table_id,
         body=body,

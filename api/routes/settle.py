@@ -66,7 +66,8 @@ _HRD_SCHEMA: dict[str, Any] = {
                     "face": {"type": "integer", "minimum": 1, "maximum": 6, "description": "Pip Street face"},
                     "count": {
                         "description": 'Like Kind circle 2..8 (hrd10), 2..6 or "no_match" (hrd6); '
-                        "Millionaire Row 9 or 10; an Extra Roll's circle with extra_roll_reach one_circle",
+                        "Millionaire Row 9 or 10 (none with millionaire_row_circles one_stake); "
+                        "an Extra Roll's circle with extra_roll_reach one_circle",
                         "oneOf": [{"type": "integer"}, {"const": "no_match"}],
                     },
                 },

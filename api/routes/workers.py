@@ -23,6 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from api.auth import Principal, WorkerIdError
 from api.db.models import Evidence, GameTable, Read
 from api.db.session import Database
+from api.demo_table import DEMO_SOURCE, DEMO_TABLE
 from api.deps import DatabaseDep, MetricsDep, SettingsDep, WorkerOrAdmin, WorkerRole
 from api.leases import (
     WORKER_ID_PATTERN,
@@ -31,7 +32,6 @@ from api.leases import (
     release_lease,
     take_lease,
 )
-from api.live_service import DEMO_SOURCE, DEMO_TABLE
 from api.read_records import live_read_details, record_read
 from api.routes.read_results import ReadId
 from api.schemas.errors import AUTH_RESPONSES, errors

@@ -129,11 +129,19 @@ class CheckOut(BaseModel):
     detail: str
 
 
+class TableReadyOut(BaseModel):
+    """One table's state in the readiness document: reported, never a reason for the service's 503."""
+
+    ok: bool
+    faults: list[str]
+
+
 class ReadyOut(BaseModel):
-    """Readiness: every check, and whether the service may take traffic."""
+    """Readiness: the service's checks, whether it may take traffic, and each table's own faults."""
 
     ready: bool
     checks: dict[str, CheckOut]
+    tables: dict[str, TableReadyOut] = Field(default_factory=dict)
 
 
 class EvidenceOut(BaseModel):

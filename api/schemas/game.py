@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from rules.hrd.paytable import FORMAT, SHAPES
-from rules.hrd.settings import ExtraRollReach, MillionaireRowAlone, NoMatchPipStreet, PayoutRounding
+from rules.hrd.settings import (
+    ExtraRollReach,
+    MillionaireRowAlone,
+    MillionaireRowCircles,
+    NoMatchPipStreet,
+    PayoutRounding,
+)
 
 # rules.hrd.paytable's "A to B" (thousands commas only in threes); the engine bounds the values too.
 _NUMBER = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
@@ -27,6 +33,7 @@ SETTINGS_SCHEMA: dict[str, Any] = {
         "no_match_pip_street": {"enum": [m.value for m in NoMatchPipStreet]},
         "payout_rounding": {"enum": [m.value for m in PayoutRounding]},
         "millionaire_row_alone": {"enum": [m.value for m in MillionaireRowAlone]},
+        "millionaire_row_circles": {"enum": [m.value for m in MillionaireRowCircles]},
     },
 }
 

@@ -2,7 +2,7 @@
 answers (`RollAnswer`), over `POST /v1/tables/{table_id}/rolls`.
 
 One model on both sides: the route parses the body into `RollSubmission`, the live loop (api/live.py), the
-demo croupier (api/live_service.py) and `throwbox loadtest` build one and send `RollSubmission.wire()`; the
+demo croupier (api/demo_table.py) and `throwbox loadtest` build one and send `RollSubmission.wire()`; the
 service (api/rounds.py, `submit_roll`) answers with a `RollAnswer`.
 """
 

@@ -107,6 +107,23 @@ function onRoll(event) {
   prepend($("rolls"), li);
 }
 
+// The table's own faults (its calibration, enrollment or camera; `faults` of GET /v1/tables[/{id}]), shown
+// above the view: taken from the table list the page opens with (no request of their own), and read again
+// after every live alert, which is when they change.
+async function loadFaults() {
+  if (!tableId) return;
+  const response = await api("/v1/tables/" + encodeURIComponent(tableId));
+  if (response.ok) showFaults((await response.json()).faults);
+}
+
+function showFaults(faults) {
+  faults = faults || [];
+  const box = $("faults");
+  box.textContent = "";
+  for (const f of faults) box.appendChild(text("div", "table " + tableId + ": " + f.part + ": " + f.detail, "fault"));
+  box.hidden = !faults.length;
+}
+
 function onAlert(event) {
   const d = event.data;
   if (d.kind === "camera_lost" || d.kind === "camera_recovered") {
@@ -194,6 +211,7 @@ function handle(event, live) {
   else if (event.type === "alert") onAlert(event);
   else if (event.type === "settlement") onSettlement(event);
   if (live && ROUND_EVENTS.includes(event.type)) refreshRound().catch(() => {});
+  if (live && event.type === "alert") loadFaults().catch(() => {});
 }
 
 function parseBlock(block) {
@@ -304,6 +322,7 @@ async function start() {
   $("main").hidden = false;
   $("table-pick").hidden = false;
   $("signout").hidden = false;
+  showFaults((tables.find((t) => t.id === tableId) || {}).faults);
   follow();
 }
 

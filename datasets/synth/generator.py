@@ -115,7 +115,8 @@ class GeneratorConfig:
     # felts, light and camera noise beyond them (`datasets.synth.wide`, `randomise.sample_wide_*`). The
     # same seed gives the same throws and cameras in both styles.
     style: str = "usual"
-    # One dice style for every die (a name of `datasets.synth.textures.DIE_STYLES`), e.g. a style held out
+    # One dice style for every die (a name of `datasets.synth.textures.DIE_STYLES`, or with the wide style
+    # of `datasets.synth.wide.WIDE_DIE_STYLES`: issue 55's translucent away set), e.g. a style held out
     # of training (issue 47's enrollment figure); None: styles drawn as before. The styles are still drawn,
     # so a set made with it shows the same throws, cameras and light as the same seed made without it.
     die_style: str | None = None
@@ -132,11 +133,13 @@ class GeneratorConfig:
             raise ConfigError("no resolution given")
         if not 0.0 <= self.see_through <= 1.0:
             raise ConfigError(f"see_through must lie in 0..1, got {self.see_through}")
-        if self.die_style is not None and self.die_style not in {s.name for s in DIE_STYLES}:
-            names = ", ".join(s.name for s in DIE_STYLES)
-            raise ConfigError(f"no dice style named {self.die_style!r}; known: {names}")
-        if self.die_style is not None and self.style != "usual":
-            raise ConfigError("one dice style for every die is a setting of the usual looks only")
+        if self.die_style is not None:
+            from datasets.synth.wide import WIDE_DIE_STYLES
+
+            palette = DIE_STYLES if self.style == "usual" else WIDE_DIE_STYLES
+            if self.die_style not in {s.name for s in palette}:
+                names = ", ".join(s.name for s in palette)
+                raise ConfigError(f"no {self.style} dice style named {self.die_style!r}; known: {names}")
         if self.loaded_die is not None:
             die, face, bias = self.loaded_die
             if not 0 <= die < self.n_dice or face not in range(1, 7) or not -1 / 6 <= bias <= 5 / 6:
@@ -233,7 +236,7 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
         rng, cfg.layout, width_px=w, height_px=h, oblique=bool(rng.random() < cfg.oblique_fraction)
     )
     if cfg.style == "wide":
-        return _draw_wide_look(outcome, rng, camera)
+        return _draw_wide_look(outcome, rng, camera, die_style=cfg.die_style)
     styles = sample_die_styles(rng, len(outcome.result.poses))
     if cfg.die_style is not None:
         styles = (cfg.die_style,) * len(styles)
@@ -247,9 +250,14 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
     return SceneLookDraw(camera, look, lighting, chips, sample_degradation(rng))
 
 
-def _draw_wide_look(outcome: ScenarioOutcome, rng: np.random.Generator, camera: Camera) -> SceneLookDraw:
-    """The wide style's look after the camera (drawn as the usual style draws it)."""
+def _draw_wide_look(
+    outcome: ScenarioOutcome, rng: np.random.Generator, camera: Camera, *, die_style: str | None = None
+) -> SceneLookDraw:
+    """The wide style's look after the camera (drawn as the usual style draws it; `die_style` for every die
+    in place of the styles drawn, which are drawn all the same)."""
     styles = sample_wide_die_styles(rng, len(outcome.result.poses))
+    if die_style is not None:
+        styles = (die_style,) * len(styles)
     felts = SceneRenderer.felt_names("wide")
     look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
     lighting, kelvin, kind = sample_wide_lighting(rng)

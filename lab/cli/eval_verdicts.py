@@ -38,19 +38,13 @@ def run(
 
     `reader_config`: the reader's settings (default: the shipped ones); its `validity` judges the records.
     """
-    from rich.progress import track
 
     from lab.judge_eval.evaluate import (
-        OBLIQUE_TILT_DEG,
-        READ_VERDICTS,
-        TRUTH_VERDICTS,
         WEAK_FLOOR,
         DetectWithWeak,
-        load_image,
         load_scenes,
         plot_confusion,
         plot_sweep,
-        record_scene,
         score,
         score_by_camera,
         score_by_camera_and_frame,
@@ -105,25 +99,17 @@ def run(
         typer.echo(f"throwbox lab eval --verdicts: cannot load the models: {exc}", err=True)
         raise typer.Exit(2) from exc
     start = time.perf_counter()
-    records = []
-    for scene in track(scenes, description=f"verdicts {dataset.name}", transient=True, disable=as_json):
-        try:
-            image = load_image(dataset, scene)
-        except ValueError as exc:
-            typer.echo(f"throwbox lab eval --verdicts: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        records.append(
-            record_scene(
-                scene,
-                image,
-                detect=detect,
-                read_faces=read_faces,
-                die_state=state,
-                judge_config=reader_config.validity.judge,
-                read_turned=read_turned,
-                read_cocked=read_cocked,
-            )
-        )
+    records = _record_scenes(
+        scenes,
+        dataset=dataset,
+        as_json=as_json,
+        detect=detect,
+        read_faces=read_faces,
+        die_state=state,
+        reader_config=reader_config,
+        read_turned=read_turned,
+        read_cocked=read_cocked,
+    )
     config = reader_config.validity
     summary: dict[str, Any] = {
         "dataset": str(dataset),
@@ -150,6 +136,53 @@ def run(
     if as_json:
         typer.echo(json.dumps({**summary, "sweep": curves}))
         return
+    _print_verdicts(summary, title=title)
+    _print_breakdowns(summary, plot=plot, sweep_plot=sweep_plot, misses_dir=misses_dir)
+
+
+def _record_scenes(
+    scenes: list[Any],
+    *,
+    dataset: Path,
+    as_json: bool,
+    detect: Any,
+    read_faces: Any,
+    die_state: Any,
+    reader_config: ReaderConfig,
+    read_turned: Callable[..., Any] | None,
+    read_cocked: Callable[..., Any] | None,
+) -> list[Any]:
+    """Each scene read and judged, with what the judge saw (`record_scene`); an unreadable image stops it."""
+    from rich.progress import track
+
+    from lab.judge_eval.evaluate import load_image, record_scene
+
+    records = []
+    for scene in track(scenes, description=f"verdicts {dataset.name}", transient=True, disable=as_json):
+        try:
+            image = load_image(dataset, scene)
+        except ValueError as exc:
+            typer.echo(f"throwbox lab eval --verdicts: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        records.append(
+            record_scene(
+                scene,
+                image,
+                detect=detect,
+                read_faces=read_faces,
+                die_state=die_state,
+                judge_config=reader_config.validity.judge,
+                read_turned=read_turned,
+                read_cocked=read_cocked,
+            )
+        )
+    return records
+
+
+def _print_verdicts(summary: dict[str, Any], *, title: str) -> None:
+    """The verdicts' confusion and the issue's figures, for a person."""
+    from lab.judge_eval.evaluate import READ_VERDICTS, TRUTH_VERDICTS
+
     r, s = summary["recall_pct"], summary["support"]
     typer.echo(f"{title} ({summary['model_seconds']} s)")
     typer.echo(f"  verdict accuracy {summary['verdict_accuracy_pct']}%")
@@ -211,6 +244,14 @@ def run(
                 f"(called {w['state_called']}), {truly}, box IoU {w['iou']}"
             )
     typer.echo(f"  reasons on valid rolls not read valid: {summary['reasons_on_valid_rolls']}")
+
+
+def _print_breakdowns(
+    summary: dict[str, Any], *, plot: Path, sweep_plot: Path, misses_dir: Path | None
+) -> None:
+    """The figures by camera, by camera and frame and by scenario, the plots, and the misses, for a person."""
+    from lab.judge_eval.evaluate import OBLIQUE_TILT_DEG
+
     typer.echo(f"  by camera (top_down: as a table mounts it; oblique: tilted over {OBLIQUE_TILT_DEG:g} deg)")
     typer.echo(
         "  | camera | scenes | valid rolls no_decision | valid rolls sent back | invalid/void read valid "

@@ -22,9 +22,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from api.live import LiveRead
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -75,155 +78,172 @@ def _scene_seconds(where: dict[str, tuple[str, float, float]]) -> float:
     return total
 
 
+def live_bench(
+    videos: Path | None = typer.Option(
+        None, "--videos", help="Folder of throw clips (default: the demo clips in api/demo_clips)."
+    ),
+    loops: int = typer.Option(5, "--loops", min=1, help="Play the clips this many times."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """Latency from rest to the posted result (median, p99), reader and service in this process."""
+    import httpx
+    import uvicorn
+
+    from api.auth import Role, create_key
+    from api.demo_table import DemoCroupier, PacedDemoGrabber
+    from api.live import LiveConfig, LiveLoop
+    from api.live_service import DatabaseRecorder
+    from api.main import create_app
+    from api.rules_door import RulesClient
+    from api.settings import Settings
+    from vision.capture import Capture, CaptureError
+    from vision.onnx_session import ModelError
+    from vision.reader import Reader
+    from vision.settle import SettleDetector
+
+    where: dict[str, tuple[str, float, float]] = {}
+    import api
+
+    # The shipped demo clips (api/demo_clips; this module moved to lab/cli/ in issue 46).
+    clips = videos if videos is not None else Path(api.__file__).resolve().parent / "demo_clips"
+    try:
+        grabber = PacedDemoGrabber(clips, gap_s=0.0, loops=loops)
+        reader = Reader(threads=1)
+    except (CaptureError, ModelError) as exc:
+        typer.echo(f"throwbox lab live-bench: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    with tempfile.TemporaryDirectory(prefix="throwbox-live-bench-") as tmp:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        base = f"http://127.0.0.1:{port}"
+        settings = Settings(data_dir=Path(tmp) / "data", self_url=base)
+        service = create_app(settings)
+        server = uvicorn.Server(uvicorn.Config(service, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            if not thread.is_alive():
+                typer.echo("throwbox lab live-bench: the service did not start", err=True)
+                raise typer.Exit(2)
+            time.sleep(0.02)
+        database = service.state.database
+        try:
+            with database.session() as session:
+                keys = {
+                    role: create_key(session, role=role, name=f"bench-{role.value}").secret for role in Role
+                }
+            headers = {"Authorization": f"Bearer {keys[Role.ADMIN]}"}
+            httpx.post(
+                f"{base}/v1/tables", json={"id": "bench", "game": "hrd10"}, headers=headers
+            ).raise_for_status()
+            with httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {keys[Role.DEALER]}"}, timeout=10.0
+            ) as dealer:
+                loop = LiveLoop(
+                    config=LiveConfig(table_id="bench", expected_dice=10),
+                    items=_tracked(Capture(grabber, table_id="bench", source_id="bench"), where),
+                    detector=SettleDetector(),
+                    reader=reader,
+                    rules=RulesClient(base_url=base, key=keys[Role.READER]),
+                    recorder=DatabaseRecorder(
+                        database, settings, service.state.metrics, actor="reader:bench"
+                    ),
+                    on_clip=DemoCroupier(dealer, table_id="bench").prepare,
+                )
+                started = time.perf_counter()
+                cpu_started = time.process_time()  # every thread: the loop, the reader, the service
+                loop.run()
+                wall_s = time.perf_counter() - started
+                cpu_s = time.process_time() - cpu_started
+                loop.rules.close()
+        finally:
+            server.should_exit = True
+            thread.join(10)
+    reads = loop.reads
+    if not reads:
+        typer.echo("throwbox lab live-bench: no throw was read", err=True)
+        raise typer.Exit(1)
+    figures = _latency_figures(reads, where=where)
+    verdicts: dict[str, int] = {}
+    for r in reads:
+        verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
+    doc = {
+        "throws_read": len(reads),
+        "clips": len(grabber.inner.videos) * loops,
+        "posted": sum(r.answer is not None for r in reads),
+        "verdicts": verdicts,
+        "latency": figures,
+        "goal_ms": 500.0,
+        "wall_s": round(wall_s, 1),
+        "models": reader.models,
+    }
+    # Sizing (deploy/README.md): CPU seconds per second of camera time is the cores one table's loop
+    # needs at the clips' frame rate (every frame goes through the settle detector; each throw is read,
+    # stored and posted to the service in this same process, so its share is included).
+    scene_s = _scene_seconds(where)
+    doc["frames"] = len(where)
+    doc["cpu_s"] = round(cpu_s, 2)
+    doc["scene_s"] = round(scene_s, 2)
+    doc["cores_per_table"] = round(cpu_s / scene_s, 3) if scene_s > 0 else None
+    if as_json:
+        typer.echo(json.dumps(doc, indent=1))
+        return
+    _print_figures(doc, figures=figures, verdicts=verdicts)
+
+
+def _latency_figures(
+    reads: list[LiveRead], *, where: dict[str, tuple[str, float, float]]
+) -> dict[str, dict[str, float]]:
+    """Median and p99 of each latency of the throws read (and from the clips' true rest frame, where every
+    throw has one)."""
+    series = {
+        "rest_to_posted_ms": [r.rest_to_posted_ms for r in reads],
+        "settle_wait_ms": [r.settle_wait_ms for r in reads],
+        "read_ms": [r.read_ms for r in reads],
+        "process_ms": [r.process_ms for r in reads],
+    }
+    truth = [_from_truth_rest(r.roll_id, r.process_ms, where) for r in reads]
+    if all(t is not None for t in truth):
+        series["truth_rest_to_posted_ms"] = [float(t) for t in truth if t is not None]
+    figures = {
+        name: {"median": round(_percentile(v, 50), 1), "p99": round(_percentile(v, 99), 1)}
+        for name, v in series.items()
+    }
+    return figures
+
+
+def _print_figures(
+    doc: dict[str, Any], *, figures: dict[str, dict[str, float]], verdicts: dict[str, int]
+) -> None:
+    """The live bench's figures as a table and two lines, for a person."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title=f"live table: {doc['throws_read']} throws read of {doc['clips']} clips, {doc['posted']} posted"
+    )
+    table.add_column("from rest to ...")
+    table.add_column("median ms", justify="right")
+    table.add_column("p99 ms", justify="right")
+    rows = [
+        ("settle_wait_ms", "at-rest event (settle wait, scene time)"),
+        ("read_ms", "  read (reader's models)"),
+        ("process_ms", "  read + store + POST answered (wall)"),
+        ("rest_to_posted_ms", "posted result (sum)"),
+    ]
+    if "truth_rest_to_posted_ms" in figures:
+        rows.append(("truth_rest_to_posted_ms", "posted result, from the clips' true rest frame"))
+    for name, label in rows:
+        table.add_row(label, f"{figures[name]['median']:.1f}", f"{figures[name]['p99']:.1f}")
+    Console().print(table)
+    typer.echo(f"verdicts {verdicts}; wall {doc['wall_s']} s; goal under 500 ms")
+    typer.echo(
+        f"CPU {doc['cpu_s']} s for {doc['scene_s']} s of camera time ({doc['frames']} frames): "
+        f"{doc['cores_per_table']} cores per table"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Attach the `live-bench` command to the CLI."""
-
-    @app.command("live-bench")
-    def live_bench(
-        videos: Path | None = typer.Option(
-            None, "--videos", help="Folder of throw clips (default: the demo clips in api/demo_clips)."
-        ),
-        loops: int = typer.Option(5, "--loops", min=1, help="Play the clips this many times."),
-        as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-    ) -> None:
-        """Latency from rest to the posted result (median, p99), reader and service in this process."""
-        import httpx
-        import uvicorn
-
-        from api.auth import Role, create_key
-        from api.live import LiveConfig, LiveLoop, RulesClient
-        from api.live_service import DatabaseRecorder, DemoCroupier, PacedDemoGrabber
-        from api.main import create_app
-        from api.settings import Settings
-        from vision.capture import Capture, CaptureError
-        from vision.onnx_session import ModelError
-        from vision.reader import Reader
-        from vision.settle import SettleDetector
-
-        where: dict[str, tuple[str, float, float]] = {}
-        import api
-
-        # The shipped demo clips (api/demo_clips; this module moved to lab/cli/ in issue 46).
-        clips = videos if videos is not None else Path(api.__file__).resolve().parent / "demo_clips"
-        try:
-            grabber = PacedDemoGrabber(clips, gap_s=0.0, loops=loops)
-            reader = Reader(threads=1)
-        except (CaptureError, ModelError) as exc:
-            typer.echo(f"throwbox lab live-bench: {exc}", err=True)
-            raise typer.Exit(2) from exc
-        with tempfile.TemporaryDirectory(prefix="throwbox-live-bench-") as tmp:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-            base = f"http://127.0.0.1:{port}"
-            settings = Settings(data_dir=Path(tmp) / "data", self_url=base)
-            service = create_app(settings)
-            server = uvicorn.Server(uvicorn.Config(service, host="127.0.0.1", port=port, log_level="warning"))
-            thread = threading.Thread(target=server.run, daemon=True)
-            thread.start()
-            while not server.started:
-                if not thread.is_alive():
-                    typer.echo("throwbox lab live-bench: the service did not start", err=True)
-                    raise typer.Exit(2)
-                time.sleep(0.02)
-            database = service.state.database
-            try:
-                with database.session() as session:
-                    keys = {
-                        role: create_key(session, role=role, name=f"bench-{role.value}").secret
-                        for role in Role
-                    }
-                headers = {"Authorization": f"Bearer {keys[Role.ADMIN]}"}
-                httpx.post(
-                    f"{base}/v1/tables", json={"id": "bench", "game": "hrd10"}, headers=headers
-                ).raise_for_status()
-                with httpx.Client(
-                    base_url=base, headers={"Authorization": f"Bearer {keys[Role.DEALER]}"}, timeout=10.0
-                ) as dealer:
-                    loop = LiveLoop(
-                        config=LiveConfig(table_id="bench", expected_dice=10),
-                        items=_tracked(Capture(grabber, table_id="bench", source_id="bench"), where),
-                        detector=SettleDetector(),
-                        reader=reader,
-                        rules=RulesClient(base_url=base, key=keys[Role.READER]),
-                        recorder=DatabaseRecorder(
-                            database, settings, service.state.metrics, actor="reader:bench"
-                        ),
-                        on_clip=DemoCroupier(dealer, table_id="bench").prepare,
-                    )
-                    started = time.perf_counter()
-                    cpu_started = time.process_time()  # every thread: the loop, the reader, the service
-                    loop.run()
-                    wall_s = time.perf_counter() - started
-                    cpu_s = time.process_time() - cpu_started
-                    loop.rules.close()
-            finally:
-                server.should_exit = True
-                thread.join(10)
-        reads = loop.reads
-        if not reads:
-            typer.echo("throwbox lab live-bench: no throw was read", err=True)
-            raise typer.Exit(1)
-        series = {
-            "rest_to_posted_ms": [r.rest_to_posted_ms for r in reads],
-            "settle_wait_ms": [r.settle_wait_ms for r in reads],
-            "read_ms": [r.read_ms for r in reads],
-            "process_ms": [r.process_ms for r in reads],
-        }
-        truth = [_from_truth_rest(r.roll_id, r.process_ms, where) for r in reads]
-        if all(t is not None for t in truth):
-            series["truth_rest_to_posted_ms"] = [float(t) for t in truth if t is not None]
-        figures = {
-            name: {"median": round(_percentile(v, 50), 1), "p99": round(_percentile(v, 99), 1)}
-            for name, v in series.items()
-        }
-        verdicts: dict[str, int] = {}
-        for r in reads:
-            verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
-        doc = {
-            "throws_read": len(reads),
-            "clips": len(grabber.inner.videos) * loops,
-            "posted": sum(r.answer is not None for r in reads),
-            "verdicts": verdicts,
-            "latency": figures,
-            "goal_ms": 500.0,
-            "wall_s": round(wall_s, 1),
-            "models": reader.models,
-        }
-        # Sizing (deploy/README.md): CPU seconds per second of camera time is the cores one table's loop
-        # needs at the clips' frame rate (every frame goes through the settle detector; each throw is read,
-        # stored and posted to the service in this same process, so its share is included).
-        scene_s = _scene_seconds(where)
-        doc["frames"] = len(where)
-        doc["cpu_s"] = round(cpu_s, 2)
-        doc["scene_s"] = round(scene_s, 2)
-        doc["cores_per_table"] = round(cpu_s / scene_s, 3) if scene_s > 0 else None
-        if as_json:
-            typer.echo(json.dumps(doc, indent=1))
-            return
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(
-            title=f"live table: {doc['throws_read']} throws read of {doc['clips']} clips, "
-            f"{doc['posted']} posted"
-        )
-        table.add_column("from rest to ...")
-        table.add_column("median ms", justify="right")
-        table.add_column("p99 ms", justify="right")
-        rows = [
-            ("settle_wait_ms", "at-rest event (settle wait, scene time)"),
-            ("read_ms", "  read (reader's models)"),
-            ("process_ms", "  read + store + POST answered (wall)"),
-            ("rest_to_posted_ms", "posted result (sum)"),
-        ]
-        if "truth_rest_to_posted_ms" in figures:
-            rows.append(("truth_rest_to_posted_ms", "posted result, from the clips' true rest frame"))
-        for name, label in rows:
-            table.add_row(label, f"{figures[name]['median']:.1f}", f"{figures[name]['p99']:.1f}")
-        Console().print(table)
-        typer.echo(f"verdicts {verdicts}; wall {doc['wall_s']} s; goal under 500 ms")
-        typer.echo(
-            f"CPU {doc['cpu_s']} s for {doc['scene_s']} s of camera time ({doc['frames']} frames): "
-            f"{doc['cores_per_table']} cores per table"
-        )
+    app.command("live-bench")(live_bench)

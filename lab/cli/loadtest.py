@@ -175,196 +175,237 @@ def play_table(
             client.close()
 
 
-def register(app: typer.Typer) -> None:
-    """Attach the `loadtest` command to the CLI."""
+def loadtest(
+    tables: int = typer.Option(50, min=1, max=500, help="Tables playing at once, one thread each."),
+    rounds: int = typer.Option(5, min=1, max=10_000, help="Rounds each table plays."),
+    url: str = typer.Option("", help="A running service (default: start one on a fresh data dir)."),
+    admin_key_file: Path | None = typer.Option(
+        None, help="File holding an admin key (with --url; default: the started service's first key)."
+    ),
+    seed: int = typer.Option(0, help="Seed of the random dice."),
+    image: Path | None = typer.Option(
+        None,
+        help="A JPEG frame: every throw also POSTs it to /v1/reads (needs the reader's models). With "
+        "--replicas: the reads stage's frame (default tests/vision/fixtures/IMG_20191208_111702.jpg).",
+    ),
+    replicas: int = typer.Option(
+        0,
+        min=0,
+        max=16,
+        help="N >= 1: on PostgreSQL, start N `throwbox serve` replicas and run the same load against one "
+        "replica, then against all N, in this run (0: one service on SQLite, as before).",
+    ),
+    workers: int = typer.Option(
+        0,
+        min=0,
+        max=64,
+        help="With --replicas: M `throwbox worker`s play demo-clip tables during the load.",
+    ),
+    database_url: str = typer.Option(
+        "",
+        help="With --replicas: an empty PostgreSQL database (default: a throwaway cluster by initdb).",
+    ),
+    read_clients: int = typer.Option(
+        4, min=1, max=256, help="With --replicas: clients POSTing the frame to /v1/reads at once."
+    ),
+    read_seconds: float = typer.Option(
+        15.0, min=0, max=3600, help="With --replicas: how long the reads stage lasts (0: no reads stage)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """Benchmark: TABLES tables submitting rolls concurrently; p50/p99 latency and errors.
 
-    @app.command()
-    def loadtest(
-        tables: int = typer.Option(50, min=1, max=500, help="Tables playing at once, one thread each."),
-        rounds: int = typer.Option(5, min=1, max=10_000, help="Rounds each table plays."),
-        url: str = typer.Option("", help="A running service (default: start one on a fresh data dir)."),
-        admin_key_file: Path | None = typer.Option(
-            None, help="File holding an admin key (with --url; default: the started service's first key)."
-        ),
-        seed: int = typer.Option(0, help="Seed of the random dice."),
-        image: Path | None = typer.Option(
-            None,
-            help="A JPEG frame: every throw also POSTs it to /v1/reads (needs the reader's models). With "
-            "--replicas: the reads stage's frame (default tests/vision/fixtures/IMG_20191208_111702.jpg).",
-        ),
-        replicas: int = typer.Option(
-            0,
-            min=0,
-            max=16,
-            help="N >= 1: on PostgreSQL, start N `throwbox serve` replicas and run the same load against one "
-            "replica, then against all N, in this run (0: one service on SQLite, as before).",
-        ),
-        workers: int = typer.Option(
-            0,
-            min=0,
-            max=64,
-            help="With --replicas: M `throwbox worker`s play demo-clip tables during the load.",
-        ),
-        database_url: str = typer.Option(
-            "",
-            help="With --replicas: an empty PostgreSQL database (default: a throwaway cluster by initdb).",
-        ),
-        read_clients: int = typer.Option(
-            4, min=1, max=256, help="With --replicas: clients POSTing the frame to /v1/reads at once."
-        ),
-        read_seconds: float = typer.Option(
-            15.0, min=0, max=3600, help="With --replicas: how long the reads stage lasts (0: no reads stage)."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
-    ) -> None:
-        """Benchmark: TABLES tables submitting rolls concurrently; p50/p99 latency and errors.
+    With --replicas N: the rounds, then a reads stage (reads per second), against one replica and then
+    against N replicas on one PostgreSQL database, in one run (lab/cli/loadtest_replicas.py).
+    """
+    import httpx
 
-        With --replicas N: the rounds, then a reads stage (reads per second), against one replica and then
-        against N replicas on one PostgreSQL database, in one run (lab/cli/loadtest_replicas.py).
-        """
-        import httpx
+    frame = None
+    if image is None and replicas > 0:
+        from lab.cli.loadtest_replicas import DEFAULT_IMAGE
 
-        frame = None
-        if image is None and replicas > 0:
-            from lab.cli.loadtest_replicas import DEFAULT_IMAGE
-
-            image = DEFAULT_IMAGE if DEFAULT_IMAGE.exists() else None
-        if image is not None:
-            try:
-                frame = image.read_bytes()
-            except OSError as exc:
-                typer.echo(f"error: cannot read --image {image}: {exc}", err=True)
-                raise typer.Exit(2) from exc
-        if workers and not replicas:
-            typer.echo("error: --workers needs --replicas", err=True)
-            raise typer.Exit(2)
-        if replicas:
-            from lab.cli import loadtest_replicas as spread
-
-            if url:
-                typer.echo(
-                    "error: --replicas starts its own replicas; it takes --database-url, not --url", err=True
-                )
-                raise typer.Exit(2)
-            with spread.postgres_url(database_url) as db_url:
-                report = spread.run(
-                    database_url=db_url,
-                    replica_count=replicas,
-                    worker_count=workers,
-                    tables=tables,
-                    rounds=rounds,
-                    seed=seed,
-                    image=frame,
-                    read_clients=read_clients,
-                    read_seconds=read_seconds,
-                )
-            if as_json:
-                typer.echo(json.dumps(report, indent=2))
-            else:
-                spread.print_report(report)
-            if spread.total_errors(report):
-                raise typer.Exit(1)
-            return
-        workdir = Path(tempfile.mkdtemp(prefix="throwbox-loadtest-"))
-        server: subprocess.Popen[bytes] | None = None
-        if url:
-            if admin_key_file is None:
-                typer.echo("error: --url needs --admin-key-file", err=True)
-                raise typer.Exit(2)
-            base_url = url.rstrip("/")
-            key_file = admin_key_file
-        else:
-            port = _free_port()
-            base_url = f"http://127.0.0.1:{port}"
-            data_dir = workdir / "data"
-            env = {**os.environ, "THROWBOX_DATA_DIR": str(data_dir)}
-            env.pop("THROWBOX_DATABASE_URL", None)
-            log = (workdir / "serve.log").open("wb")
-            command = [sys.executable, "-c", "from api.cli import main; main()", "serve", "--port", str(port)]
-            server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-            key_file = data_dir / "first-admin.key"
+        image = DEFAULT_IMAGE if DEFAULT_IMAGE.exists() else None
+    if image is not None:
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(base_url + "/readyz", timeout=2).status_code == 200 and key_file.exists():
-                        break
-                except httpx.HTTPError:
-                    pass
-                if (server is not None and server.poll() is not None) or time.monotonic() > deadline:
-                    typer.echo(
-                        f"error: the service at {base_url} did not become ready (log: {workdir})", err=True
-                    )
-                    raise typer.Exit(1)
-                time.sleep(0.2)
-            admin = {"Authorization": f"Bearer {key_file.read_text().strip()}"}
-            with httpx.Client(base_url=base_url, timeout=60) as client:
-                keys = {}
-                for role in ("dealer", "reader"):
-                    made = client.post(
-                        "/v1/keys", json={"role": role, "name": f"loadtest-{role}"}, headers=admin
-                    )
-                    made.raise_for_status()
-                    keys[role] = made.json()["key"]
-                prefix = f"L{int(time.time())}"
-                names = [f"{prefix}-{k:03d}" for k in range(tables)]
-                for name in names:
-                    client.post(
-                        "/v1/tables", json={"id": name, "game": "hrd10"}, headers=admin
-                    ).raise_for_status()
-            tally = Tally()
-            threads = [
-                threading.Thread(
-                    target=play_table,
-                    kwargs={
-                        "base_urls": [base_url],
-                        "table": name,
-                        "rounds": rounds,
-                        "dealer": keys["dealer"],
-                        "reader": keys["reader"],
-                        "seed": seed * 100_000 + k,
-                        "tally": tally,
-                        "image": frame,
-                    },
-                )
-                for k, name in enumerate(names)
-            ]
-            started = time.perf_counter()
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            elapsed_s = time.perf_counter() - started
-        finally:
-            if server is not None:
-                server.terminate()
-                server.wait(timeout=30)
-        if as_json:
-            typer.echo(
-                json.dumps({"tables": tables, "rounds": rounds, **summarize(tally, elapsed_s)}, indent=2)
-            )
-            if tally.errors:
-                raise typer.Exit(1)
-            return
-        everything = [v for values in tally.latency_ms.values() for v in values]
-        typer.echo(
-            f"tables {tables}, rounds per table {rounds}, wall {elapsed_s:.1f} s, "
-            f"{len(everything) / elapsed_s:.0f} requests/s"
+            frame = image.read_bytes()
+        except OSError as exc:
+            typer.echo(f"error: cannot read --image {image}: {exc}", err=True)
+            raise typer.Exit(2) from exc
+    if workers and not replicas:
+        typer.echo("error: --workers needs --replicas", err=True)
+        raise typer.Exit(2)
+    if replicas:
+        _run_replicas(
+            url=url,
+            database_url=database_url,
+            replicas=replicas,
+            workers=workers,
+            tables=tables,
+            rounds=rounds,
+            seed=seed,
+            frame=frame,
+            read_clients=read_clients,
+            read_seconds=read_seconds,
+            as_json=as_json,
         )
-        for kind in ("roll", "read", "open_round", "wagers", "no_more_bets"):
-            values = tally.latency_ms.get(kind, [])
-            if values:
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="throwbox-loadtest-"))
+    server: subprocess.Popen[bytes] | None = None
+    if url:
+        if admin_key_file is None:
+            typer.echo("error: --url needs --admin-key-file", err=True)
+            raise typer.Exit(2)
+        base_url = url.rstrip("/")
+        key_file = admin_key_file
+    else:
+        port = _free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        data_dir = workdir / "data"
+        env = {**os.environ, "THROWBOX_DATA_DIR": str(data_dir)}
+        env.pop("THROWBOX_DATABASE_URL", None)
+        log = (workdir / "serve.log").open("wb")
+        command = [sys.executable, "-c", "from api.cli import main; main()", "serve", "--port", str(port)]
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        key_file = data_dir / "first-admin.key"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(base_url + "/readyz", timeout=2).status_code == 200 and key_file.exists():
+                    break
+            except httpx.HTTPError:
+                pass
+            if (server is not None and server.poll() is not None) or time.monotonic() > deadline:
                 typer.echo(
-                    f"{kind:13s} n={len(values):6d}  p50 {percentile(values, 50):7.1f} ms  "
-                    f"p99 {percentile(values, 99):7.1f} ms  mean {statistics.fmean(values):7.1f} ms"
+                    f"error: the service at {base_url} did not become ready (log: {workdir})", err=True
                 )
-        if everything:
-            typer.echo(
-                f"{'all':13s} n={len(everything):6d}  p50 {percentile(everything, 50):7.1f} ms  "
-                f"p99 {percentile(everything, 99):7.1f} ms"
-            )
-        typer.echo(f"errors {len(tally.errors)}")
-        for message in tally.errors[:10]:
-            typer.echo(f"  {message}")
+                raise typer.Exit(1)
+            time.sleep(0.2)
+        tally, elapsed_s = _play_tables(
+            base_url, key_file=key_file, tables=tables, rounds=rounds, seed=seed, frame=frame
+        )
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+    if as_json:
+        typer.echo(json.dumps({"tables": tables, "rounds": rounds, **summarize(tally, elapsed_s)}, indent=2))
         if tally.errors:
             raise typer.Exit(1)
+        return
+    _print_tally(tally, tables=tables, rounds=rounds, elapsed_s=elapsed_s)
+
+
+def _run_replicas(
+    *,
+    url: str,
+    database_url: str,
+    replicas: int,
+    workers: int,
+    tables: int,
+    rounds: int,
+    seed: int,
+    frame: bytes | None,
+    read_clients: int,
+    read_seconds: float,
+    as_json: bool,
+) -> None:
+    """`--replicas N`: the rounds and the reads stage against one replica, then N, on one PostgreSQL."""
+    from lab.cli import loadtest_replicas as spread
+
+    if url:
+        typer.echo("error: --replicas starts its own replicas; it takes --database-url, not --url", err=True)
+        raise typer.Exit(2)
+    with spread.postgres_url(database_url) as db_url:
+        report = spread.run(
+            database_url=db_url,
+            replica_count=replicas,
+            worker_count=workers,
+            tables=tables,
+            rounds=rounds,
+            seed=seed,
+            image=frame,
+            read_clients=read_clients,
+            read_seconds=read_seconds,
+        )
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        spread.print_report(report)
+    if spread.total_errors(report):
+        raise typer.Exit(1)
+
+
+def _play_tables(
+    base_url: str, *, key_file: Path, tables: int, rounds: int, seed: int, frame: bytes | None
+) -> tuple[Tally, float]:
+    """Make the keys and `tables` tables, then play `rounds` rounds on each at once, a thread a table:
+    what each request took, and the wall time."""
+    import httpx
+
+    admin = {"Authorization": f"Bearer {key_file.read_text().strip()}"}
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        keys = {}
+        for role in ("dealer", "reader"):
+            made = client.post("/v1/keys", json={"role": role, "name": f"loadtest-{role}"}, headers=admin)
+            made.raise_for_status()
+            keys[role] = made.json()["key"]
+        prefix = f"L{int(time.time())}"
+        names = [f"{prefix}-{k:03d}" for k in range(tables)]
+        for name in names:
+            client.post("/v1/tables", json={"id": name, "game": "hrd10"}, headers=admin).raise_for_status()
+    tally = Tally()
+    threads = [
+        threading.Thread(
+            target=play_table,
+            kwargs={
+                "base_urls": [base_url],
+                "table": name,
+                "rounds": rounds,
+                "dealer": keys["dealer"],
+                "reader": keys["reader"],
+                "seed": seed * 100_000 + k,
+                "tally": tally,
+                "image": frame,
+            },
+        )
+        for k, name in enumerate(names)
+    ]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed_s = time.perf_counter() - started
+    return tally, elapsed_s
+
+
+def _print_tally(tally: Tally, *, tables: int, rounds: int, elapsed_s: float) -> None:
+    """The load test's latencies by kind of request, and its errors, for a person (exit 1 on any error)."""
+    everything = [v for values in tally.latency_ms.values() for v in values]
+    typer.echo(
+        f"tables {tables}, rounds per table {rounds}, wall {elapsed_s:.1f} s, "
+        f"{len(everything) / elapsed_s:.0f} requests/s"
+    )
+    for kind in ("roll", "read", "open_round", "wagers", "no_more_bets"):
+        values = tally.latency_ms.get(kind, [])
+        if values:
+            typer.echo(
+                f"{kind:13s} n={len(values):6d}  p50 {percentile(values, 50):7.1f} ms  "
+                f"p99 {percentile(values, 99):7.1f} ms  mean {statistics.fmean(values):7.1f} ms"
+            )
+    if everything:
+        typer.echo(
+            f"{'all':13s} n={len(everything):6d}  p50 {percentile(everything, 50):7.1f} ms  "
+            f"p99 {percentile(everything, 99):7.1f} ms"
+        )
+    typer.echo(f"errors {len(tally.errors)}")
+    for message in tally.errors[:10]:
+        typer.echo(f"  {message}")
+    if tally.errors:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the `loadtest` command to the CLI."""
+    app.command()(loadtest)

@@ -38,7 +38,7 @@ import typer
 
 from lab.cli.loadtest import KINDS, Tally, percentile, play_table, summarize
 
-DEMO_SOURCE = "<demo clips>"  # api.live_service.DEMO_SOURCE: a worker plays the shipped clips (contract)
+DEMO_SOURCE = "<demo clips>"  # api.demo_table.DEMO_SOURCE: a worker plays the shipped clips (contract)
 DEFAULT_IMAGE = (
     Path(__file__).resolve().parents[2] / "tests" / "vision" / "fixtures" / "IMG_20191208_111702.jpg"
 )

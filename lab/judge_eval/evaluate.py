@@ -32,7 +32,6 @@ from models.die_state_truth import die_states_of
 from vision.judge.config import JudgeConfig
 from vision.judge.exposure import (
     FRAME_SMOOTHED,
-    FrameExposure,
     exposure_findings,
     measure_exposure,
     smoothed,
@@ -43,7 +42,7 @@ from vision.judge.validity import Judgement, ValidityConfig, judge
 from vision.state.model import COCKED, STATE_LABELS, UNDER, DieState, DieStateClassifier
 from vision.state.probe import look_again
 from vision.table.geometry import TableGeometry
-from vision.types import DieCandidate, DieReading, FaceReading, Finding, FindingReason, Verdict
+from vision.types import DieCandidate, DieReading, FaceReading, Finding, FindingReason, FrameExposure, Verdict
 
 TRUTH_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void")
 READ_VERDICTS: tuple[str, ...] = ("valid", "invalid", "void", "no_decision")
@@ -309,28 +308,11 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
             valid_nd += int(j.verdict is Verdict.NO_DECISION)
             if j.verdict is not Verdict.VALID:
                 reasons_on_valid.update({f.reason for f in j.findings if f.verdict is j.verdict})
-        # Cocked dice read by the rule (one side resting), matched to the read dice by their boxes: the die
-        # must be the subject of a `cocked_read_by_rule` finding (a cocked call too close to call, which
-        # keeps its face but sends the roll to a person, is not a reading; before commit e87b580 it was
-        # counted).
-        by_rule = {
-            k - 1 for f in j.findings if f.reason == FindingReason.COCKED_READ_BY_RULE for k in f.die_ids
-        }
-        for td in rec.true_dice:
-            if td.state != COCKED:
-                continue
-            cocked_total += 1
-            best, best_iou, best_k = None, MATCH_IOU, -1
-            for k, die in enumerate(j.dice):
-                iou = box_iou(td.box_xyxy, die.candidate.box_xyxy)
-                if iou >= best_iou:
-                    best, best_iou, best_k = die, iou, k
-            # Flagged: the read die holding it is marked cocked, read by rule or not (the die-state model's
-            # part; issue 48's ">= 98 % flagged").
-            cocked_flagged += int(best is not None and best.cocked)
-            if best is not None and best.cocked and best.face is not None and best_k in by_rule:
-                cocked_found += 1
-                cocked_value_right += int(best.face == td.face)
+        total_c, found_c, right_c, flagged_c = _cocked_counts(rec, j)
+        cocked_total += total_c
+        cocked_found += found_c
+        cocked_value_right += right_c
+        cocked_flagged += flagged_c
     total = sum(sum(row.values()) for row in confusion.values())
     right = sum(confusion[t][t] for t in TRUTH_VERDICTS)
     return {
@@ -368,6 +350,33 @@ def score(records: Iterable[SceneRecord], config: ValidityConfig) -> dict[str, A
         "rolls_read_valid_settled_wrong": len(settled_wrong) if settled_known else None,
         "scenes_read_valid_settled_wrong": settled_wrong if settled_known else None,
     }
+
+
+def _cocked_counts(rec: SceneRecord, j: Judgement) -> tuple[int, int, int, int]:
+    """One record's cocked dice: how many, how many read by rule, of those with the true value, and how many
+    flagged cocked at all."""
+    total = found = right = flagged = 0
+    # Cocked dice read by the rule (one side resting), matched to the read dice by their boxes: the die
+    # must be the subject of a `cocked_read_by_rule` finding (a cocked call too close to call, which
+    # keeps its face but sends the roll to a person, is not a reading; before commit e87b580 it was
+    # counted).
+    by_rule = {k - 1 for f in j.findings if f.reason == FindingReason.COCKED_READ_BY_RULE for k in f.die_ids}
+    for td in rec.true_dice:
+        if td.state != COCKED:
+            continue
+        total += 1
+        best, best_iou, best_k = None, MATCH_IOU, -1
+        for k, die in enumerate(j.dice):
+            iou = box_iou(td.box_xyxy, die.candidate.box_xyxy)
+            if iou >= best_iou:
+                best, best_iou, best_k = die, iou, k
+        # Flagged: the read die holding it is marked cocked, read by rule or not (the die-state model's
+        # part; issue 48's ">= 98 % flagged").
+        flagged += int(best is not None and best.cocked)
+        if best is not None and best.cocked and best.face is not None and best_k in by_rule:
+            found += 1
+            right += int(best.face == td.face)
+    return total, found, right, flagged
 
 
 def _settled_wrong(rec: SceneRecord, j: Judgement) -> bool:

@@ -40,7 +40,7 @@ from rules.hrd.round import (
     settle_extra_roll,
     settle_first_roll,
 )
-from rules.hrd.settings import Settings, parse_settings
+from rules.hrd.settings import SETTING_CLAUSES, MillionaireRowCircles, Settings, parse_settings
 from rules.hrd.settlement import Settlement
 from rules.hrd.wagers import GAMES, GameRules, Wager, WagerKind, circle_name, validate_wagers
 
@@ -77,7 +77,9 @@ def _int_field(value: object, where: str, what: str) -> tuple[int | None, list[P
     return value, []
 
 
-def _wager(raw: object, where: str, *, rules: GameRules) -> tuple[Wager | None, list[Problem]]:
+def _wager(
+    raw: object, where: str, *, rules: GameRules, settings: Settings
+) -> tuple[Wager | None, list[Problem]]:
     if not isinstance(raw, Mapping):
         return None, [
             Problem("document", "a wager is an object with seat, kind, amount and face or count", where)
@@ -133,7 +135,10 @@ def _wager(raw: object, where: str, *, rules: GameRules) -> tuple[Wager | None, 
         else:
             count, p = _int_field(raw_count, f"{where}.count", "count")
             problems += p
-    elif kind in (WagerKind.LIKE_KIND, WagerKind.MILLIONAIRE_ROW):
+    elif kind is WagerKind.LIKE_KIND or (
+        kind is WagerKind.MILLIONAIRE_ROW
+        and settings.millionaire_row_circles is MillionaireRowCircles.SEPARATE
+    ):
         circles = (
             "9 or 10"
             if kind is WagerKind.MILLIONAIRE_ROW
@@ -176,7 +181,7 @@ def _read(doc: Mapping[str, Any]) -> tuple[GameRules, Settings, Paytable, list[W
         problems.append(Problem("document", "wagers must be a list (it may be empty)", "wagers"))
         raw_wagers = []
     for i, raw in enumerate(raw_wagers):
-        wager, p = _wager(raw, f"wagers[{i}]", rules=rules)
+        wager, p = _wager(raw, f"wagers[{i}]", rules=rules, settings=settings)
         problems += p
         if wager is not None:
             wagers.append(wager)
@@ -343,6 +348,8 @@ def _line(v: WagerValue) -> dict[str, Any]:
         "expected_value": frac(v.expected_value),
         "house_edge": frac(v.house_edge),
         "house_edge_percent": percent(v.house_edge),
+        "clause": v.clause,
+        "reading": v.reading or None,
     }
 
 
@@ -395,9 +402,18 @@ def _tables(m: GameMath) -> tuple[MathTable, ...]:
     tables = [
         MathTable(
             title=f"{m.rules.game}: every wager, per unit staked ({m.paytable.name})",
-            columns=("wager", "spot", "pays", "P(win)", "P(win) ≈", "house edge %"),
+            columns=("wager", "spot", "pays", "P(win)", "P(win) ≈", "house edge %", "clause", "reading"),
             rows=tuple(
-                (v.kind, v.spot, v.pays, frac(v.probability), approx(v.probability), percent(v.house_edge))
+                (
+                    v.kind,
+                    v.spot,
+                    v.pays,
+                    frac(v.probability),
+                    approx(v.probability),
+                    percent(v.house_edge),
+                    v.clause,
+                    v.reading or "-",
+                )
                 for v in m.wagers
             ),
         )
@@ -405,7 +421,8 @@ def _tables(m: GameMath) -> tuple[MathTable, ...]:
     if m.rules.extra_roll:
         tables.append(
             MathTable(
-                title="Extra Roll: final count given the first count (kept + Binomial(10 - kept, 1/6))",
+                title="Extra Roll: final count given the first count (kept + Binomial(10 - kept, 1/6); "
+                f"{m.rules.clause('extra_roll_dice')}, {m.rules.clause('extra_roll_settle')})",
                 columns=("first count", "final count", "P", "P ≈"),
                 rows=tuple(
                     (str(k), str(f), frac(p), approx(p))
@@ -417,7 +434,9 @@ def _tables(m: GameMath) -> tuple[MathTable, ...]:
         tables.append(
             MathTable(
                 title="Like Kind circles with and without the Extra Roll (per unit on the circle; "
-                "the Extra Roll stake not counted)",
+                f"the Extra Roll stake not counted; {m.rules.clause('like_kind_pay')} on roll one, "
+                f"{m.rules.clause('extra_roll_pay')} on the Extra Roll; "
+                f"extra_roll_reach={m.settings.extra_roll_reach.value})",
                 columns=(
                     "circle",
                     "P(win) without",
@@ -447,7 +466,7 @@ def _tables(m: GameMath) -> tuple[MathTable, ...]:
             MathTable(
                 title=f"Extra Roll stake (collected at no more bets) and Like Kind + Extra Roll lines "
                 f"(extra_roll_reach: {m.settings.extra_roll_reach.value})",
-                columns=("line", "units staked", "P(win)", "EV per line ≈", "house edge %"),
+                columns=("line", "units staked", "P(win)", "EV per line ≈", "house edge %", "clause"),
                 rows=tuple(
                     (
                         f"{v.kind}: {v.spot}",
@@ -455,12 +474,31 @@ def _tables(m: GameMath) -> tuple[MathTable, ...]:
                         frac(v.probability),
                         approx(v.expected_value),
                         percent(v.house_edge),
+                        v.clause,
                     )
                     for v in m.extra_roll_lines
                 ),
             )
         )
     return tuple(tables)
+
+
+# The settings whose reading changes a figure of `throwbox math`, by game, and what each value means.
+_READINGS: dict[str, tuple[str, ...]] = {
+    "hrd10": ("extra_roll_reach", "millionaire_row_circles"),
+    "hrd6": ("no_match_pip_street",),
+}
+_READING_TEXT: dict[tuple[str, str], str] = {
+    ("extra_roll_reach", "all_circles"): "one Extra Roll wager keeps every Like Kind circle of the seat "
+    "above the first count",
+    ("extra_roll_reach", "one_circle"): "each Extra Roll wager keeps only the circle it names",
+    ("millionaire_row_circles", "separate"): "the nine and the ten circles are two wagers, each priced "
+    "and paid on its own count",
+    ("millionaire_row_circles", "one_stake"): "one Millionaire Row stake pays on nine or ten of a kind, "
+    "at the price of the count thrown",
+    ("no_match_pip_street", "ace"): "on a no-match roll the ace wins Pip Street by rank",
+    ("no_match_pip_street", "none"): "on a no-match roll every Pip Street wager loses",
+}
 
 
 def math_report(game: str, options: MathOptions) -> MathReport:
@@ -497,6 +535,9 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         "EV = P(win) x odds - P(lose) per unit staked; house edge = -EV / units staked.",
         f"Settings: {', '.join(f'{k}={v}' for k, v in settings.as_dict().items())}.",
     ]
+    for key, value in settings.as_dict().items():
+        if key in _READINGS.get(game, ()):
+            notes.append(f"Reading {key}={value} ({SETTING_CLAUSES[key]}): {_READING_TEXT[key, value]}.")
     if rules.extra_roll:
         notes.append(
             "Millionaire Row's 593.5(c) dollar payouts are read as odds per $1 "

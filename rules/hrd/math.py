@@ -20,7 +20,7 @@ from functools import cache
 
 from rules.hrd.dice import FACES, NO_MATCH, winner_of_counts
 from rules.hrd.paytable import Paytable
-from rules.hrd.settings import ExtraRollReach, NoMatchPipStreet, Settings
+from rules.hrd.settings import ExtraRollReach, MillionaireRowCircles, NoMatchPipStreet, Settings
 from rules.hrd.wagers import GameRules
 
 
@@ -106,6 +106,8 @@ class WagerValue:
     pays: str  # the odds text
     expected_value: Fraction  # per unit of the line's first wager; the line stakes `units` in all
     units: int = 1  # units staked by the line (e.g. 8: seven Like Kind circles and one Extra Roll)
+    clause: str = ""  # the clauses behind the figure: how the wager wins and what it pays
+    reading: str = ""  # the setting=value whose reading the figure uses ("" when no setting bears on it)
 
     @property
     def house_edge(self) -> Fraction:
@@ -150,7 +152,7 @@ def _ev(p: Fraction, win: Fraction) -> Fraction:
 
 
 def _extra_roll_lines(
-    circles: list[CircleValue], *, settings: Settings, paytable: Paytable
+    circles: list[CircleValue], *, settings: Settings, paytable: Paytable, rules: GameRules
 ) -> list[WagerValue]:
     """The Extra Roll stake's value, alone and together with the Like Kind circles it covers.
 
@@ -158,18 +160,34 @@ def _extra_roll_lines(
     count is reached on the final count; alone, its value is the gain it gives the circles it covers, less 1.
     """
     pays = ", ".join(f"{k}: {o.text}" for k, o in sorted(paytable.extra_roll.items()))
+    clause = f"{rules.clause('extra_roll_settle')}, {rules.clause('extra_roll_pay')}"
+    both = f"{rules.clause('like_kind_pay')}, {clause}"
+    reading = f"extra_roll_reach={settings.extra_roll_reach.value}"
     lines: list[WagerValue] = []
     for c in circles:
         lines.append(
             WagerValue(
-                "extra_roll", f"alone, covering circle {c.circle}", c.p_win_extra_roll, pays, c.gain - 1
+                "extra_roll",
+                f"alone, covering circle {c.circle}",
+                c.p_win_extra_roll,
+                pays,
+                c.gain - 1,
+                clause=clause,
+                reading=reading,
             )
         )
     for c in circles:
         p = c.p_win_roll_one + c.p_win_extra_roll
         lines.append(
             WagerValue(
-                "like_kind+extra_roll", f"circle {c.circle} + Extra Roll", p, pays, c.ev_with - 1, units=2
+                "like_kind+extra_roll",
+                f"circle {c.circle} + Extra Roll",
+                p,
+                pays,
+                c.ev_with - 1,
+                units=2,
+                clause=both,
+                reading=reading,
             )
         )
     p_any = sum((c.p_win_extra_roll for c in circles), Fraction(0))
@@ -180,10 +198,27 @@ def _extra_roll_lines(
     # it can win twice (roll one on the first count, the Extra Roll on a higher circle).
     p_some = sum((c.p_win_roll_one for c in circles), Fraction(0))
     if settings.extra_roll_reach is ExtraRollReach.ALL_CIRCLES:
-        lines.append(WagerValue("extra_roll", "alone, covering circles 2..8", p_any, pays, gain - 1))
         lines.append(
             WagerValue(
-                "like_kind+extra_roll", "circles 2..8 + one Extra Roll", p_some, pays, ev_all - 1, units=n + 1
+                "extra_roll",
+                "alone, covering circles 2..8",
+                p_any,
+                pays,
+                gain - 1,
+                clause=clause,
+                reading=reading,
+            )
+        )
+        lines.append(
+            WagerValue(
+                "like_kind+extra_roll",
+                "circles 2..8 + one Extra Roll",
+                p_some,
+                pays,
+                ev_all - 1,
+                units=n + 1,
+                clause=both,
+                reading=reading,
             )
         )
     else:
@@ -195,6 +230,42 @@ def _extra_roll_lines(
                 pays,
                 ev_all - n,
                 units=2 * n,
+                clause=both,
+                reading=reading,
+            )
+        )
+    return lines
+
+
+def _millionaire_row_lines(
+    first: FirstRollMath, *, paytable: Paytable, settings: Settings, rules: GameRules
+) -> list[WagerValue]:
+    """Millionaire Row: a line per circle, or one line for one stake on both (`millionaire_row_circles`)."""
+    if not paytable.millionaire_row:
+        return []
+    clause = f"{rules.clause('millionaire_row_max')}, {rules.clause('millionaire_row_pay')}"
+    reading = f"millionaire_row_circles={settings.millionaire_row_circles.value}"
+    if settings.millionaire_row_circles is MillionaireRowCircles.ONE_STAKE:
+        p = sum((first.match_count.get(k, Fraction(0)) for k in paytable.millionaire_row), Fraction(0))
+        won = sum(
+            (first.match_count.get(k, Fraction(0)) * o.win for k, o in paytable.millionaire_row.items()),
+            Fraction(0),
+        )
+        pays = ", ".join(f"{k}: {o.text}" for k, o in sorted(paytable.millionaire_row.items()))
+        spot = " or ".join(str(k) for k in sorted(paytable.millionaire_row))
+        return [WagerValue("millionaire_row", spot, p, pays, won - (1 - p), clause=clause, reading=reading)]
+    lines: list[WagerValue] = []
+    for count, odds in sorted(paytable.millionaire_row.items()):
+        p = first.match_count.get(count, Fraction(0))
+        lines.append(
+            WagerValue(
+                "millionaire_row",
+                str(count),
+                p,
+                odds.text,
+                _ev(p, odds.win),
+                clause=clause,
+                reading=reading,
             )
         )
     return lines
@@ -205,18 +276,30 @@ def game_math(*, rules: GameRules, paytable: Paytable, settings: Settings) -> Ga
     dice = int(rules.dice)
     first = first_roll(dice, no_match_pip_street=settings.no_match_pip_street)
     wagers: list[WagerValue] = []
+    # The 6-dice no-match roll's Pip Street winner is a reading; with ten dice every roll has a winner.
+    pip_reading = "" if dice > 6 else f"no_match_pip_street={settings.no_match_pip_street.value}"
+    pip_clause = f"{rules.clause('winner')}, {rules.clause('pip_street_pay')}"
     for face in (2, 3, 4, 5, 6, 1):  # the layout's order, two on the player's left (593.1(b)(2)(iii))
         odds = paytable.pip_street[face]
         p = first.winner[face]
-        wagers.append(WagerValue("pip_street", str(face), p, odds.text, _ev(p, odds.win)))
+        wagers.append(
+            WagerValue(
+                "pip_street",
+                str(face),
+                p,
+                odds.text,
+                _ev(p, odds.win),
+                clause=pip_clause,
+                reading=pip_reading,
+            )
+        )
+    like_clause = f"{rules.clause('match_count')}, {rules.clause('like_kind_pay')}"
     for circle in rules.like_kind_circles:
         odds = paytable.like_kind[circle]
         p = first.match_count.get(circle, Fraction(0))
         spot = "no_match" if circle == NO_MATCH else str(circle)
-        wagers.append(WagerValue("like_kind", spot, p, odds.text, _ev(p, odds.win)))
-    for count, odds in sorted(paytable.millionaire_row.items()):
-        p = first.match_count.get(count, Fraction(0))
-        wagers.append(WagerValue("millionaire_row", str(count), p, odds.text, _ev(p, odds.win)))
+        wagers.append(WagerValue("like_kind", spot, p, odds.text, _ev(p, odds.win), clause=like_clause))
+    wagers += _millionaire_row_lines(first, paytable=paytable, settings=settings, rules=rules)
 
     final_given_first: dict[int, dict[int, Fraction]] = {}
     circles: list[CircleValue] = []
@@ -247,7 +330,7 @@ def game_math(*, rules: GameRules, paytable: Paytable, settings: Settings) -> Ga
                     ev_with=ev_with,
                 )
             )
-        lines = _extra_roll_lines(circles, settings=settings, paytable=paytable)
+        lines = _extra_roll_lines(circles, settings=settings, paytable=paytable, rules=rules)
     return GameMath(
         rules=rules,
         paytable=paytable,

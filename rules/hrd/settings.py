@@ -17,6 +17,13 @@ Each setting names the clause that leaves it open. A settle document may carry t
   it a "First Roll Side Bet" (593.1(b)(2)(ii)), and the issue's own settle example has a seat with only a
   Millionaire Row wager) or "refused" (593.2(e)(1) read strictly: "To participate in a round of play, each
   player shall place a Pip Street Wager").
+- `millionaire_row_circles` (593.2(e)(4), 593.4(f)(3), 593.5(c)): what a Millionaire Row wager is.
+  "separate" (default: each of the two circles is its own wager of at most $1, priced and paid on its own
+  count: 593.2(e)(4) "on either or both of the numbered nine or ten circles", and 593.4(f)(3) collects
+  "all Millionaire Row Wagers that were not placed on the nine-of-a-kind" when nine are thrown) or
+  "one_stake" (one stake of at most $1, naming no circle, that wins on either count at that count's
+  593.5(c) price: 593.2(e)(4) "the player is wagering that all nine or ten dice will match", one wager
+  covering both).
 - `payout_rounding` (593.5 is silent on fractions of a cent): "down" (default: a payout that is not a whole
   cent is rounded down to the cent, the house keeps the fraction, as no chip smaller than a cent exists)
   or "half_up" (to the nearest cent, half a cent up).
@@ -54,6 +61,13 @@ class MillionaireRowAlone(StrEnum):
     REFUSED = "refused"
 
 
+class MillionaireRowCircles(StrEnum):
+    """Whether Millionaire Row's two circles are two wagers or one stake (see the module docstring)."""
+
+    SEPARATE = "separate"
+    ONE_STAKE = "one_stake"
+
+
 class PayoutRounding(StrEnum):
     """How a payout that is not a whole cent is rounded (see the module docstring)."""
 
@@ -74,6 +88,7 @@ class Settings:
     no_match_pip_street: NoMatchPipStreet = NoMatchPipStreet.ACE
     payout_rounding: PayoutRounding = PayoutRounding.DOWN
     millionaire_row_alone: MillionaireRowAlone = MillionaireRowAlone.ALLOWED
+    millionaire_row_circles: MillionaireRowCircles = MillionaireRowCircles.SEPARATE
 
     def as_dict(self) -> dict[str, str]:
         """JSON-ready form."""
@@ -82,6 +97,7 @@ class Settings:
             "no_match_pip_street": self.no_match_pip_street.value,
             "payout_rounding": self.payout_rounding.value,
             "millionaire_row_alone": self.millionaire_row_alone.value,
+            "millionaire_row_circles": self.millionaire_row_circles.value,
         }
 
 
@@ -92,6 +108,16 @@ _CHOICES: dict[str, type[StrEnum]] = {
     "no_match_pip_street": NoMatchPipStreet,
     "payout_rounding": PayoutRounding,
     "millionaire_row_alone": MillionaireRowAlone,
+    "millionaire_row_circles": MillionaireRowCircles,
+}
+
+# The clauses each setting reads, for `throwbox math` and the map (docs/regulations.md).
+SETTING_CLAUSES: dict[str, str] = {
+    "extra_roll_reach": "593.2(e)(3), 593.4(f)(2)(ii)",
+    "no_match_pip_street": "593.2(e)(1), 675a.6(d)(2)",
+    "payout_rounding": "593.5",
+    "millionaire_row_alone": "593.2(e)(1), 593.2(e)(4)",
+    "millionaire_row_circles": "593.2(e)(4), 593.4(f)(3)",
 }
 
 

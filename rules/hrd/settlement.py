@@ -7,7 +7,8 @@ Used by the round state machine (`round`) and through it by the settle calculato
   on a circle equal to the match count (593.5(b) / 675a.6(k)); a circle below the count loses; a circle above
   it loses unless the seat's Extra Roll wager reaches it (setting `extra_roll_reach`), in which case it
   stays on the layout (593.4(f)(2)(ii)); Millionaire Row pays on 9 or 10 of a kind (593.5(c)), on roll one
-  only.
+  only: a circle on its own count, or one stake on both circles at the price of the count thrown (setting
+  `millionaire_row_circles`).
 - The Extra Roll (593.4(g)-(h), 675a.4(g)-(h)): the dice of the winning face stay, the rest are rethrown
   once; final count = kept + rethrown dice showing the winning face. Each circle left on the layout wins at
   the Extra Roll odds (593.5(d)) when it equals the final count and loses otherwise; a final count of 9 or
@@ -165,7 +166,8 @@ def settle_first_roll(
             else:
                 settled.append(_lose(i, w, roll=1, clause=rules.clause("like_kind_settle")))
         elif w.kind is WagerKind.MILLIONAIRE_ROW:
-            if w.count == count:
+            # One stake on both circles (setting millionaire_row_circles "one_stake") has no count.
+            if w.count == count or (w.count is None and count in paytable.millionaire_row):
                 settled.append(
                     _win(
                         i,

@@ -13,7 +13,8 @@ The rules checked, with the clause each refusal names (hrd10 / hrd6):
 - Millionaire Row circles 9 and 10: 593.1(b)(2)(ii); at most $1: 593.2(e)(4); none with six dice: 675a.6(d)
 - no wager after "no more bets": 593.2(a) / 675a.6(g)
 
-A seat with only Millionaire Row wagers is accepted by default (setting `millionaire_row_alone`).
+A seat with only Millionaire Row wagers is accepted by default (setting `millionaire_row_alone`). With
+`millionaire_row_circles` "one_stake" a Millionaire Row wager names no circle (one stake on both).
 Amounts are positive and in whole cents (clause "document"); one spot holds one wager per seat ("document":
 place the combined amount once). With `extra_roll_reach` "one_circle" an Extra Roll wager names the Like
 Kind circle it covers in `count`; with "all_circles" (the default) it has no count and one per seat covers
@@ -30,7 +31,13 @@ from types import MappingProxyType
 
 from rules.games import Problem
 from rules.hrd.dice import NO_MATCH, DiceCount
-from rules.hrd.settings import DEFAULT_SETTINGS, ExtraRollReach, MillionaireRowAlone, Settings
+from rules.hrd.settings import (
+    DEFAULT_SETTINGS,
+    ExtraRollReach,
+    MillionaireRowAlone,
+    MillionaireRowCircles,
+    Settings,
+)
 
 SEATS: tuple[int, ...] = (1, 2, 3, 4, 5)
 MILLIONAIRE_ROW_MAX = Decimal("1.00")
@@ -57,7 +64,8 @@ class Wager:
         kind: which wager.
         amount: the stake, a Decimal in whole cents.
         face: the Pip Street face 1..6 (Pip Street only).
-        count: the circle: Like Kind 2..8 (hrd10) or 2..6 / `NO_MATCH` (hrd6); Millionaire Row 9 or 10;
+        count: the circle: Like Kind 2..8 (hrd10) or 2..6 / `NO_MATCH` (hrd6); Millionaire Row 9 or 10
+            (none with `millionaire_row_circles` "one_stake");
             Extra Roll only with `extra_roll_reach` "one_circle" (the Like Kind circle it covers).
     """
 
@@ -106,6 +114,8 @@ HRD10 = GameRules(
             "millionaire_row_circle": "593.1(b)(2)(ii)",
             "millionaire_row_max": "593.2(e)(4)",
             "after_no_more_bets": "593.2(a)",
+            "winner": "593.2(e)(1)",
+            "match_count": "593.2(e)(2)",
             "dice": "593.3(a)",
             "extra_roll_dice": "593.4(g)",
             "pip_street_pay": "593.5(a)",
@@ -140,6 +150,8 @@ HRD6 = GameRules(
             "millionaire_row_circle": "675a.6(d)",
             "millionaire_row_max": "675a.6(d)",
             "after_no_more_bets": "675a.6(g)",
+            "winner": "675a.6(d)",
+            "match_count": "675a.6(d)",
             "dice": "675a.6(e)",
             "extra_roll_dice": "675a.6(d)",
             "pip_street_pay": "675a.6(j)",
@@ -247,7 +259,17 @@ def _check_one(wager: Wager, where: str, *, rules: GameRules, settings: Settings
                 )
             )
         else:
-            if isinstance(wager.count, bool) or wager.count not in (9, 10):
+            one_stake = settings.millionaire_row_circles is MillionaireRowCircles.ONE_STAKE
+            if one_stake and wager.count is not None:
+                problems.append(
+                    Problem(
+                        "settings",
+                        "with millionaire_row_circles one_stake a Millionaire Row wager is one stake on both "
+                        f"circles and names no count; got {wager.count!r}",
+                        f"{where}.count",
+                    )
+                )
+            elif not one_stake and (isinstance(wager.count, bool) or wager.count not in (9, 10)):
                 problems.append(
                     Problem(
                         rules.clause("millionaire_row_circle"),

@@ -307,7 +307,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
             )
         )
     shoe = f"{decks} deck{'s' if decks > 1 else ''}"
-    title = f"Dealer busts by number of cards, {shoe}, dealer's cards from a full shoe"
+    title = f"Dealer busts by number of cards, {shoe}, dealer's cards from a full shoe (633b.13(c), (h))"
     data: dict[str, Any] = {
         "game": GAME,
         "decks": decks,
@@ -345,7 +345,8 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         data["house_edge_percent"] = {("h17" if h else "s17"): percent_str(e) for h, e in edges.items()}
         tables.append(
             MathTable(
-                title=f"House edge with the paytable {paytable.name}",
+                title=f"House edge with the paytable {paytable.name}"
+                + ("" if "633b.13(h)" in paytable.name else " (633b.13(h))"),
                 columns=("dealer rule", "house edge", "percent"),
                 rows=tuple(
                     ("hits soft 17" if h else "stands on soft 17", fraction_str(e), percent_str(e))

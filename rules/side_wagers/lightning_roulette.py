@@ -279,7 +279,8 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         for m in PERMITTED_PAYS
     )
     grid = MathTable(
-        title="House edge of a straight wager if every draw had k Lucky Numbers, all paying m to 1",
+        title="House edge of a straight wager if every draw had k Lucky Numbers, all paying m to 1 "
+        "(617b.3(d)-(g))",
         columns=("m", *(f"k={k}" for k in range(1, 6))),
         rows=grid_rows,
     )
@@ -321,7 +322,8 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         ]
         tables.append(
             MathTable(
-                title=f"The given RNG distribution: house edge {percent_str(edge)} ({fraction_str(edge)})",
+                title=f"The given RNG distribution: house edge {percent_str(edge)} ({fraction_str(edge)}; "
+                "617b.3(d)-(g))",
                 columns=("outcome of a straight wager", "pays", "probability"),
                 rows=tuple(outcome_rows),
             )

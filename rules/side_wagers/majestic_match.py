@@ -54,6 +54,14 @@ HANDS: tuple[str, ...] = ("player", "banker")
 PAYTABLE: dict[str, Fraction] = {"royal_match": Fraction(25), "suited_match": Fraction(5, 2)}
 
 
+# The clauses behind each outcome's figure: what it is and what it pays (or that it loses).
+CLAUSES: dict[str, str] = {
+    "royal_match": "631b.7(e)(1), 631b.7(d)",
+    "suited_match": "631b.7(e)(2), 631b.7(d)",
+    "no_match": "631b.7(c)(2)",
+}
+
+
 def classify(first_two: Sequence[Card]) -> str:
     """ "royal_match" (suited K-Q), "suited_match" (any other suited pair) or "no_match" (631b.7(e))."""
     first, second = first_two
@@ -190,6 +198,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
             fraction_str(single[name]),
             percent_str(single[name]),
             fraction_str(single[name] * returns[name]),
+            CLAUSES[name],
         )
         for name in ("royal_match", "suited_match", "no_match")
     )
@@ -209,6 +218,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         "joint_probabilities": {f"{a}/{b}": fraction_str(p) for (a, b), p in joint.items()},
         "both_hands_win": fraction_str(both_win),
         "probability_sum": fraction_str(sum(single.values(), Fraction(0))),
+        "clauses": dict(CLAUSES),
     }
     return MathReport(
         game=GAME,
@@ -217,11 +227,11 @@ def math_report(game: str, options: MathOptions) -> MathReport:
             MathTable(
                 title=f"One hand's initial two cards, {decks} decks: house edge {percent_str(house_edge)} "
                 f"({fraction_str(house_edge)})",
-                columns=("outcome", "pays", "probability", "percent", "contribution to return"),
+                columns=("outcome", "pays", "probability", "percent", "contribution to return", "clause"),
                 rows=rows,
             ),
             MathTable(
-                title="Both hands (a wager on each): joint outcomes",
+                title="Both hands (a wager on each, each paid, 631b.7(c)(1)): joint outcomes",
                 columns=("outcome", "probability", "percent"),
                 rows=joint_rows,
             ),

@@ -71,6 +71,14 @@ PAYTABLE: dict[str, Fraction] = {
     "18_to_20": Fraction(3),
 }
 OUTCOMES: tuple[str, ...] = (*PAYTABLE, "lose")
+# The clauses behind each outcome's figure: when it wins and what it pays (or why it loses).
+CLAUSES: dict[str, str] = {
+    "ace_jack_spades": "633b.15(f)(3), 633b.15(g)",
+    "blackjack": "633b.15(f)(3), 633b.15(g)",
+    "9_to_11": "633b.15(f)(3), 633b.15(g)",
+    "18_to_20": "633b.15(f)(3), 633b.15(g)",
+    "lose": "633b.15(f)(1), 633b.15(f)(2)",
+}
 SETTINGS_DEFAULTS: dict[str, Any] = {
     "soft_hand_total": "soft",
     "ace_seven_is_soft_18": True,
@@ -279,6 +287,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
             odds_str(PAYTABLE[name]) if name in PAYTABLE else "loses",
             fraction_str(p),
             percent_str(p),
+            CLAUSES[name],
         )
         for name, p in probabilities.items()
     )
@@ -296,6 +305,7 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         "probability_sum": fraction_str(sum(probabilities.values(), Fraction(0))),
         "house_edge": fraction_str(edge),
         "house_edge_percent": percent_str(edge),
+        "clauses": dict(CLAUSES),
         "house_edge_by_settings": [
             {
                 "soft_hand_total": v[0],
@@ -312,11 +322,11 @@ def math_report(game: str, options: MathOptions) -> MathReport:
         tables=(
             MathTable(
                 title=f"Outcomes, {decks} decks: house edge {percent_str(edge)} ({fraction_str(edge)})",
-                columns=("outcome", "pays", "probability", "percent"),
+                columns=("outcome", "pays", "probability", "percent", "clause"),
                 rows=rows,
             ),
             MathTable(
-                title="House edge under each interpretation",
+                title="House edge under each interpretation (633b.15(a), (f), (g); first row: the defaults)",
                 columns=(
                     "soft_hand_total",
                     "ace_seven_is_soft_18",

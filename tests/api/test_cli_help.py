@@ -45,6 +45,7 @@ LAB = {
     "settle-bench",
     "live-bench",
     "dashboard-screenshot",
+    "console-screenshot",
     "loadtest",
     "fuzz",
 }

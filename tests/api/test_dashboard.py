@@ -19,9 +19,11 @@ from sqlalchemy import select
 
 from api.db.models import Event, Roll, Round, Wager
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, RulesClient
-from api.live_service import DEMO_CLIPS, DatabaseRecorder
+from api.demo_table import DEMO_CLIPS
+from api.live import LiveConfig, LiveLoop
+from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RulesClient
 from tests.api.conftest import Service, running_service
 from tests.api.test_live import FIRST, TruthReader, die, frame
 from vision.settle import AtRest, SettleDetector
@@ -384,3 +386,29 @@ def test_dashboard_fairness_panel_and_the_report_png(tmp_path: Path, browser: An
             ),
             what="the report PNG",
         )
+
+
+def test_dashboard_shows_the_tables_own_fault_and_its_camera_lost_live(tmp_path: Path, browser: Any) -> None:
+    # Issue 57: a table's broken calibration or lost camera shows on its dashboard (from the table list the
+    # page opens with, and again after a live alert); a table with nothing wrong shows no banner.
+    from selenium.webdriver.common.by import By
+
+    from tests.api.test_table_faults import _calibrate
+
+    with running_service("sqlite", tmp_path / "data") as svc:
+        calibration_id = _calibrate(svc.settings.calibration_dir, "F1")
+        table = {"id": "F1", "game": "hrd10", "calibration_id": calibration_id}
+        svc.ok("POST", "/v1/tables", "admin", 201, json=table)
+        svc.ok("POST", "/v1/tables", "admin", 201, json={"id": "F2", "game": "hrd10"})
+        (svc.settings.calibration_dir / "F1.json").write_text("{}", encoding="utf-8")
+        faults = lambda: browser.find_element(By.ID, "faults")  # noqa: E731
+        browser.get(f"{svc.base_url}/?table=F1#key={svc.keys['surveillance']}")
+        wait_for(lambda: faults().is_displayed(), what="the table's fault")
+        assert f"table F1: calibration: calibration '{calibration_id}'" in faults().text
+        browser.get(f"{svc.base_url}/?table=F2")
+        wait_for(lambda: browser.find_element(By.ID, "stream").text == "live", what="the stream")
+        assert not faults().is_displayed()
+        alert = {"kind": "camera_lost", "message": "camera rtsp://f2: no frames", "table_id": "F2"}
+        svc.ok("POST", "/v1/alerts", "worker", 201, json=alert)
+        wait_for(lambda: faults().is_displayed(), what="the lost camera")
+        assert "table F2: camera: alert" in faults().text and "no frames" in faults().text

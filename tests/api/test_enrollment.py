@@ -3,7 +3,7 @@ background job followed in the database, reads that name the enrollment, refusal
 summary and its removal; and `throwbox enroll --frames / --confirmed`.
 
 The reader is the real one (detector and all) with its face model replaced by a fake that needs no weights
-(tests/models/enroll_data.py): sure every die shows a 1, with an embedding that tells the drawn dice apart,
+(tests/vision/enroll_data.py): sure every die shows a 1, with an embedding that tells the drawn dice apart,
 so only an enrollment reads them right.
 """
 
@@ -30,7 +30,7 @@ from api.read_records import record_read
 from api.settings import Settings
 from tests.api.conftest import Service, database_url
 from tests.conftest import serve_app
-from tests.models.enroll_data import (
+from tests.vision.enroll_data import (
     CentreGreySession,
     ProbsOnlySession,
     SureRightSession,
@@ -96,7 +96,7 @@ def post(
 
 
 # Confirmed rolls: (the reader's faces, None where unsure; the dealer's faces). See the module docstring of
-# models/enroll_sources.py for the rule; the dice used per face are counted in CONFIRMED_PER_FACE.
+# api/enrollment_sources.py for the rule; the dice used per face are counted in CONFIRMED_PER_FACE.
 CONFIRMED_ROLLS = [
     ([None, 1, 2, 2, 3, 3, 4, 4, 5, 5], [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]),  # one unsure die: all 10
     ([None, None, None, 1, 2, 3, 4, 5, 6, 6], [6, 6, 6, 1, 2, 3, 4, 5, 6, 6]),  # the faces left all 6: all 10
@@ -363,7 +363,7 @@ def test_one_job_at_a_time_per_table(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_enroll_command_frames_and_confirmed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import vision.onnx_session as onnx_session
     from api.cli import app as cli
-    from tests.models.enroll_data import CentreGreySession, write_frames
+    from tests.vision.enroll_data import CentreGreySession, write_frames
 
     manifest = fake_manifest(tmp_path / "models")
     data_dir = tmp_path / "data"

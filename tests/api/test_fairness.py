@@ -149,6 +149,51 @@ def check_report_png(path: Path) -> None:
         assert marks[:, columns].sum() > 50, f"panel {third + 1} has no expected markers"
 
 
+def test_cli_names_every_alarm_and_its_open_alert_first(played: Service, monkeypatch: Any) -> None:
+    # After an alarm the chart restarts at 0, so "nearest its threshold" no longer finds it (issue 57): the
+    # output must still name the alarm, and its open alert, ahead of the tests.
+    monkeypatch.setenv("THROWBOX_DATA_DIR", str(played.settings.data_dir))
+    sets = played.ok("GET", "/v1/tables/LOADED/dice-sets", "surveillance")
+    (set_id,) = [s["id"] for s in sets if s["name"] == "set L"]  # the loaded set, in play or swapped out
+    report = played.ok("GET", f"/v1/tables/LOADED/fairness?dice_set_id={set_id}", "surveillance")
+    alarmed = [s for s in report["sequential"] if s["alarms"]]
+    assert "die 2 face 6" in {s["chart"] for s in alarmed}
+    assert all(s["statistic_llr"] < s["threshold_llr"] for s in alarmed)  # each restarted after its alarm
+    alerts = _bias_alerts(played, "LOADED")
+    still_open = [a for a in alerts if a["acknowledged_at"] is None]
+    assert still_open  # (another test acknowledges one; the others stay open)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "fairness",
+            "--table",
+            "LOADED",
+            "--dice-set",
+            str(set_id),
+            "--png",
+            str(Path(played.settings.data_dir) / "x.png"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    tests_start = out.index("chi-square goodness of fit")
+    head = out[:tests_start]
+    assert f"open dice_bias_suspected alerts: {len(still_open)}" in head
+    for alert in still_open:
+        assert f"alert {alert['id']}  " in head and alert["data"]["chart"] in head
+    assert f"charts that alarmed with this dice set: {len(alarmed)}" in head
+    for chart in alarmed:
+        assert f"  {chart['chart']:<20} alarms {chart['alarms']}" in head
+    # And in the watch's list too, every alarmed chart, not only the ten nearest their threshold.
+    watch = out[out.index("sequential watch") :]
+    assert all(f"  {chart['chart']:<20}" in watch for chart in alarmed)
+    quiet = CliRunner().invoke(
+        cli, ["fairness", "--table", "FAIR", "--png", str(Path(played.settings.data_dir) / "y.png")]
+    )
+    assert "open dice_bias_suspected alerts: none" in quiet.output
+    assert "charts that alarmed with this dice set: none" in quiet.output
+
+
 def test_swapping_the_dice_set_resets_the_watch(played: Service) -> None:
     bad = played.call(
         "POST",

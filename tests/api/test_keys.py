@@ -91,6 +91,7 @@ def test_cli_refuses_to_revoke_the_last_admin_key(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setenv("THROWBOX_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("THROWBOX_DATABASE_URL", raising=False)
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0  # keys never make a database
     made = runner.invoke(app, ["keys", "create", "--role", "admin", "--name", "ops"])
     assert made.exit_code == 0, made.output
     key_id = made.stdout.split()[2]  # "created key <id> (...)"

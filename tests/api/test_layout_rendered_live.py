@@ -27,9 +27,10 @@ import numpy as np
 import pytest
 
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, RulesClient
+from api.live import LiveConfig, LiveLoop
 from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RulesClient
 from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from datasets.format import SceneTruth, read_scene
 from tests.api.conftest import Service, running_service

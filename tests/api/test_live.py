@@ -23,28 +23,22 @@ import numpy as np
 import pytest
 
 from api.db.session import Database
-from api.live import (
-    LiveConfig,
-    LiveLoop,
-    RollRejectedError,
-    RulesClient,
-    RulesUnreachableError,
-    StoredRead,
-    _Pending,
-)
-from api.live_service import (
+from api.demo_table import (
     DEMO_CLIPS,
     DEMO_WAGERS,
-    DatabaseRecorder,
     DemoCroupier,
     PacedDemoGrabber,
     RoundEndedError,
     clip_geometry,
 )
+from api.live import LiveConfig, LiveLoop, StoredRead, _Pending
+from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RollRejectedError, RulesClient, RulesUnreachableError
 from api.schemas.rolls import RollSubmission
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CaptureConfig, CapturedFrame, CaptureEvent, ClipStarted, Grab
+from vision.judge.exposure import measure_exposure
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow
 from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Frame, Roll, Verdict
@@ -70,6 +64,7 @@ def die(face: int | None, box: str | None = None, x: float = 0.0) -> DieReading:
 
 
 def roll_of(dice: Sequence[DieReading], frame: Frame, *, verdict: Verdict = Verdict.VALID) -> Roll:
+    """A made-up read of `frame`, carrying the frame's exposure as the reader measures it."""
     faces = tuple(d.face for d in dice if d.face is not None)
     return Roll(
         dice=tuple(dice),
@@ -81,6 +76,7 @@ def roll_of(dice: Sequence[DieReading], frame: Frame, *, verdict: Verdict = Verd
         table_id=frame.table_id,
         models={"detector": "stand-in"},
         timing_ms={"total": 0.0},
+        exposure=measure_exposure(frame.image),
     )
 
 
@@ -845,7 +841,8 @@ def test_a_frame_unfit_to_read_raises_one_alert_and_one_when_fit_again() -> None
 def test_a_grainy_camera_raises_one_alert_and_one_when_clean_again() -> None:
     """At-rest frames grainier than `LiveConfig.grain_alert_above` (sensor noise, vision/judge/exposure.py)
     raise `camera_grainy` once, not at every roll, and `camera_grain_ok` when a frame is clean again; each
-    stored read keeps its frame's grain; with the bar off nothing is measured."""
+    stored read keeps its frame's grain. The grain is the reader's measure, carried by the Roll: a roll with
+    none (not a reader's) changes nothing, and with the bar off there is no alert."""
     recorder = AlertsOnly()
     loop = _calibrated_loop(recorder)
     assert loop.config.grain_alert_above == 6.0
@@ -853,11 +850,14 @@ def test_a_grainy_camera_raises_one_alert_and_one_when_clean_again() -> None:
     felt = np.full((240, 320, 3), 90, np.uint8)
     grainy = np.clip(felt + rng.normal(0.0, 16.0, felt.shape) + 0.5, 0, 255).astype(np.uint8)
     frames = [Frame(image=img, frame_id=f"f{i}") for i, img in enumerate([felt, grainy, grainy, felt, felt])]
-    levels = [loop._note_grain(f) for f in frames]
+    levels = [loop._note_grain(roll_of([], f), f.frame_id) for f in frames]
     assert levels[0] == 0.0 and levels[3] == 0.0
     assert all(level is not None and 9.0 < level < 12.5 for level in levels[1:3])  # 16 per channel: ~10.7
     assert [kind for kind, _ in recorder.alerts] == ["camera_grainy", "camera_grain_ok"]
     assert "grainy (its noise about 11 grey levels, over 6" in recorder.alerts[0][1]
+    loop._note_grain(roll_of([], frames[1]), "g")  # grainy again: a third alert
+    keyed = replace(roll_of([], frames[1]), exposure=None)  # no measure: the last word stands, no alert
+    assert loop._note_grain(keyed, "k") is None and loop.grainy and len(recorder.alerts) == 3
 
     # A throw read from a grainy frame: the alert, and the read stored with its grain beside the roll.
     stored: list[dict[str, Any]] = []
@@ -883,6 +883,6 @@ def test_a_grainy_camera_raises_one_alert_and_one_when_clean_again() -> None:
         rules=RulesClient(base_url="http://127.0.0.1:9", key="unused"),
         recorder=AlertsOnly(),
     )
-    assert off._note_grain(frames[1]) is None
+    assert off._note_grain(roll_of([], frames[1]), "f1") is None
     with pytest.raises(ValueError, match="grain_alert_above"):
         LiveConfig(table_id=TABLE, expected_dice=10, grain_alert_above=0.0)

@@ -14,7 +14,7 @@ from vision.types import DieCandidate, DieReading, Roll, Verdict
 @pytest.mark.parametrize(
     ("faces", "winner", "match_count"),
     [
-        ((5, 5, 5, 5, 6, 6, 6, 1, 1, 4), 5, 4),  # design.md's example
+        ((5, 5, 5, 5, 6, 6, 6, 1, 1, 4), 5, 4),  # docs/architecture.md's example
         ((1, 1, 6, 6, 2, 3, 4, 5, 2, 3), 1, 2),  # ties go to the higher rank: the ace
         ((1, 2, 3, 4, 5, 6), 1, "no match"),  # six dice, all different (675a.6(d)(2))
         ((3, 3, 2), 3, 2),  # a photo of three dice: same rule

@@ -77,6 +77,15 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("GET", "/v1/tables/T/enrollment", None, (S, A)),
     ("DELETE", "/v1/tables/T/enrollment", None, (A,)),
     ("GET", "/v1/enrollment-jobs/x", None, (S, A)),
+    ("GET", "/v1/console/waiting", None, VIEWERS),
+    (
+        "POST",
+        "/v1/console/decisions",
+        {"table_id": "T", "roll_id": "x", "round_id": 1, "call": "valid", "dice": []},
+        (D,),
+    ),
+    ("GET", "/v1/console/mismatches", None, (S, A)),
+    ("POST", "/v1/console/mismatches/x/acknowledge", None, (S, A)),
 ]
 OPEN = ("/healthz", "/readyz", "/metrics")
 SERVICE_TAGS = (
@@ -93,6 +102,7 @@ SERVICE_TAGS = (
     "reads",
     "workers",
     "enrollment",
+    "console",
 )
 
 

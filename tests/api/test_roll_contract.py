@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from api.live import RollRejectedError, _submission
+from api.rules_door import RollRejectedError, checked_submission
 from api.schemas.rolls import RollSubmission
 
 
@@ -35,5 +35,5 @@ def test_a_submission_the_door_would_refuse_is_refused_before_it_is_sent() -> No
     with pytest.raises(ValidationError):
         RollSubmission(roll_id="r", source="reader", verdict="valid", faces=[1] * 11)
     with pytest.raises(RollRejectedError, match="422") as caught:
-        _submission({"roll_id": "r", "source": "reader", "verdict": "maybe", "faces": []})
+        checked_submission({"roll_id": "r", "source": "reader", "verdict": "maybe", "faces": []})
     assert caught.value.status_code == 422

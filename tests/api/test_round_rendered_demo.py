@@ -1,6 +1,6 @@
 """The demo table plays a whole rendered round now and then (api/demo_rounds): the move, the Extra Roll.
 
-As `throwbox serve --demo` sets it up (`api.live_service`: `PacedDemoGrabber` with rounds, the croupier, a
+As `throwbox serve --demo` sets it up (`api.demo_table`: `PacedDemoGrabber` with rounds, the croupier, a
 settle detector on the whole frame, each clip's own camera as its calibration), on the real service. The
 throw clips between rounds are read as their ground truth (`video.json`: what they read as is the business
 of tests/api/test_live.py); the rounds are read by the whole reader (committed models, one thread).
@@ -19,18 +19,19 @@ import httpx
 import pytest
 
 from api.db.session import Database
-from api.live import LiveConfig, LiveLoop, RulesClient
-from api.live_service import (
+from api.demo_table import (
     DEMO_CLIPS,
     DEMO_EXTRA_ROLL_WAGER,
     DEMO_ROUNDS,
     DEMO_WAGERS,
-    DatabaseRecorder,
     DemoCroupier,
     PacedDemoGrabber,
     clip_geometry,
 )
+from api.live import LiveConfig, LiveLoop
+from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
+from api.rules_door import RulesClient
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, CaptureEvent, ClipStarted, SourceSpecError
 from vision.settle import SettleDetector

@@ -119,6 +119,7 @@ def test_keys_create_role_worker_on_the_command_line(tmp_path: Path, monkeypatch
 
     monkeypatch.setenv("THROWBOX_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("THROWBOX_DATABASE_URL", raising=False)
+    assert CliRunner().invoke(app, ["db", "upgrade"]).exit_code == 0  # keys never make a database
     made = CliRunner().invoke(app, ["keys", "create", "--role", "worker", "--name", "floor-1"])
     assert made.exit_code == 0, made.output
     assert "role worker" in made.stdout and made.stdout.strip().splitlines()[-1].startswith("tbx_")

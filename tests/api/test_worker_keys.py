@@ -99,6 +99,7 @@ def test_keys_create_binds_a_worker_key_on_the_command_line(
 
     monkeypatch.setenv("THROWBOX_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("THROWBOX_DATABASE_URL", raising=False)
+    assert CliRunner().invoke(app, ["db", "upgrade"]).exit_code == 0  # keys never make a database
     made = CliRunner().invoke(app, ["keys", "create", *args])
     assert made.exit_code == code, made.output
     assert says in made.output

@@ -1,4 +1,5 @@
-"""The table worker's spool and outbox (api/worker.py) without a service: an httpx mock stands for it.
+"""The table worker's spool and outbox (api/worker/spool.py, outbox.py) without a service: an httpx mock
+stands for it.
 Ordered replay after an outage, requests queued behind the spool while it drains, dead letters for refusals,
 and the spool surviving a restart (a second process on the same spool refused)."""
 
@@ -213,7 +214,10 @@ def test_each_table_replays_in_its_own_lane_and_one_stuck_table_holds_up_no_othe
             for table in ("T1", "T2"):
                 assert outbox.submit(table_roll(table, n)) is None  # down: spooled
         fake.up = True
-        wait_for(lambda: spool.depth("T2") == 0)
+        # T2's lane has replayed its spool and ended its outage (the spool empties a moment before the lane
+        # says so: waiting on the depth alone let T2-3 below be spooled behind a finished outage).
+        wait_for(lambda: outbox.last_outage is not None and outbox.last_outage["table_id"] == "T2")
+        assert spool.depth("T2") == 0
         assert [b["roll_id"] for _, _, b in fake.taken] == ["T2-0", "T2-1", "T2-2"]
         assert spool.depth("T1") == 3 and outbox.down
         # T2 is answered again: its next request goes at once; T1's still queue behind its spool.

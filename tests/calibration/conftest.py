@@ -16,8 +16,7 @@ from calibration.camera import CameraIntrinsics
 from calibration.intrinsics import IntrinsicsResult, calibrate_intrinsics
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers
-from calibration.table import TableCalibration, calibrate_table
-from datasets.calib_scenes import (
+from calibration.selftest.scenes import (
     DEFAULT_BOARD,
     SceneRenderer,
     TableScene,
@@ -26,6 +25,7 @@ from datasets.calib_scenes import (
     table_camera_pose,
     table_camera_truth,
 )
+from calibration.table import TableCalibration, calibrate_table
 
 SMALL_LAYOUT = ThrowBoxLayout(
     width_mm=300.0, depth_mm=225.0, wall_height_mm=40.0, strip_depth_mm=40.0, strip_margin_mm=8.0

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
+from calibration.selftest.scenes import displaced
 from calibration.table import TableCalibration
-from datasets.calib_scenes import displaced
 from tests.calibration.conftest import Scenes
 from vision.judge.config import JudgeConfig
 

@@ -8,7 +8,12 @@ import pytest
 from calibration.board import BoardSpec
 from calibration.errors import BadImageError, CalibrationRefusedError
 from calibration.intrinsics import IntrinsicsLimits, calibrate_intrinsics
-from datasets.calib_scenes import SceneRenderer, board_view_poses, render_board_views, table_camera_truth
+from calibration.selftest.scenes import (
+    SceneRenderer,
+    board_view_poses,
+    render_board_views,
+    table_camera_truth,
+)
 from tests.calibration.conftest import Scenes
 
 

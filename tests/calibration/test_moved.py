@@ -11,8 +11,8 @@ from calibration.camera import CameraPose
 from calibration.errors import ResolutionMismatchError
 from calibration.markers import CornerMarkers
 from calibration.moved import check_camera
+from calibration.selftest.scenes import Finish, camera_variants, displaced
 from calibration.table import TableCalibration, box_corners_mm, calibrate_table
-from datasets.calib_scenes import Finish, camera_variants, displaced
 from tests.calibration.conftest import SMALL_LAYOUT, Scenes
 
 # The trial names, for test ids (the poses are built from the scene's camera inside the test).

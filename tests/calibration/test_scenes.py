@@ -10,13 +10,14 @@ from calibration.board import detect_board
 from calibration.camera import Camera
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers, find_markers
-from datasets.calib_scenes import displaced, evaluate_calibration, rotated
+from calibration.selftest.evaluate import evaluate_calibration
+from calibration.selftest.scenes import displaced, rotated
 from tests.calibration.conftest import SMALL_LAYOUT, Scenes
 
 
 def test_board_corners_land_on_the_true_projection(scenes: Scenes) -> None:
     """ChArUco saddle corners are found within a fifth of a pixel of the truth (render + detector)."""
-    from datasets.calib_scenes import board_view_poses
+    from calibration.selftest.scenes import board_view_poses
 
     poses = board_view_poses(scenes.board, scenes.truth, count=2, seed=3)
     for pose, image in zip(poses, scenes.board_images[:2], strict=True):

@@ -21,7 +21,7 @@ runner = CliRunner()
 def test_every_named_set_has_a_valid_recipe_and_its_own_folder() -> None:
     folders = set()
     for name, s in NAMED_SETS.items():
-        assert s.name == name and s.group in ("synth", "judge") and s.scenes > 0 and s.used_for
+        assert s.name == name and s.group in ("synth", "judge", "risk") and s.scenes > 0 and s.used_for
         cfg = s.config()  # raises on a mix or a resolution the generator cannot make
         assert cfg.seed == s.seed and abs(sum(cfg.mix.values()) - 1.0) < 1e-9
         folders.add(s.folder(Path("/r")))
@@ -33,7 +33,7 @@ def test_every_named_set_has_a_valid_recipe_and_its_own_folder() -> None:
         named_set("val-v2")
 
 
-@pytest.mark.parametrize("name", ["cleartrain-s9401", "mix-v2"])
+@pytest.mark.parametrize("name", ["cleartrain-s9401", "mix-v2", "translucent-s55200"])
 def test_a_set_made_by_name_is_the_set_its_command_makes(tmp_path: Path, name: str) -> None:
     """Scene for scene, byte for byte: `synth-set NAME --scenes 1` and the first scene of the `throwbox lab
     synth` command it prints (mix, sizes, oblique share and see-through included)."""
@@ -105,3 +105,18 @@ def test_the_data_root_is_relative_unless_the_environment_names_one(
     assert named_set("mix-v2").folder() == tmp_path / "synth" / "mix-v2"
     listed = runner.invoke(app, ["synth-set", "--list"], env={SYNTH_DATA_ENV: str(tmp_path / "e")})
     assert f"throwbox lab synth {tmp_path}/e/synth/val-v1 " in listed.output
+
+
+def test_issue_55s_sets_are_as_large_as_it_asks_and_a_wide_die_style_needs_the_wide_looks() -> None:
+    from datasets.synth.generator import ConfigError, GeneratorConfig
+
+    risk = {name: s for name, s in NAMED_SETS.items() if s.group == "risk"}
+    # Ten dice a scene, a few hidden: home at least 10,000 dice, each away look at least 5,000.
+    assert risk["home-s55000"].scenes * 10 >= 10_000
+    assert all(risk[n].scenes * 10 >= 5_000 for n in ("wide-s55100", "translucent-s55200"))
+    assert len({s.seed for s in risk.values()}) == len(risk)
+    assert "--die-style wide-smoke-white" in risk["translucent-s55200"].command()
+    with pytest.raises(ConfigError, match="no usual dice style named 'wide-smoke-white'"):
+        GeneratorConfig(seed=1, die_style="wide-smoke-white")
+    with pytest.raises(ConfigError, match="no wide dice style named 'casino-red'"):
+        GeneratorConfig(seed=1, style="wide", die_style="casino-red")

@@ -1,8 +1,8 @@
 """A calibrated table with its corner markers and printed layout, and the committed reader, shared.
 
-Frames come from the calibration scene renderer (`datasets.calib_scenes`): the selftest's throw box, seen by
-its true 1280x720 camera (a die is about 25 px across; at half that size the detector boxes neither the
-markers nor the print, so what vision/table/markers.py and vision/table/marks.py mend would not show). The
+Frames come from the calibration scene renderer (`calibration.selftest.scenes`): the selftest's throw box,
+seen by its true 1280x720 camera (a die is about 25 px across; at half that size the detector boxes neither
+the markers nor the print, so what vision/table/markers.py and vision/table/marks.py mend would not show). The
 calibration is the real one (`calibrate_table` on the empty box, then the table marks the committed
 detector finds on it and the corner markers' looks, as `throwbox calibrate table` stores them).
 """
@@ -15,8 +15,8 @@ import pytest
 
 from calibration.layout import ThrowBoxLayout
 from calibration.markers import CornerMarkers
+from calibration.selftest.scenes import TableScene, table_camera_pose, table_camera_truth
 from calibration.table import TableCalibration, calibrate_table
-from datasets.calib_scenes import TableScene, table_camera_pose, table_camera_truth
 from vision.reader import Reader
 from vision.table.geometry import TableGeometry
 

@@ -30,11 +30,11 @@ import pytest
 from calibration.layout import ThrowBoxLayout
 from datasets.format import read_scene
 from lab.judge_eval.evaluate import record_scene
-from vision.judge.exposure import FrameExposure, measure_exposure
+from vision.judge.exposure import measure_exposure
 from vision.onnx_session import MANIFEST_PATH, manifest_lists
 from vision.reader import Reader
 from vision.table.geometry import TableGeometry
-from vision.types import Frame, Verdict
+from vision.types import Frame, FrameExposure, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cocked_chips"
 SCENES = sorted(FIXTURES.glob("s10700-*.json"))

@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from rules.hrd.dice import new_matches
 from vision.judge.decide import verdict_of
 from vision.judge.layout_check import DOUBT_CODES, check_layout_move, decide_extra_roll, split_extra_roll
-from vision.types import DieCandidate, DieReading, Finding, Roll, Verdict
+from vision.types import DieCandidate, DieReading, Finding, LayoutSplit, Roll, Verdict
 
 
 def die(face: int | None, box: str | None = None, *, x: float = 0.0) -> DieReading:
@@ -114,7 +115,8 @@ def test_593_4_h_extra_roll_reads_only_the_rethrown_dice() -> None:
     assert read.ok
     assert read.kept == 4
     assert sorted(read.thrown_faces) == [2, 3, 4, 5, 5, 6]
-    assert read.new_matches == 2  # the kept 5s are not counted again
+    # The rules engine counts the new matches of the rethrown dice alone: the kept 5s are not counted again.
+    assert new_matches(winner=5, rethrown=read.thrown_faces) == 2
 
 
 @pytest.mark.parametrize(
@@ -175,7 +177,7 @@ def test_593_4_g_the_extra_roll_sets_aside_what_the_judge_found_about_kept_dice_
     on_kept = Finding(Verdict.NO_DECISION, "stacked_unclear", (1, 2), "two kept dice side by side")
     decided = decide_extra_roll(_extra_roll(KEPT + THROWN, on_kept), winner=5, kept=4, expected_dice=10)
     assert decided.verdict is Verdict.VALID and decided.on_kept == (on_kept,) and decided.alert is None
-    assert sorted(decided.split.thrown_faces) == [1, 2, 3, 4, 5, 6] and decided.split.new_matches == 1
+    assert sorted(decided.split.thrown_faces) == [1, 2, 3, 4, 5, 6]
     # ... but not a detection that may be no die at all, nor a finding about a rethrown die
     chip = Finding(Verdict.NO_DECISION, "object_unclear", (1,), "a chip?")
     assert decide_extra_roll(
@@ -232,3 +234,32 @@ def test_593_4_g_a_short_count_of_kept_dice_missed_in_the_box_is_left_to_a_perso
     assert decide_extra_roll(
         _extra_roll([*KEPT[:3], *THROWN], named), winner=5, kept=4, expected_dice=10
     ).verdict is (Verdict.INVALID)
+
+
+# Where the reader found the dice, as the Roll carries it (`Roll.layout_split`): the boxes and the throw area.
+@pytest.mark.parametrize(
+    ("boxes", "in_five", "outside_five", "throw_area"),
+    [
+        ([None, None], (), (), (0, 1)),  # uncalibrated: every die in the throw area
+        (["Five", None, "Five", None], (0, 2), (), (1, 3)),  # kept dice in the winner's box
+        (["Six", "Five", None, "Ace"], (1,), (0, 3), (2,)),  # dice in other boxes, in the dice's order
+        ([], (), (), ()),  # no dice
+    ],
+    ids=["uncalibrated", "kept", "other-boxes", "none"],
+)
+def test_the_layout_split_places_each_die_once(
+    boxes: list[str | None],
+    in_five: tuple[int, ...],
+    outside_five: tuple[int, ...],
+    throw_area: tuple[int, ...],
+) -> None:
+    dice = [die(3, box, x=30.0 * i) for i, box in enumerate(boxes)]
+    split = _extra_roll(dice).layout_split
+    assert split == LayoutSplit.of(dice)
+    assert (split.in_box("Five"), split.outside("Five"), split.throw_area) == (
+        in_five,
+        outside_five,
+        throw_area,
+    )
+    placed = sorted([*split.throw_area, *(i for ids in split.boxes.values() for i in ids)])
+    assert placed == list(range(len(dice)))

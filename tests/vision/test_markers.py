@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from datasets.calib_scenes import Finish, displaced, rotated
+from calibration.selftest.scenes import Finish, displaced, rotated
 from tests.vision.conftest import DICE, LAYOUT, MARKERS, Table
 from vision.annotate import annotate
 from vision.judge.config import JudgeConfig

@@ -109,8 +109,9 @@ def test_a_frame_scaled_down_for_the_detector_is_not_blurred_again(tmp_path: Pat
 
 
 def test_a_detector_is_read_at_the_threshold_its_manifest_entry_gives(tmp_path: Path) -> None:
-    # A detector whose scores run lower (a distilled student, models/detect_centernet/README.md stage 10d)
-    # carries its own tuned threshold: the reader must use it, and without it keep DetectorConfig's 0.35.
+    # A detector whose scores run lower (a distilled student: docs/history/model-detect_centernet.md,
+    # stage 10d) carries its own tuned threshold: the reader must use it, and without it keep
+    # DetectorConfig's 0.35.
     img, boxes = _scene()
     rows = [one_hot(f) for f in FACES]
     sessions = factory(FakeDetectorSession(boxes, score=0.3), FakeFaceSession(rows))

@@ -29,7 +29,7 @@ class DetectorConfig:
     """Inference settings of the detector."""
 
     input_long_px: int = 640  # the frame's long side is scaled to this before the net
-    # Score threshold and box-size factor: chosen with `python -m models.tune_detector` on tuning photos and
+    # Score threshold and box-size factor: chosen with `python -m lab.tune_detector` on tuning photos and
     # scenes, never a test split (docs/history/judge-config.md#detectorconfigscore_threshold-and-size_scale).
     score_threshold: float = 0.35
     nms_iou: float = 0.5
@@ -37,7 +37,7 @@ class DetectorConfig:
     size_scale: float = 1.05
     # A box whose long side is under this fraction of the frame's median box (and that does not touch the
     # frame's edge) is a speck of dirt or a pip, not a die: all dice of a frame lie at about one distance from
-    # the camera. 0 turns it off. Chosen with `python -m models.tune_detector`
+    # the camera. 0 turns it off. Chosen with `python -m lab.tune_detector`
     # (reports/reader/tune-detector.md): on the nellbyler train photos 0.5 drops 29 of 42 false alarms and no
     # true die; the smallest true die on the tuning sets was 0.61 of its frame's median there (0.71 in the
     # labels of 500 synthetic scenes): those two counts came from a throwaway script on 2026-11-29, the

@@ -1,6 +1,6 @@
 """The judgement stage: does the roll count? Off-table and extra dice, dice on dice, cocked dice.
 
-One module per idea (design.md, style.md rule 1):
+One module per idea (docs/architecture.md; the house style's rule 1):
 
 - `config`: `JudgeConfig`, every threshold in one frozen object, with the data its defaults came from;
 - `count`: fewer dice than the game needs (a die left the table, unless the detector saw something where

@@ -50,45 +50,7 @@ def judge_roll(
     """
     if states is not None and len(states) != len(dice):
         raise ValueError(f"{len(dice)} dice but {len(states)} die states")
-    findings: list[Finding] = []
-    for i, die in enumerate(dice):
-        for why in die.reasons:
-            x0, y0, x1, y1 = die.candidate.box_xyxy
-            findings.append(
-                Finding(
-                    verdict=Verdict.NO_DECISION,
-                    reason=FindingReason.FACE_UNCERTAIN,
-                    die_ids=(i + 1,),
-                    detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) uncertain: {why}",
-                )
-            )
-    if states is not None:
-        for i, st in enumerate(states):
-            if st.kind == "no_die" or st.p("no_die") >= config.min_no_die:
-                # Kept (the count needs it, vision.judge.validity, or not sure enough to set aside) though the
-                # classifier sees most likely no die there: a chip stack read as a die would settle a wrong
-                # roll, and a real die may be missing under it.
-                x0, y0, x1, y1 = dice[i].candidate.box_xyxy
-                findings.append(
-                    Finding(
-                        verdict=Verdict.NO_DECISION,
-                        reason=FindingReason.OBJECT_UNCLEAR,
-                        die_ids=(i + 1,),
-                        detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) looks like no die "
-                        f"to the die-state classifier (p={st.p('no_die'):.2f}): a chip stack or another "
-                        "object, or a die it does not know; a person must look",
-                    )
-                )
-            elif st.kind_confidence() < config.min_state_confidence:
-                findings.append(
-                    Finding(
-                        verdict=Verdict.NO_DECISION,
-                        reason=FindingReason.STATE_UNCERTAIN,
-                        die_ids=(i + 1,),
-                        detail=f"cannot tell whether die {i + 1} lies flat: most likely {st.kind} "
-                        f"at only p={st.kind_confidence():.2f} < {config.min_state_confidence:.2f}",
-                    )
-                )
+    findings = _die_findings(dice, states, config=config)
     # A short count beside something set aside as part of the table where a see-through die may lie is
     # neither short nor full for sure: no rule may lean on it either way (vision/table/markers.py).
     short = expected_dice is not None and len(dice) < expected_dice
@@ -164,3 +126,50 @@ def judge_roll(
     # there, from texture taken for dice or faces misread, a person decides.
     verdict = Verdict.NO_DECISION if exposure_failure(frame_findings) else verdict_of(findings)
     return tuple(out), verdict, tuple(findings)
+
+
+def _die_findings(
+    dice: Sequence[DieReading], states: Sequence[DieState] | None, *, config: JudgeConfig
+) -> list[Finding]:
+    """What each die alone leaves to a person: a face read unsure, a detection the die-state classifier
+    takes for no die, or a state it cannot tell."""
+    findings: list[Finding] = []
+    for i, die in enumerate(dice):
+        for why in die.reasons:
+            x0, y0, x1, y1 = die.candidate.box_xyxy
+            findings.append(
+                Finding(
+                    verdict=Verdict.NO_DECISION,
+                    reason=FindingReason.FACE_UNCERTAIN,
+                    die_ids=(i + 1,),
+                    detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) uncertain: {why}",
+                )
+            )
+    if states is not None:
+        for i, st in enumerate(states):
+            if st.kind == "no_die" or st.p("no_die") >= config.min_no_die:
+                # Kept (the count needs it, vision.judge.validity, or not sure enough to set aside) though the
+                # classifier sees most likely no die there: a chip stack read as a die would settle a wrong
+                # roll, and a real die may be missing under it.
+                x0, y0, x1, y1 = dice[i].candidate.box_xyxy
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason=FindingReason.OBJECT_UNCLEAR,
+                        die_ids=(i + 1,),
+                        detail=f"die {i + 1} at ({(x0 + x1) / 2:.0f}, {(y0 + y1) / 2:.0f}) looks like no die "
+                        f"to the die-state classifier (p={st.p('no_die'):.2f}): a chip stack or another "
+                        "object, or a die it does not know; a person must look",
+                    )
+                )
+            elif st.kind_confidence() < config.min_state_confidence:
+                findings.append(
+                    Finding(
+                        verdict=Verdict.NO_DECISION,
+                        reason=FindingReason.STATE_UNCERTAIN,
+                        die_ids=(i + 1,),
+                        detail=f"cannot tell whether die {i + 1} lies flat: most likely {st.kind} "
+                        f"at only p={st.kind_confidence():.2f} < {config.min_state_confidence:.2f}",
+                    )
+                )
+    return findings

@@ -13,9 +13,11 @@ carries `layout_box`, the label of the box it lies in, set from the table's cali
   not find of the table's (`count_unsure`: the move keeps every die on the layout, so they may lie in the
   box unseen). Those do not accuse the dealer (`LayoutProblem.accuses_dealer`): a person looks.
 - `split_extra_roll`: the frame at rest after the Extra Roll. Dice in the winner's box are the kept dice
-  and are not read as thrown dice; the dice outside the layout boxes are the rethrown ones, and the
-  additional matches are those showing the winning face. A kept count that differs from the first roll's,
-  a die in another box, or a rethrown die that could not be read is a problem.
+  and are not read as thrown dice; the dice outside the layout boxes are the rethrown ones (the Roll's
+  `layout_split`). How many of them are additional matches is the rules engine's count
+  (`rules.hrd.dice.new_matches`, applied in `api/live.py`: vision knows nothing of the game). A kept count
+  that differs from the first roll's, a die in another box, or a rethrown die that could not be read is a
+  problem.
 
 No I/O and no images here: the reader has already placed every die.
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from calibration.layout import LAYOUT_LABELS
 from vision.judge.decide import verdict_of
 from vision.judge.exposure import exposure_failure
-from vision.types import DieReading, Finding, FindingReason, Roll, Verdict
+from vision.types import DieReading, Finding, FindingReason, LayoutSplit, Roll, Verdict
 
 # Problems that are the reader's doubt, not the dealer's error: a die in the box it cannot read, a box short
 # by no more dice than it did not find of the table's (the move keeps them all on the layout), a box over-full
@@ -95,8 +97,7 @@ class ExtraRollRead:
 
     winner: int
     kept: int
-    thrown_faces: tuple[int, ...]
-    new_matches: int
+    thrown_faces: tuple[int, ...]  # of the rethrown dice read (the rules engine counts their new matches)
     problems: tuple[LayoutProblem, ...]
 
     @property
@@ -117,7 +118,7 @@ def _check_winner(winner: int) -> str:
 
 
 def _other_boxes(dice: Sequence[DieReading], box: str) -> LayoutProblem | None:
-    other = tuple(i for i, d in enumerate(dice) if d.layout_box is not None and d.layout_box != box)
+    other = LayoutSplit.of(dice).outside(box)
     if not other:
         return None
     boxes = sorted({str(dice[i].layout_box) for i in other})
@@ -149,7 +150,8 @@ def check_layout_move(
     if match_count < 1:
         raise ValueError(f"match_count must be positive, got {match_count}")
     problems: list[LayoutProblem] = []
-    in_box = tuple(i for i, d in enumerate(dice) if d.layout_box == box)
+    split = LayoutSplit.of(dice)
+    in_box = split.in_box(box)
     if (wrong := _other_boxes(dice, box)) is not None:
         problems.append(wrong)
     unread = tuple(i for i in in_box if dice[i].face is None)
@@ -212,7 +214,7 @@ def check_layout_move(
                 in_box,
             )
         )
-    left = tuple(i for i, d in enumerate(dice) if d.layout_box is None and d.face == winner)
+    left = tuple(i for i in split.throw_area if dice[i].face == winner)
     if left:
         problems.append(
             LayoutProblem(
@@ -242,8 +244,8 @@ def split_extra_roll(
     if not 1 <= kept <= expected_dice:
         raise ValueError(f"kept must be in 1..{expected_dice}, got {kept}")
     problems: list[LayoutProblem] = []
-    in_box = tuple(i for i, d in enumerate(dice) if d.layout_box == box)
-    thrown = tuple(i for i, d in enumerate(dice) if d.layout_box is None)
+    split = LayoutSplit.of(dice)
+    in_box, thrown = split.in_box(box), split.throw_area
     if (wrong := _other_boxes(dice, box)) is not None:
         problems.append(wrong)
     if len(in_box) != kept:
@@ -270,13 +272,7 @@ def split_extra_roll(
             )
         )
     faces = tuple(int(f) for f in (dice[i].face for i in thrown) if f is not None)
-    return ExtraRollRead(
-        winner=winner,
-        kept=len(in_box),
-        thrown_faces=faces,
-        new_matches=sum(1 for f in faces if f == winner),
-        problems=tuple(problems),
-    )
+    return ExtraRollRead(winner=winner, kept=len(in_box), thrown_faces=faces, problems=tuple(problems))
 
 
 @dataclass(frozen=True)

@@ -104,80 +104,136 @@ def stacked_dice(
     centres = np.array([[(b[0] + b[2]) / 2, (b[1] + b[3]) / 2] for b in boxes]).reshape(-1, 2)
     stacked_p = [0.0] * len(dice) if states is None else [st.kind_confidence("stacked") for st in states]
     if states is not None:
-        for i, st in enumerate(states):
-            if st.kind != "stacked" or st.kind_confidence() < config.min_state_confidence:
-                continue
-            most = float(overlaps[i].max()) if len(dice) > 1 else 0.0
-            if most < config.overlap_stacked and count_unsure:
-                findings.append(
-                    _looks_stacked_but(
-                        i,
-                        st,
-                        verdict=Verdict.NO_DECISION,
-                        reason=FindingReason.STACKED_UNCLEAR,
-                        but="no box overlaps it and the count is short beside something set aside as part "
-                        "of the table: a die beneath or a die there, a person must look",
-                    )
-                )
-                continue
-            if most < config.stack_partner_overlap and not count_short:
-                findings.append(
-                    _looks_stacked_but(
-                        i,
-                        st,
-                        verdict=Verdict.VALID,
-                        reason=FindingReason.STACKED_RULED_OUT,
-                        but="no die lies under or over it: no box overlaps it and every die of the game is "
-                        "found",
-                    )
-                )
-                continue
-            if st.kind_confidence() < config.min_rethrow_confidence:
-                findings.append(weak_rethrow_call(i, "rests on a die or has one on it", st, config))
-                continue
-            if most < config.overlap_stacked and not count_short:
-                findings.append(
-                    _looks_stacked_but(
-                        i,
-                        st,
-                        verdict=Verdict.NO_DECISION,
-                        reason=FindingReason.STACKED_UNCLEAR,
-                        but=f"the box nearest over it covers only {most:.0%} of the smaller and every die of "
-                        "the game is found: a die beneath or touching dice, a person must look",
-                    )
-                )
-                continue
-            if count_over:
-                findings.append(
-                    _looks_stacked_but(
-                        i,
-                        st,
-                        verdict=Verdict.NO_DECISION,
-                        reason=FindingReason.STACKED_UNCLEAR,
-                        but="more dice are found than the game has: the die under or over it may be itself "
-                        "found twice, a person must look",
-                    )
-                )
-                continue
-            # The partner: the nearest other die, if it is within two box sizes.
-            dist = np.hypot(*(centres - centres[i]).T)
-            dist[i] = np.inf
-            j = int(np.argmin(dist)) if len(dice) > 1 else -1
-            near = j >= 0 and dist[j] < 2.0 * dice[i].candidate.edge_px
-            if st.probs[STACKED] >= st.probs[UNDER]:
-                on_top.add(i)
-                ids = (i + 1, j + 1) if near else (i + 1,)
-                partner = f"die {j + 1}" if near else "a die hidden under it"
-                detail = f"die {i + 1} rests on {partner} (p={st.probs[STACKED]:.2f})"
-            else:
-                if near:
-                    on_top.add(j)
-                ids = (j + 1, i + 1) if near else (i + 1,)
-                partner = f"die {j + 1}" if near else "a die"
-                detail = f"{partner} rests on die {i + 1} (p={st.probs[UNDER]:.2f} that it has a die on it)"
+        by_state, on_top = _stacks_by_state(
+            dice,
+            states,
+            overlaps=overlaps,
+            centres=centres,
+            config=config,
+            count_short=count_short,
+            count_over=count_over,
+            count_unsure=count_unsure,
+        )
+        findings += by_state
+    by_boxes, on_top_boxes = _stacks_by_boxes(
+        dice,
+        overlaps=overlaps,
+        stacked_p=stacked_p,
+        config=config,
+        count_short=count_short,
+        count_over=count_over,
+        count_unsure=count_unsure,
+        geometry=geometry,
+    )
+    return findings + by_boxes, on_top | on_top_boxes
+
+
+def _stacks_by_state(
+    dice: Sequence[DieReading],
+    states: Sequence[DieState],
+    *,
+    overlaps: np.ndarray,
+    centres: np.ndarray,
+    config: JudgeConfig,
+    count_short: bool,
+    count_over: bool,
+    count_unsure: bool,
+) -> tuple[list[Finding], set[int]]:
+    """Each die the die-state classifier sees on a die or under one: ruled out, unclear, or a die on a die
+    with its partner (the nearest die within two box sizes)."""
+    findings: list[Finding] = []
+    on_top: set[int] = set()
+    for i, st in enumerate(states):
+        if st.kind != "stacked" or st.kind_confidence() < config.min_state_confidence:
+            continue
+        most = float(overlaps[i].max()) if len(dice) > 1 else 0.0
+        if most < config.overlap_stacked and count_unsure:
             findings.append(
-                Finding(verdict=Verdict.INVALID, reason=FindingReason.DIE_ON_DIE, die_ids=ids, detail=detail)
+                _looks_stacked_but(
+                    i,
+                    st,
+                    verdict=Verdict.NO_DECISION,
+                    reason=FindingReason.STACKED_UNCLEAR,
+                    but="no box overlaps it and the count is short beside something set aside as part "
+                    "of the table: a die beneath or a die there, a person must look",
+                )
             )
+            continue
+        if most < config.stack_partner_overlap and not count_short:
+            findings.append(
+                _looks_stacked_but(
+                    i,
+                    st,
+                    verdict=Verdict.VALID,
+                    reason=FindingReason.STACKED_RULED_OUT,
+                    but="no die lies under or over it: no box overlaps it and every die of the game is found",
+                )
+            )
+            continue
+        if st.kind_confidence() < config.min_rethrow_confidence:
+            findings.append(weak_rethrow_call(i, "rests on a die or has one on it", st, config))
+            continue
+        if most < config.overlap_stacked and not count_short:
+            findings.append(
+                _looks_stacked_but(
+                    i,
+                    st,
+                    verdict=Verdict.NO_DECISION,
+                    reason=FindingReason.STACKED_UNCLEAR,
+                    but=f"the box nearest over it covers only {most:.0%} of the smaller and every die of "
+                    "the game is found: a die beneath or touching dice, a person must look",
+                )
+            )
+            continue
+        if count_over:
+            findings.append(
+                _looks_stacked_but(
+                    i,
+                    st,
+                    verdict=Verdict.NO_DECISION,
+                    reason=FindingReason.STACKED_UNCLEAR,
+                    but="more dice are found than the game has: the die under or over it may be itself "
+                    "found twice, a person must look",
+                )
+            )
+            continue
+        # The partner: the nearest other die, if it is within two box sizes.
+        dist = np.hypot(*(centres - centres[i]).T)
+        dist[i] = np.inf
+        j = int(np.argmin(dist)) if len(dice) > 1 else -1
+        near = j >= 0 and dist[j] < 2.0 * dice[i].candidate.edge_px
+        if st.probs[STACKED] >= st.probs[UNDER]:
+            on_top.add(i)
+            ids = (i + 1, j + 1) if near else (i + 1,)
+            partner = f"die {j + 1}" if near else "a die hidden under it"
+            detail = f"die {i + 1} rests on {partner} (p={st.probs[STACKED]:.2f})"
+        else:
+            if near:
+                on_top.add(j)
+            ids = (j + 1, i + 1) if near else (i + 1,)
+            partner = f"die {j + 1}" if near else "a die"
+            detail = f"{partner} rests on die {i + 1} (p={st.probs[UNDER]:.2f} that it has a die on it)"
+        findings.append(
+            Finding(verdict=Verdict.INVALID, reason=FindingReason.DIE_ON_DIE, die_ids=ids, detail=detail)
+        )
+    return findings, on_top
+
+
+def _stacks_by_boxes(
+    dice: Sequence[DieReading],
+    *,
+    overlaps: np.ndarray,
+    stacked_p: list[float],
+    config: JudgeConfig,
+    count_short: bool,
+    count_over: bool,
+    count_unsure: bool,
+    geometry: TableGeometry | None,
+) -> tuple[list[Finding], set[int]]:
+    """Each pair of boxes overlapping by `overlap_stacked` of the smaller: a die on a die where the
+    classifier or the felt positions back it, else ruled out or left to a person."""
+    findings: list[Finding] = []
+    on_top: set[int] = set()
     for i in range(len(dice)):
         for j in range(i + 1, len(dice)):
             ov = float(overlaps[i, j])

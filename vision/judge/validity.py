@@ -11,6 +11,12 @@
   least `JudgeConfig.min_no_die` are left out of the roll before anything else, the surest first and never
   more than the surplus (`Judgement.set_aside`): chip stacks taken for dice.
 
+- second opinions (issue 55, each off by default until judged): `require_turns_agree` (no turn of the crop
+  reads another face, `FaceReader.turns_check`; a die not looked at is not held back), `require_pip_agree`
+  (the classical pip count is the learned face, not merely not against it), `require_whole_die` (the box
+  looks like a whole die, vision/judge/phantom.py); a die that fails one is uncertain like a die under the
+  bar.
+
 Without die states (no die-state model loaded) the judge cannot rule out a die hidden under another or
 check for cocked dice: a count below the game's is then `no_decision`, not `invalid`.
 """
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 
 from vision.judge.config import JudgeConfig
 from vision.judge.decide import judge_roll
+from vision.judge.phantom import PhantomConfig, whole_dice
 from vision.state.model import DieState
 from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, FaceReading, Finding, SetAside, Verdict
@@ -37,6 +44,11 @@ class ValidityConfig:
     # Lower it only with evidence that the classical count is the weaker opinion on your camera.
     veto_below_confidence: float = 1.0
     judge: JudgeConfig = field(default_factory=JudgeConfig)  # off-table, stacked, cocked (vision.judge)
+    # Second opinions before a face is given (the module's docstring); off until judged (issue 55).
+    require_turns_agree: bool = False
+    require_pip_agree: bool = False
+    require_whole_die: bool = False
+    phantom: PhantomConfig = field(default_factory=PhantomConfig)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -56,8 +68,10 @@ class Judgement:
     set_aside: tuple[SetAside, ...] = ()
 
 
-def judge_die(candidate: DieCandidate, reading: FaceReading, *, config: ValidityConfig) -> DieReading:
-    """Decide one die's face, or mark it uncertain with the reasons."""
+def judge_die(
+    candidate: DieCandidate, reading: FaceReading, *, config: ValidityConfig, whole_die: bool | None = None
+) -> DieReading:
+    """Decide one die's face, or mark it uncertain with the reasons (`whole_die`: the phantom check)."""
     learned = reading.learned_face
     reasons: list[str] = []
     if reading.confidence < config.min_confidence:
@@ -71,6 +85,12 @@ def judge_die(candidate: DieCandidate, reading: FaceReading, *, config: Validity
         and reading.confidence < config.veto_below_confidence
     ):
         reasons.append(f"classifier reads {learned} but the pip count is {reading.pip_count}")
+    if config.require_turns_agree and reading.turns_agree is False:
+        reasons.append(f"the turns of the crop do not all read {learned}")
+    if config.require_pip_agree and reading.pip_count != learned and not reasons:
+        reasons.append(f"the pip count ({reading.pip_count}) does not confirm {learned}")
+    if config.require_whole_die and whole_die is False:
+        reasons.append("the box does not look like a whole die (its size, or inside another die)")
     return DieReading(
         candidate=candidate,
         face=None if reasons else learned,
@@ -78,6 +98,8 @@ def judge_die(candidate: DieCandidate, reading: FaceReading, *, config: Validity
         pip_count=reading.pip_count,
         uncertain=bool(reasons),
         reasons=tuple(reasons),
+        turns_agree=reading.turns_agree,
+        whole_die=whole_die,
     )
 
 
@@ -125,7 +147,11 @@ def judge(
         candidates = tuple(c for i, c in enumerate(candidates) if i not in out)
         readings = tuple(r for i, r in enumerate(readings) if i not in out)
         states = [st for i, st in enumerate(states) if i not in out]
-    dice = tuple(judge_die(c, r, config=config) for c, r in zip(candidates, readings, strict=True))
+    whole = whole_dice(candidates, geometry=geometry, config=config.phantom)
+    dice = tuple(
+        judge_die(c, r, config=config, whole_die=w)
+        for c, r, w in zip(candidates, readings, whole, strict=True)
+    )
     dice, verdict, findings = judge_roll(
         dice,
         states,

@@ -5,8 +5,8 @@ turned by 90, 180 and 270 degrees (exact turns of the crop: no resampling; with 
 four turns mirrored too), and its probabilities become the normalised geometric mean of the readings. A
 die's face does not change when it turns, but the small net's errors do. The bar, 0.90 (the reader's own
 certainty bar, `ValidityConfig.min_confidence`), was chosen with `python -m models.second_look` on tuning
-images (table in models/pips_facenet/README.md): with the face models of 22:29Z and 23:32Z it left no sure
-die wrong and made the most dice sure. Dice the classifier is sure of cost nothing more; each unsure die
+images (table in docs/history/model-pips_facenet.md): with the face models of 22:29Z and 23:32Z it left no
+sure die wrong and made the most dice sure. Dice the classifier is sure of cost nothing more; each unsure die
 costs three more crops through the face model (seven with the mirror images).
 
 A second model: when the manifest lists `pips_second` (a wider net, `models/pips_wide/`, about six times the
@@ -30,6 +30,17 @@ seen square-on (`crops_die_top`, `plane_look_span` die edges across, under any c
 look turns it, and its probabilities become the weighted geometric mean of that reading (weight
 `plane_look_weight`; 1.0: it alone) and the one before. What it
 buys on tuning scenes is measured by `python -m lab.plane_look` (docs/reader.md, "A look at the top face").
+
+Calibration (issue 55): a face model listed with a `temperature` in the manifest has its probabilities
+softened (T > 1) or sharpened as softmax(log p / T), the temperature fitted on a tuning set by
+`throwbox lab calibrate-faces` (lab/calibrate.py), so that its top probability means what it says.
+
+The turns' opinion (issue 55, off: `turns_check` False): every die (with `turns_below`, every die whose top
+probability is under it: a die read surer costs nothing more) is read in the eight turns and mirror images
+of its crop in one batched call; `FaceReading.turns_agree` says whether all eight read the face the
+reading gives (None where not looked at). A die's face does not change when its crop turns; a model that
+reads it two ways does not know it (the judge's `ValidityConfig.require_turns_agree` then leaves it to a
+person).
 """
 
 from __future__ import annotations
@@ -69,6 +80,10 @@ SECOND_LOOK_MIRROR = False
 # span is chosen on tuning scenes and judged on fresh ones (docs/reader.md, "A look at the top face").
 PLANE_LOOK_SPAN: float | None = None
 PLANE_LOOK_WEIGHT = 0.5  # the top-face reading's share of the merged log-probabilities; 1.0: it alone
+# The turns' opinion looks only at dice read less surely than this (the module's docstring). Why 0.9999: the
+# eight looks of every die cost the face model seven more crops a die, about 1.8 times a frame's time on the
+# shared machine (`throwbox lab bench --candidate`); the calibrated model reads most dice surer than this.
+TURNS_BELOW = 0.9999
 
 
 class FaceModel(Protocol):
@@ -102,7 +117,12 @@ class FaceReader:
         second_look_mirror: bool = SECOND_LOOK_MIRROR,
         plane_look_span: float | None = PLANE_LOOK_SPAN,
         plane_look_weight: float = PLANE_LOOK_WEIGHT,
+        temperature: float = 1.0,
+        turns_check: bool = False,
+        turns_below: float | None = None,
     ) -> None:
+        if not temperature > 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
         if rectify_span <= 0:
             raise ValueError(f"rectify_span must be positive, got {rectify_span}")
         if plane_look_span is not None and not plane_look_span > 0:
@@ -124,12 +144,27 @@ class FaceReader:
         self.second_look_mirror = second_look_mirror
         self.plane_look_span = plane_look_span
         self.plane_look_weight = plane_look_weight
+        self.temperature = temperature
+        self.turns_check = turns_check
+        self.turns_below = turns_below
 
     def _probs(self, batch: NDArray[np.float32], model: FaceModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
         if probs.shape != (len(batch), 6):
             raise ValueError(f"face model returned {probs.shape}, expected ({len(batch)}, 6)")
-        return np.asarray(probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9), np.float32)
+        out = np.asarray(probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9), np.float32)
+        if model is None and self.temperature != 1.0:  # the calibrated face model (the module's docstring)
+            out = _normalised(np.asarray(np.log(np.maximum(out, 1e-12)) / self.temperature, np.float32))
+        return out
+
+    def turns_agree(self, crops: list[ImageArray], faces: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Per crop: do its eight turns and mirror images (one batched call) all read `faces` (1..6)?"""
+        batch = crops_to_tensor(crops)
+        mirrored = np.flip(batch, axis=3)
+        views = [np.rot90(batch, k, axes=(2, 3)) for k in (0, 1, 2, 3)]
+        views += [np.rot90(mirrored, k, axes=(2, 3)) for k in (0, 1, 2, 3)]
+        looks = self._probs(np.ascontiguousarray(np.concatenate(views))).reshape(8, len(crops), 6)
+        return np.asarray((looks.argmax(axis=2) + 1 == faces[None, :]).all(axis=0), np.bool_)
 
     def probabilities(self, crops: list[ImageArray], *, turned: bool = False) -> NDArray[np.float32]:
         """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned;
@@ -243,8 +278,16 @@ class FaceReader:
         probs = self.probabilities(crops, turned=turned)
         if not turned:
             probs = self.plane_look(image_bgr, candidates, geometry, probs)
+        agree: list[bool | None] = [None] * len(crops)
+        looked = np.arange(len(crops))
+        if self.turns_below is not None:
+            looked = np.flatnonzero(probs.max(axis=1) < self.turns_below)
+        if self.turns_check and looked.size:
+            said = self.turns_agree([crops[int(i)] for i in looked], probs[looked].argmax(axis=1) + 1)
+            for i, a in zip(looked, said, strict=True):
+                agree[int(i)] = bool(a)
         readings = []
-        for row, crop, cand in zip(probs, crops, candidates, strict=True):
+        for row, crop, cand, turns in zip(probs, crops, candidates, agree, strict=True):
 
             def recount(scale: float, c: DieCandidate = cand) -> int | None:
                 return count_pips(cut((c,), scale)[0], config=self.pip_config)
@@ -255,5 +298,7 @@ class FaceReader:
                 recount,
                 self.pip_config.recount_scales,
             )
-            readings.append(FaceReading(face_probs=tuple(float(p) for p in row), pip_count=count))
+            readings.append(
+                FaceReading(face_probs=tuple(float(p) for p in row), pip_count=count, turns_agree=turns)
+            )
         return tuple(readings)

@@ -1,9 +1,10 @@
 """Table enrollment at read time: a shipped face model plus a table's own linear correction, numpy only.
 
 A face model whose ONNX export has a second output, `embedding` (`models/nets_lite.py`), can be adapted to
-one table's dice without torch: `models.enroll` fits a correction (dW, db) so that the table's probabilities
-are softmax(log p_shipped + embedding @ dW.T + db). With no correction (dW = 0, db = 0) this is the shipped
-model exactly, so the shipped head is kept and only nudged where the table's examples ask for it.
+one table's dice without torch: `vision.pips.enroll` fits a correction (dW, db) so that the table's
+probabilities are softmax(log p_shipped + embedding @ dW.T + db). With no correction (dW = 0, db = 0) this
+is the shipped model exactly, so the shipped head is kept and only nudged where the table's examples ask
+for it.
 
 The correction is stored per table beside its calibration (`<data dir>/<table>.enrollment.json`), in the
 calibration store's file shape: a format tag, a version, and the SHA-256 of the canonical JSON of its body,
@@ -47,8 +48,8 @@ class Enrollment:
     examples: dict[str, int]  # face -> labelled dice it was fitted on
     checksum: str = ""  # SHA-256 of the stored body (set when saved or loaded)
     fitted_at: str | None = None  # ISO 8601 UTC; None in a file written before it was kept
-    # Cross-validated figures (`models.enroll.Validation.document`, `forced` when stored though it did not
-    # prove itself); None in a file written before they were kept.
+    # Cross-validated figures (`vision.pips.enroll.Validation.document`, `forced` when stored though it did
+    # not prove itself); None in a file written before they were kept.
     validation: dict[str, Any] | None = None
 
     def body(self) -> dict[str, Any]:
