@@ -68,6 +68,10 @@ def test_fake_models_give_the_exact_document(tmp_path: Path, http: httpx.Client)
     with serve_app(app) as base_url:
         with app.state.database.session() as session:
             key = create_key(session, role=Role.READER, name="camera").secret
+            admin = create_key(session, role=Role.ADMIN, name="admin").secret
+        table = {"id": "T7", "game": "hrd10"}  # a table_id must name a table (issue 57: 404 otherwise)
+        made = http.post(f"{base_url}/v1/tables", json=table, headers={"Authorization": f"Bearer {admin}"})
+        assert made.status_code == 201, made.text
         response = http.post(
             f"{base_url}/v1/reads",
             files={"image": ("t.png", bytes(png), "image/png")},
