@@ -36,6 +36,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.db.models import ApiKey
+from api.errors import ForbiddenError
 
 KEY_SCHEME = "tbx"
 
@@ -89,7 +90,7 @@ class Principal:
         return self.worker_id
 
 
-class WorkerIdError(Exception):
+class WorkerIdError(ForbiddenError):
     """A bound worker key naming another worker id (403 at the API)."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Path, Request, status
+from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
@@ -100,3 +100,8 @@ AlertRaiser = Annotated[Principal, Depends(require(Role.SURVEILLANCE, Role.ADMIN
 
 # A database id in a path: refused (422) beyond the 32-bit range PostgreSQL's INTEGER holds.
 IdPath = Annotated[int, Path(ge=1, le=DB_INT_MAX)]
+
+# A table id as a list's filter: the lists answer 404 for a table that does not exist, not an empty list.
+TableIdQuery = Annotated[
+    str | None, Query(max_length=64, description="Only this table's; 404 when there is no such table.")
+]

@@ -18,6 +18,7 @@ from api.db.session import Database
 from api.deps import require
 from api.event_wakeup import EventWakeup
 from api.events import WebhookDispatcher
+from api.http_errors import install as install_error_handler
 from api.leases import WorkerMonitor
 from api.live_service import LiveService
 from api.metrics import Metrics, install
@@ -150,6 +151,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A body over the cap is refused as it arrives, not after it was stored: FastAPI's own limit answers
         # 413 "Content Too Large" (plain text when the declared Content-Length is over it, as it is read).
         max_body_size=settings.max_request_bytes,
+        # `/v1/tables/` is not `/v1/tables`: an empty path segment is 404, never a redirect to a list or to a
+        # path that answers an undocumented 405 (issue 57).
+        redirect_slashes=False,
     )
     app.state.settings = settings
     # Reads in progress at once (api/routes/reads.py waits settings.read_queue_s for a slot, then 503s).
@@ -185,4 +189,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     console.install(app)
     docs.install(app)
     app.add_exception_handler(StarletteHTTPException, _http_error_with_allow)
+    install_error_handler(app)
     return app

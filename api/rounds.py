@@ -10,13 +10,8 @@ replay always reproduces the same decisions.
 and settles the round, stores the roll with its answer, audits it, publishes its events and raises the
 alert a `no_decision` calls for, all in one transaction.
 
-Exceptions (routes turn them into HTTP answers)::
-
-    ServiceError
-    ├── RulesRefusedError      the rules engine refused a wager or roll: every problem, by clause
-    ├── StateConflictError     the request does not fit the round or table (wrong phase, no round, a roll
-    │                          id used for another roll or at the same time at another table)
-    └── NotFoundError          no such table, round, read or evidence
+Errors are api/errors.py's (re-exported here for the callers that name them `rounds.*`); the one
+exception handler of api/http_errors.py turns them into HTTP answers.
 """
 
 from __future__ import annotations
@@ -35,10 +30,18 @@ from sqlalchemy.orm import Session
 from api import audit, fairness
 from api.alerts import raise_alert
 from api.audit import canonical_json
+from api.auth import Principal, Role
 from api.db.models import Evidence, GameTable, Read, Round
 from api.db.models import Roll as RollRow
 from api.db.models import Wager as WagerRow
 from api.db.session import Database
+
+# Re-exported: callers name them `rounds.NotFoundError` etc. (api/console_decisions.py, api/rules_door.py).
+from api.errors import ForbiddenError as ForbiddenError
+from api.errors import NotFoundError as NotFoundError
+from api.errors import RulesRefusedError as RulesRefusedError
+from api.errors import ServiceError as ServiceError
+from api.errors import StateConflictError as StateConflictError
 from api.events import publish
 from api.metrics import Metrics
 from api.schemas.rolls import RollAnswer, RollSubmission
@@ -50,31 +53,6 @@ from rules.hrd.paytable import Odds, parse_paytable
 from rules.hrd.settings import parse_settings
 from rules.hrd.settlement import Settlement
 from rules.hrd.wagers import Wager, WagerKind
-
-
-class ServiceError(Exception):
-    """Base of the errors this module raises."""
-
-
-class RulesRefusedError(ServiceError):
-    """The rules engine refused the request; `problems` name the clauses."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("; ".join(f"{p.clause}: {p.message}" for p in self.problems))
-
-    def detail(self) -> dict[str, Any]:
-        """The HTTP error body: a message and every problem with its clause."""
-        return {"message": "refused by the rules engine", "problems": [p.as_dict() for p in self.problems]}
-
-
-class StateConflictError(ServiceError):
-    """The request does not fit the state of the round or table."""
-
-
-class NotFoundError(ServiceError):
-    """No such table, round or evidence."""
-
 
 # --- configuration -----------------------------------------------------------------------------------
 
@@ -310,6 +288,64 @@ class SubmittedRoll:
     duplicate: bool
 
 
+# The source of a roll each role may submit: the camera's reader (reader and worker keys) or the dealer.
+ROLE_SOURCE = {Role.READER: "reader", Role.WORKER: "reader", Role.DEALER: "dealer"}
+_SOURCE_SAYS = {"reader": "the camera's reading", "dealer": "keyed by the dealer"}
+
+
+def roll_source(*, role: Role, claimed: str | None) -> str:
+    """The source of a roll sent with a key of `role`: the role's, never the body's (issue 57).
+
+    Raises:
+        ForbiddenError: the body claims another source than the role's, or the role submits no rolls.
+    """
+    source = ROLE_SOURCE.get(role)
+    if source is None:
+        raise ForbiddenError(f"a {role.value} key submits no rolls")
+    if claimed is not None and claimed != source:
+        raise ForbiddenError(
+            f"a {role.value} key's rolls are {source!r} ({_SOURCE_SAYS[source]}): it may not submit a roll "
+            f"as {claimed!r}; leave `source` out, the service sets it from the key"
+        )
+    return source
+
+
+def submit_roll_as(
+    *,
+    database: Database,
+    table_id: str,
+    body: RollSubmission,
+    principal: Principal,
+    webhook_urls: list[str],
+    metrics: Metrics,
+    lease_epoch: int | None = None,
+    worker_id: str | None = None,
+) -> SubmittedRoll:
+    """`submit_roll` for a key (`POST /v1/tables/{id}/rolls`): the roll's source is the key's role's
+    (`roll_source`), and a bound worker key acts as its own worker id.
+
+    Raises:
+        ForbiddenError: a source the key cannot back; a bound worker key naming another worker id.
+        and what `submit_roll` raises.
+    """
+    worker_id = principal.acts_as(worker_id)
+    body = body.model_copy(update={"source": roll_source(role=principal.role, claimed=body.source)})
+    try:
+        return submit_roll(
+            database=database,
+            table_id=table_id,
+            body=body,
+            actor=principal.actor,
+            webhook_urls=webhook_urls,
+            metrics=metrics,
+            lease_epoch=lease_epoch,
+            worker_id=worker_id,
+        )
+    except RulesRefusedError:
+        metrics.errors.labels(kind="refused_by_rules").inc()
+        raise
+
+
 def submit_roll(
     *,
     database: Database,
@@ -323,18 +359,47 @@ def submit_roll(
 ) -> SubmittedRoll:
     """Apply a throw to the table's open round and commit it with its answer, audit entry and events.
 
-    A roll id sent again with the same body is answered from the first (`duplicate`), applied once.
-    "invalid" and "void" advance nothing (`rethrow`); "no_decision" advances nothing and raises an alert.
-    A table worker's roll carries its lease (`lease_epoch`, `worker_id`): a new roll from a worker whose
-    lease another worker has taken over since is refused (api.leases.fence_refusal); a roll id already
-    applied is still answered as a duplicate, as nothing is applied again.
+    The service's own callers (the in-process rules door, the dealer console) name the source in the body;
+    a key's roll comes through `submit_roll_as`, which sets it from the key's role. A roll id sent again with
+    the same body is answered from the first (`duplicate`), applied once. "invalid" and "void" advance
+    nothing (`rethrow`); "no_decision" advances nothing and raises an alert. A table worker's roll carries
+    its lease (`lease_epoch`, `worker_id`): a new roll from a worker whose lease another worker has taken
+    over since is refused (api.leases.fence_refusal); a roll id already applied is still answered as a
+    duplicate, as nothing is applied again.
 
     Raises:
-        NotFoundError: no such table, evidence frame or read.
+        ValueError: the body names no source (a caller's mistake: the service's callers always name it).
+        NotFoundError: no such table, evidence frame, read or round.
         StateConflictError: no open round, another round named, a roll id reused with other data, one
             roll id at two tables at once, or a superseded worker's lease (`lease_superseded`).
         RulesRefusedError: the rules engine refused the roll, by clause.
     """
+    if body.source is None:
+        raise ValueError("a roll's source must be named: reader or dealer (a key's roll: submit_roll_as)")
+    return _submit(
+        database=database,
+        table_id=table_id,
+        body=body,
+        actor=actor,
+        webhook_urls=webhook_urls,
+        metrics=metrics,
+        lease_epoch=lease_epoch,
+        worker_id=worker_id,
+    )
+
+
+def _submit(
+    *,
+    database: Database,
+    table_id: str,
+    body: RollSubmission,
+    actor: str,
+    webhook_urls: list[str],
+    metrics: Metrics,
+    lease_epoch: int | None,
+    worker_id: str | None,
+) -> SubmittedRoll:
+    """`submit_roll` once the key's part is settled: the roll in one transaction."""
     request_sha256 = hashlib.sha256(canonical_json(body.model_dump()).encode()).hexdigest()
     try:
         with database.session() as session:
@@ -360,6 +425,8 @@ def submit_roll(
                 raise NotFoundError(f"no evidence frame {body.evidence_sha256}; upload it first")
             if body.read_id is not None and session.get(Read, body.read_id) is None:
                 raise NotFoundError(f"no read {body.read_id!r}")
+            if body.round_id is not None and session.get(Round, body.round_id) is None:
+                raise NotFoundError(f"no round {body.round_id}")
             if lease_epoch is not None:
                 from api.leases import fence_refusal
 
@@ -383,7 +450,7 @@ def submit_roll(
                 table_id=table_id,
                 round_id=row.id,
                 request_sha256=request_sha256,
-                source=body.source,
+                source=taken.outcome["source"],
                 verdict=body.verdict,
                 faces=body.faces,
                 evidence_sha256=body.evidence_sha256,

@@ -13,16 +13,24 @@ pixels by default, and 2^20 px a side) are far above these, so they never decide
 them lower, OpenCV's refusal is this module's typed error too. The decoded frame is checked again against
 the limits, in case OpenCV reads a header otherwise than Pillow.
 
+An upload's declared media type is a claim the bytes must back (`check_declared_type`, the one upload rule
+of every image route; api/uploads.py maps it to HTTP): the bytes decide the format; a declared type that
+names another is refused, naming both; a type that says nothing (none, `application/octet-stream`) leaves
+the bytes to decide alone. A corrupt file of a known format is said in these words ("a corrupt PNG file:
+its header cannot be read"), never in the decoding library's.
+
 Errors (all `ValueError`s, so callers that catch `UnreadableImageError` catch them all):
 
     UnreadableImageError             empty, corrupt, or otherwise not readable (an upload answers 422)
     ├── UnsupportedImageFormatError  the first bytes are none of JPEG, PNG, WebP, BMP, TIFF (415)
+    │   └── DeclaredTypeError        the bytes are one format, declared as another type (415)
     └── ImageTooLargeError           the header (or the decoded frame) is over a size limit (422)
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +64,24 @@ _PLUGINS: dict[str, type[ImageFile.ImageFile]] = {
     "TIFF": TiffImagePlugin.TiffImageFile,
 }
 _TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
+# The media type of each format, and the other names clients give them.
+MEDIA_TYPES = {
+    "JPEG": "image/jpeg",
+    "PNG": "image/png",
+    "WebP": "image/webp",
+    "BMP": "image/bmp",
+    "TIFF": "image/tiff",
+}
+_MEDIA_ALIASES = {
+    "image/jpg": "image/jpeg",
+    "image/pjpeg": "image/jpeg",
+    "image/x-png": "image/png",
+    "image/x-ms-bmp": "image/bmp",
+    "image/x-bmp": "image/bmp",
+    "image/tif": "image/tiff",
+}
+# Declared types that claim nothing about the bytes: the bytes decide alone.
+NO_CLAIM = frozenset({"", "application/octet-stream"})
 
 
 class UnreadableImageError(ValueError):
@@ -64,6 +90,10 @@ class UnreadableImageError(ValueError):
 
 class UnsupportedImageFormatError(UnreadableImageError):
     """The first bytes are not those of a JPEG, PNG, WebP, BMP or TIFF file (whatever the name or type)."""
+
+
+class DeclaredTypeError(UnsupportedImageFormatError):
+    """The bytes are an image of one format, declared as another type (or as no image at all)."""
 
 
 class ImageTooLargeError(UnreadableImageError):
@@ -99,6 +129,45 @@ def sniff_format(data: bytes) -> str | None:
     return None
 
 
+def declared_media_type(content_type: str | None) -> str:
+    """A declared Content-Type as its bare media type, lower case, aliases resolved ("" for none)."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    return _MEDIA_ALIASES.get(media, media)
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+
+
+def check_declared_type(
+    data: bytes, *, declared_type: str | None, source: str, formats: Sequence[str] = SUPPORTED_FORMATS
+) -> str:
+    """The format of an upload, told by its bytes and backed by its declared type: the one upload rule.
+
+    Raises:
+        UnreadableImageError: the upload is empty.
+        UnsupportedImageFormatError: the bytes are none of `formats`.
+        DeclaredTypeError: the bytes are one of `formats`, declared as another type.
+    """
+    declared = declared_media_type(declared_type)
+    if not data:
+        raise UnreadableImageError(f"{source}: empty file")
+    found = sniff_format(data)
+    if found is None or found not in formats:
+        what = "none of these" if found is None else f"a {found} image ({MEDIA_TYPES[found]})"
+        raise UnsupportedImageFormatError(
+            f"{source} must be a {_listed(formats)} image, told by its bytes: they are {what} "
+            f"(declared {declared or 'no type'!r}); this route takes "
+            f"{', '.join(MEDIA_TYPES[f] for f in formats)}"
+        )
+    if declared not in NO_CLAIM and declared != MEDIA_TYPES[found]:
+        raise DeclaredTypeError(
+            f"{source} is declared {declared!r}, but its bytes are a {found} image ({MEDIA_TYPES[found]}): "
+            f"send it as {MEDIA_TYPES[found]}, or as application/octet-stream to let the bytes decide"
+        )
+    return found
+
+
 def read_header(data: bytes, *, source: str = "upload") -> ImageHeader:
     """Format, width and height from the header alone; no pixel is decoded.
 
@@ -118,10 +187,11 @@ def read_header(data: bytes, *, source: str = "upload") -> ImageHeader:
     except Image.DecompressionBombError as exc:  # Pillow's WebP plugin checks sizes over 179 MP itself
         raise ImageTooLargeError(f"{source}: {exc} (refused unread)") from exc
     # Pillow's plugins raise many types on a corrupt header (SyntaxError, OSError, ValueError, EOFError,
-    # struct.error...): each means the same here, and each becomes this typed error, never a crash.
+    # struct.error...): each means the same here, and each becomes this typed error, never a crash. Their
+    # words ("not identified by this driver") are the library's, not a reader's: they stay in __cause__.
     except Exception as exc:
         raise UnreadableImageError(
-            f"{source}: not a readable image (corrupt {fmt} header: {type(exc).__name__}: {exc})"
+            f"{source}: not a readable image: a corrupt {fmt} file (its header cannot be read)"
         ) from exc
     return ImageHeader(format=fmt, width_px=width_px, height_px=height_px)
 
@@ -175,10 +245,14 @@ def decode_image(
     buf = np.frombuffer(data, dtype=np.uint8)
     try:
         img = cv2.imdecode(buf, cv2.IMREAD_COLOR)
-    except cv2.error as exc:
-        raise UnreadableImageError(f"{source}: not a readable image ({exc.msg})") from exc
+    except cv2.error as exc:  # OpenCV's words stay in __cause__, as Pillow's above
+        raise UnreadableImageError(
+            f"{source}: not a readable image: a corrupt {header.format} file (its pixels cannot be decoded)"
+        ) from exc
     if img is None or img.size == 0:
-        raise UnreadableImageError(f"{source}: not a readable image (unknown format or corrupt data)")
+        raise UnreadableImageError(
+            f"{source}: not a readable image: a corrupt {header.format} file (its pixels cannot be decoded)"
+        )
     check_size(
         width_px=img.shape[1],
         height_px=img.shape[0],

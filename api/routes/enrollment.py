@@ -36,6 +36,7 @@ from api.enrollment import (
 from api.enrollment_sources import MAX_DICE, MIN_DICE_PER_FACE
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 from api.settings import Settings
+from api.uploads import check_zip_upload
 
 router = APIRouter(tags=["enrollment"], responses=AUTH_RESPONSES)
 
@@ -106,7 +107,13 @@ FORM_SCHEMA = {
             "description": "photos: a zip of <face>/<photo>; frames: a zip of YOLO-labelled frames; "
             "confirmed: the table's dealer-confirmed rolls (no archive).",
         },
-        "archive": {"type": "string", "format": "binary", "description": "The zip archive (photos, frames)."},
+        "archive": {
+            "type": "string",
+            "format": "binary",
+            "contentMediaType": "application/zip",
+            "description": "The zip archive (photos, frames): a zip by its bytes, sent as application/zip "
+            "or application/octet-stream.",
+        },
         "max_dice": {
             "type": "integer",
             "minimum": MIN_DICE,
@@ -136,16 +143,26 @@ def _unprocessable(detail: str) -> HTTPException:
         404,
         (409, "An enrollment job of this table is queued or running, or the face model cannot be enrolled."),
         (413, "The request body or the archive is over the byte limit."),
+        (415, "The archive's bytes are not a zip archive, or it is declared as another type."),
         (
             422,
-            "A bad form field; an archive that is not a zip, too large unpacked, with too many files or "
+            "A bad form field; a corrupt zip archive, too large unpacked, with too many files or "
             "packed like a zip bomb; files not laid out as the source needs; or too few dice of a face.",
         ),
         (503, "The reader's models could not be loaded."),
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
     openapi_extra={
-        "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": FORM_SCHEMA}}}
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": FORM_SCHEMA,
+                    # The archive's type, as the one upload rule takes it (api/uploads.py): a zip.
+                    "encoding": {"archive": {"contentType": "application/zip"}},
+                }
+            },
+        }
     },
 )
 async def create_enrollment(
@@ -154,6 +171,7 @@ async def create_enrollment(
     """Enroll the table's dice (admin): the labelled dice are checked now, the fit runs as a job (202)."""
     from starlette.concurrency import run_in_threadpool
 
+    await run_in_threadpool(_table_or_404, database, table_id)  # an unknown table is 404 before its form
     try:
         form = await request.form(max_files=1, max_fields=20)
     except (HTTPException, ValueError) as exc:  # a broken multipart body; too many parts
@@ -207,6 +225,8 @@ async def _form_fields(form: Any) -> tuple[str, bytes | None, int, bool]:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes"
         )
+    if archive is not None and data is not None:  # the one upload rule (api/uploads.py)
+        check_zip_upload(data, declared_type=archive.content_type, source="the 'archive' part")
     return str(source), data, int(raw_max), force in ("true", "1")
 
 

@@ -15,6 +15,7 @@ from pydantic import WithJsonSchema
 from api.deps import DatabaseDep, SettingsDep, Viewer
 from api.event_wakeup import EventWakeup
 from api.events import EVENT_TYPES, events_after, head_event_id, latest_events, sse_message
+from api.lookup import check_table
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, errors
 
@@ -61,7 +62,7 @@ class Batch:
             "content": {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}},
             "description": "A text/event-stream.",
         },
-        **errors((400, "`types` names an unknown event type.")),
+        **errors((400, "`types` names an unknown event type."), (404, "`table_id` names no table.")),
     },
 )
 async def stream(
@@ -107,6 +108,7 @@ async def stream(
     `X-Throwbox-Head-Id` is the newest event id (of any table) when the stream began: events up to it
     are the past, events above it are new.
     """
+    await anyio.to_thread.run_sync(check_table, database, table_id)
     start = after
     if last_event_id is not None:
         start = max(start, last_event_id)

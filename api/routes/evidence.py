@@ -12,13 +12,15 @@ from api.db.models import Evidence
 from api.deps import DatabaseDep, RollSubmitter, SettingsDep, Viewer
 from api.schemas.admin import EvidenceOut
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
-from vision.image import sniff_format
+from api.uploads import check_image_upload
 
 router = APIRouter(prefix="/v1/evidence", tags=["evidence"], responses=AUTH_RESPONSES)
 
+# The formats kept as evidence (served back as they came), and the types a body may be declared as: one of
+# theirs, or application/octet-stream (the bytes decide).
+FORMATS = ("JPEG", "PNG", "WebP")
 MEDIA_TYPES = ("image/jpeg", "image/png", "image/webp")
-# What each declared type's bytes must start with (vision.image.sniff_format's names).
-FORMAT_OF = {"image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WebP"}
+DECLARED_TYPES = (*MEDIA_TYPES, "application/octet-stream")
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
 
@@ -27,8 +29,8 @@ SHA256_PATTERN = r"^[0-9a-f]{64}$"
     status_code=status.HTTP_201_CREATED,
     response_model=EvidenceOut,
     responses=errors(
-        (415, "The body is not declared as JPEG, PNG or WebP, or its bytes are not the type it declares."),
-        (422, "The body is empty or larger than the service keeps."),
+        (415, "The body's bytes are not a JPEG, PNG or WebP image, or not the type it declares."),
+        (422, "The body is empty, a corrupt image, or larger than the service keeps."),
         unprocessable=MESSAGE_OR_VALIDATION,
     ),
     openapi_extra={
@@ -36,7 +38,7 @@ SHA256_PATTERN = r"^[0-9a-f]{64}$"
             "required": True,
             "content": {
                 media: {"schema": {"type": "string", "format": "binary", "minLength": 1}}
-                for media in MEDIA_TYPES
+                for media in DECLARED_TYPES
             },
         }
     },
@@ -49,21 +51,9 @@ async def upload(
     content_type: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> EvidenceOut:
     """Store a frame (the raw image as the body); refer to it from a roll by its SHA-256."""
-    media_type = (content_type or "").split(";")[0].strip().lower()
-    if media_type not in MEDIA_TYPES:
-        raise HTTPException(
-            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-            detail=f"send the frame as one of: {', '.join(MEDIA_TYPES)}",
-        )
     data = await request.body()
-    found = sniff_format(data)
-    if data and found != FORMAT_OF[media_type]:
-        # The declared type is not trusted: a frame kept as evidence must be the image it says it is.
-        raise HTTPException(
-            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-            detail=f"the body is declared {media_type} but its bytes are "
-            + (f"a {found} image" if found else "no image format this service keeps"),
-        )
+    # The one upload rule (api/uploads.py): a frame kept as evidence must be the image it says it is.
+    media_type = check_image_upload(data, declared_type=content_type, source="the body", formats=FORMATS)
     try:
         with database.session() as session:
             sha256 = store_evidence(

@@ -21,10 +21,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import audit, fairness
+from api.alert_service import alert_out
 from api.alerts import acknowledge_alert
 from api.db.models import Alert, DiceSet, GameTable
 from api.deps import Admin, DatabaseDep, IdPath, Viewer, Watcher
-from api.routes.alerts import alert_out
 from api.schemas import DB_INT_MAX
 from api.schemas.admin import AlertOut
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors

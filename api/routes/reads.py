@@ -10,8 +10,9 @@ names the calibration used (`calibration_id`, null when the frame was read from 
 round waits for it (api/read_count.py); the answer's "count" block says which, `"source": "none"` when the
 read was judged with no count at all.
 
-Hostile uploads: the image's format is told by its first bytes, not by the part's declared type (a JPEG
-sent as `application/octet-stream` is read; text sent as `image/jpeg` is a 415); an image over the size
+Hostile uploads: the image's format is told by its first bytes, and the part's declared type must agree
+(api/uploads.py: a JPEG sent as `application/octet-stream` is read; as `text/plain` or `image/png`, a 415
+naming both; text sent as `image/jpeg` is a 415; a corrupt PNG a 422); an image over the size
 limits is refused from its header before it is decoded (422, vision/image.py); the request body is capped
 (413, `THROWBOX_MAX_REQUEST_BYTES`); and at most `THROWBOX_MAX_CONCURRENT_READS` reads run at once, the
 next waiting up to `THROWBOX_READ_QUEUE_S` for a slot and then answered 503 with `Retry-After`.
@@ -31,6 +32,7 @@ from pydantic import WithJsonSchema
 
 from api.db.models import GameTable
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
+from api.lookup import check_table
 from api.read_count import resolve_count, table_count
 from api.read_records import record_read
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
@@ -99,8 +101,9 @@ ReadSlot = Annotated[None, Depends(read_slot)]
     status_code=status.HTTP_201_CREATED,
     responses=errors(
         400,
+        (404, "`table_id` names no table."),
         (413, "The request body or the image is over the byte limit."),
-        (415, "The upload's bytes are not a JPEG, PNG, WebP, BMP or TIFF file."),
+        (415, "The upload's bytes are not a JPEG, PNG, WebP, BMP or TIFF file, or not the type declared."),
         (422, "The upload is empty, corrupt or over the size limits; or a bad form field."),
         (409, "The table's stored calibration or enrollment cannot be loaded: that table's fault."),
         (503, "The reader is busy (see Retry-After) or its models could not be loaded."),
@@ -122,31 +125,23 @@ def create_read(
     import cv2
 
     from api.read_document import annotate_read, read_document
-    from vision.image import UnreadableImageError, UnsupportedImageFormatError, decode_image
+    from api.uploads import decode_upload
     from vision.types import Frame
 
-    # The declared type is not used: the bytes say what they are (vision/image.py, sniff_format).
+    check_table(database, table_id)  # an id that names no table is 404, not a read judged with no count
     data = image.file.read(MAX_UPLOAD_BYTES + 1)
     if len(data) > MAX_UPLOAD_BYTES:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE, detail=f"the image is larger than {MAX_UPLOAD_BYTES} bytes"
         )
-    try:
-        frame_bgr = decode_image(
-            data,
-            source=image.filename or "upload",
-            max_side_px=settings.max_image_side_px,
-            max_pixels=settings.max_image_pixels,
-        )
-    except UnsupportedImageFormatError as exc:
-        declared = (image.content_type or "").split(";")[0].strip().lower()
-        raise HTTPException(
-            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-            detail=f"the 'image' part must be an image, told by its bytes (declared {declared or 'none'!r}): "
-            f"{exc}",
-        ) from exc
-    except UnreadableImageError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+    # The one upload rule (api/uploads.py): the bytes decide; a declared type must agree with them.
+    frame_bgr = decode_upload(
+        data,
+        declared_type=image.content_type,
+        source="the 'image' part",
+        max_side_px=settings.max_image_side_px,
+        max_pixels=settings.max_image_pixels,
+    )
     calibration = _table_calibration(database, settings, table_id, frame_bgr.shape[1], frame_bgr.shape[0])
     geometry = None
     if calibration is not None:

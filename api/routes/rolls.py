@@ -17,12 +17,11 @@ from pydantic import WithJsonSchema
 from sqlalchemy import select
 
 from api import rounds
-from api.auth import WorkerIdError
 from api.db.models import Roll
 from api.deps import DatabaseDep, MetricsDep, RollSubmitter, SettingsDep, Viewer
 from api.leases import WORKER_ID_PATTERN
+from api.lookup import check_table
 from api.routes.learning import after_confirmation
-from api.routes.rounds import http_error
 from api.schemas import DB_INT_MAX
 from api.schemas.errors import AUTH_RESPONSES, RULES_OR_VALIDATION, errors
 from api.schemas.rolls import RollAnswer, RollSubmission
@@ -41,6 +40,11 @@ router = APIRouter(tags=["rolls"], responses=AUTH_RESPONSES)
         },
         **errors(
             400,
+            (
+                403,
+                "This key's role may not do this; a `source` other than the key's role's; a bound worker "
+                "key naming another worker id.",
+            ),
             (404, "No such table, evidence frame or read."),
             (
                 409,
@@ -80,37 +84,31 @@ def submit_roll(
         WithJsonSchema({"type": "string", "pattern": WORKER_ID_PATTERN, "description": "The worker's id."}),
     ] = None,
 ) -> RollAnswer:
-    """Submit a throw (reader, dealer, worker). A table worker sends its lease epoch and id (headers): a
-    roll from a worker another has taken the table over from is refused (409, `lease_superseded`). A worker
-    key bound to a worker id sends as that worker (its id when the header is absent; 403 for another)."""
-    try:
-        worker_id = principal.acts_as(worker_id)
-    except WorkerIdError as exc:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, detail=str(exc)) from exc
-    try:
-        submitted = rounds.submit_roll(
-            database=database,
-            table_id=table_id,
-            body=body,
-            actor=principal.actor,
-            webhook_urls=settings.webhook_urls,
-            metrics=metrics,
-            lease_epoch=lease_epoch,
-            worker_id=worker_id,
-        )
-    except rounds.RulesRefusedError as exc:
-        metrics.errors.labels(kind="refused_by_rules").inc()
-        raise http_error(exc) from exc
-    except (rounds.NotFoundError, rounds.StateConflictError) as exc:
-        raise http_error(exc) from exc
+    """Submit a throw (reader, dealer, worker). Its `source` is the key's role's: the camera (`reader`) for
+    reader and worker keys, `dealer` for dealer keys; a body naming another is refused (403). A table worker
+    sends its lease epoch and id (headers): a roll from a worker another has taken the table over from is
+    refused (409, `lease_superseded`). A worker key bound to a worker id sends as that worker (its id when
+    the header is absent; 403 for another)."""
+    submitted = rounds.submit_roll_as(
+        database=database,
+        table_id=table_id,
+        body=body,
+        principal=principal,
+        webhook_urls=settings.webhook_urls,
+        metrics=metrics,
+        lease_epoch=lease_epoch,
+        worker_id=worker_id,
+    )
     if submitted.duplicate:
         response.status_code = status.HTTP_200_OK
-    elif body.source == "dealer" and submitted.answer.verdict == "valid":
+    elif submitted.answer.source == "dealer" and submitted.answer.verdict == "valid":
         after_confirmation(request, database=database, settings=settings, table_id=table_id)
     return submitted.answer
 
 
-@router.get("/v1/tables/{table_id}/rolls", response_model=list[RollAnswer])
+@router.get(
+    "/v1/tables/{table_id}/rolls", response_model=list[RollAnswer], responses=errors((404, "No such table."))
+)
 def list_rolls(
     table_id: str,
     _: Viewer,
@@ -119,6 +117,7 @@ def list_rolls(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[RollAnswer]:
     """Rolls at a table, newest first (dealer, surveillance, admin)."""
+    check_table(database, table_id)
     query = select(Roll).where(Roll.table_id == table_id)
     if round_id is not None:
         query = query.where(Roll.round_id == round_id)

@@ -18,14 +18,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from api.schemas.errors import ProblemOut
+from api.schemas.game import SETTINGS_SCHEMA, paytable_follows_game
 from rules.games import DocumentRefusedError, Problem, game_ids, settle
-from rules.hrd.settings import (
-    ExtraRollReach,
-    MillionaireRowAlone,
-    MillionaireRowCircles,
-    NoMatchPipStreet,
-    PayoutRounding,
-)
 
 router = APIRouter(prefix="/v1", tags=["rules"])
 
@@ -86,20 +80,10 @@ _HRD_SCHEMA: dict[str, Any] = {
             "items": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 6}},
             "description": "the first roll; then only the rethrown dice, when an Extra Roll was bought",
         },
-        "settings": {
-            "type": ["object", "null"],
-            "description": "interpretations (rules.hrd.settings); null or left out: the literal readings",
-            "additionalProperties": False,
-            "properties": {
-                "extra_roll_reach": {"enum": [m.value for m in ExtraRollReach]},
-                "no_match_pip_street": {"enum": [m.value for m in NoMatchPipStreet]},
-                "payout_rounding": {"enum": [m.value for m in PayoutRounding]},
-                "millionaire_row_alone": {"enum": [m.value for m in MillionaireRowAlone]},
-                "millionaire_row_circles": {"enum": [m.value for m in MillionaireRowCircles]},
-            },
-        },
+        "settings": {**SETTINGS_SCHEMA, "type": ["object", "null"]},
         "paytable": {"type": "object", "description": "a paytable document (throwbox-hrd-paytable/1)"},
     },
+    **paytable_follows_game(),
 }
 
 

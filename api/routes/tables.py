@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 from api import audit
 from api.db.models import GameTable
 from api.deps import Admin, AnyRole, DatabaseDep, SettingsDep
-from api.rounds import RulesRefusedError, check_table_config
+from api.errors import RulesRefusedError
+from api.rounds import check_table_config
 from api.schemas.errors import ANY_UNPROCESSABLE, AUTH_RESPONSES, errors
 from api.schemas.tables import TableFaultOut, TableIn, TableOut, TableUpdate
 from api.settings import Settings

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.alerts import LiveAlertKind
 from api.leases import WORKER_ID_PATTERN
+from api.schemas import DB_INT_MAX
 
 RoleName = Literal["reader", "dealer", "surveillance", "admin", "worker"]
 
@@ -71,7 +72,8 @@ class AlertIn(BaseModel):
 
     message: str = Field(min_length=1, max_length=2000)
     table_id: str | None = Field(default=None, max_length=64)
-    round_id: int | None = Field(default=None, ge=1)
+    # A database id: refused (422) beyond the 32-bit range PostgreSQL's INTEGER holds, before any lookup.
+    round_id: int | None = Field(default=None, ge=1, le=DB_INT_MAX)
     kind: Literal["review"] | LiveAlertKind = Field(
         default="review",
         description="`review` (surveillance, admin); a live loop's kind (a table worker's key only).",

@@ -25,7 +25,12 @@ class RollSubmission(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     roll_id: str = Field(pattern=ROLL_ID_PATTERN, description="The submitter's id of this throw.")
-    source: Literal["reader", "dealer"]
+    source: Literal["reader", "dealer"] | None = Field(
+        default=None,
+        description="Who the roll is from. The server says it from the key's role (reader and worker keys: "
+        "`reader`, the camera; dealer keys: `dealer`, keyed by hand); a body that names another is refused "
+        "(403). May be left out.",
+    )
     verdict: Literal["valid", "invalid", "void", "no_decision"]
     faces: list[int] = Field(
         max_length=10, description="The faces read (only the rethrown dice on an Extra Roll)."

@@ -41,6 +41,9 @@ Paid = Annotated[
 ]
 
 
+Face = Annotated[int, Field(ge=1, le=6)]
+
+
 class WagerIn(BaseModel):
     """One wager at one seat; the rules engine validates it and names the clause it breaks."""
 
@@ -109,8 +112,15 @@ class CorrectionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(min_length=3, max_length=2000)
-    first_roll: list[int] = Field(max_length=10)
-    extra_roll: list[int] | None = Field(default=None, max_length=10)
+    # The faces as the engine takes them: 1..6; ten or six dice (which, by the round's game, the engine
+    # checks); an Extra Roll rethrows 1..8 dice (a first roll of ten keeps at least two of its winning face).
+    first_roll: list[Face] = Field(min_length=6, max_length=10, description="All the dice of the first roll.")
+    extra_roll: list[Face] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=8,
+        description="The rethrown dice of the Extra Roll, if bought.",
+    )
 
 
 class CorrectionOut(BaseModel):

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
+from api.schemas.game import ANY_PAYTABLE_SCHEMA, SETTINGS_SCHEMA, paytable_follows_game
+
 TABLE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 GameId = Literal["hrd10", "hrd6"]
 # What can name a stored calibration (calibration.store): a table id that is a file name (no `..`, no
@@ -49,16 +51,13 @@ CalibrationId = Annotated[
 class TableIn(BaseModel):
     """A table to create."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The schema says what the rules engine checks: the paytable is the table's own game's.
+    model_config = ConfigDict(extra="forbid", json_schema_extra=paytable_follows_game())
 
     id: str = Field(pattern=TABLE_ID_PATTERN, description="Letters, digits, _ . -; at most 64.")
     game: GameId
-    paytable: dict[str, Any] | None = Field(
-        default=None, description="A paytable document; none: the regulation's default table."
-    )
-    settings: dict[str, Any] = Field(
-        default_factory=dict, description="Interpretation settings of the rules engine."
-    )
+    paytable: Annotated[dict[str, Any] | None, WithJsonSchema(ANY_PAYTABLE_SCHEMA)] = None
+    settings: Annotated[dict[str, Any], WithJsonSchema(SETTINGS_SCHEMA)] = Field(default_factory=dict)
     calibration_id: CalibrationId = Field(default=None, max_length=200)
     camera_source: str | None = Field(default=None, max_length=500)
 
@@ -68,12 +67,10 @@ class TableUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    paytable: dict[str, Any] | None = Field(default=None, description="A paytable; null: the default table.")
+    # A paytable of the stored table's game (a rule the schema cannot state: the engine refuses another).
+    paytable: Annotated[dict[str, Any] | None, WithJsonSchema(ANY_PAYTABLE_SCHEMA)] = None
     # Settings may be changed, never set to null (the route refuses it): the schema says so.
-    settings: Annotated[
-        dict[str, Any] | None,
-        WithJsonSchema({"type": "object", "description": "Interpretation settings of the rules engine."}),
-    ] = None
+    settings: Annotated[dict[str, Any] | None, WithJsonSchema(SETTINGS_SCHEMA)] = None
     calibration_id: CalibrationId = Field(default=None, max_length=200)
     camera_source: str | None = Field(default=None, max_length=500)
 

@@ -23,6 +23,19 @@ from api.settings import Settings
 from tests.conftest import serve_app
 
 POSTGRES_ENV = "THROWBOX_TEST_POSTGRES_URL"
+
+
+def tiny_png(*, value: int = 0) -> bytes:
+    """A real 4x4 PNG: evidence must be an image its header backs (api/uploads.py)."""
+    import cv2
+    import numpy as np
+
+    ok, data = cv2.imencode(".png", np.full((4, 4, 3), value, np.uint8))
+    if not ok:
+        raise RuntimeError("OpenCV could not encode a 4x4 PNG")
+    return bytes(data)
+
+
 BACKENDS = ("sqlite", "postgres")
 
 

@@ -249,7 +249,7 @@ def _zip_of(entries: dict[str, bytes]) -> bytes:
 def test_bad_requests_are_refused_and_change_nothing(tmp_path: Path) -> None:
     with enroll_service("sqlite", tmp_path / "data") as (svc, app):
         cases: list[tuple[str, bytes | None, int, str]] = [
-            ("photos", b"these bytes are not a zip", 422, "not a zip file"),
+            ("photos", b"these bytes are not a zip", 415, "they are no zip archive"),  # the one upload rule
             ("photos", _zip_of({f"1/{k}.jpg": b"" for k in range(2001)}), 422, "2001 entries"),
             ("photos", _zip_of({"1/zeros.jpg": bytes(20 * 1024 * 1024)}), 422, "zip bomb"),
             (
@@ -262,7 +262,7 @@ def test_bad_requests_are_refused_and_change_nothing(tmp_path: Path) -> None:
             ("photos", None, 422, "needs a zip archive"),
             ("frames", photos_zip({1: 3}), 422, "has a YOLO label"),
             ("confirmed", None, 422, "too few labelled dice"),
-            ("confirmed", b"PK", 422, "takes no archive"),
+            ("confirmed", _zip_of({}), 422, "takes no archive"),
         ]
         for source, archive, code, words in cases:
             answer = post(svc, source, archive)

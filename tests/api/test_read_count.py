@@ -79,8 +79,12 @@ def test_the_count_comes_from_the_game_and_the_round(tmp_path: Path) -> None:
         given = read(table_id="T6", expect="2")
         assert given["count"] == {"expected": 2, "source": "given"}
         assert (given["expected_dice"], given["verdict"], given["faces"]) == (2, "valid", [4, 4])
-        # A table the service does not know gives no count.
-        assert read(table_id="NOPE")["count"] == {"expected": None, "source": "none"}
+        # A table the service does not know is refused (issue 57: it was read with no count, no warning).
+        files = {"image": ("t.png", png, "image/png")}
+        unknown = http.post(
+            f"{base}/v1/reads", files=files, data={"table_id": "NOPE"}, headers=headers["reader"]
+        )
+        assert unknown.status_code == 404 and unknown.json()["detail"] == "no table 'NOPE'", unknown.text
         # While the round waits for the Extra Roll, the Extra Roll's own count.
         dealer = headers["dealer"]
         rid = http.post(f"{base}/v1/tables/T10/rounds", headers=dealer).json()["id"]

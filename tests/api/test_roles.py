@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from api.main import create_app
-from tests.api.conftest import Service, running_service
+from tests.api.conftest import Service, running_service, tiny_png
 
 R, D, S, A, W = "reader", "dealer", "surveillance", "admin", "worker"
 EVERYONE = (R, D, S, A, W)
@@ -42,12 +42,12 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     (
         "POST",
         "/v1/tables/T/rolls",
-        {"roll_id": "x", "source": "reader", "verdict": "void", "faces": []},
+        {"roll_id": "x", "verdict": "void", "faces": []},  # the source is the key's role's
         (R, D, W),
     ),
     ("GET", "/v1/tables/T/rolls", None, VIEWERS),
     ("GET", "/v1/rolls/x", None, VIEWERS),
-    ("POST", "/v1/evidence", b"\x89PNG\r\n\x1a\n fake", (R, D, W)),
+    ("POST", "/v1/evidence", tiny_png(), (R, D, W)),
     ("GET", f"/v1/evidence/{SHA}", None, VIEWERS),
     ("GET", "/v1/alerts", None, VIEWERS),
     ("POST", "/v1/alerts", {"message": "look at round 1"}, (S, A)),

@@ -82,7 +82,7 @@ def test_a_roll_handed_in_process_is_applied_once_and_answered_as_rest_answers(
         ("T9", {}, 404),  # no such table
         (TABLE, {"faces": FACES[:9]}, 422),  # nine dice in a ten-dice game: refused by clause
         (TABLE, {"evidence_sha256": "0" * 64}, 404),  # an evidence frame never stored
-        (TABLE, {"round_id": 999}, 409),  # another round named
+        (TABLE, {"round_id": 999}, 404),  # a round that does not exist (issue 57: 404, was 409)
     ],
     ids=["no-round", "no-table", "nine-dice", "no-evidence", "other-round"],
 )

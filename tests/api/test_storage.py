@@ -11,9 +11,9 @@ from pydantic import SecretStr, ValidationError
 
 from api.audit import evidence_path
 from api.settings import Settings
-from tests.api.conftest import Service
+from tests.api.conftest import Service, tiny_png
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+PNG = tiny_png(value=7)
 
 
 def test_settings_from_environment_and_secrets_hidden(
@@ -76,7 +76,7 @@ def test_evidence_stored_by_sha256_and_checked_on_fetch(service: Service) -> Non
     # The declared type is checked against the bytes: a PNG declared as JPEG, text declared as PNG.
     for body, declared, named in (
         (PNG, "image/jpeg", "a PNG image"),
-        (b"not a frame", "image/png", "no image"),
+        (b"not a frame", "image/png", "none of these"),
     ):
         refused = svc.call("POST", "/v1/evidence", "reader", content=body, headers={"Content-Type": declared})
         assert refused.status_code == 415 and named in refused.json()["detail"], refused.text

@@ -29,11 +29,11 @@ from api.live_service import LiveService
 from api.main import create_app
 from api.metrics import Metrics
 from api.settings import Settings
-from tests.api.conftest import Service, ServiceFactory
+from tests.api.conftest import Service, ServiceFactory, tiny_png
 from tests.api.test_events import parse_sse
 from tests.conftest import serve_app
 
-PNG = b"\x89PNG\r\n\x1a\n worker evidence"
+PNG = tiny_png(value=9)
 
 
 def lease(svc: Service, table: str, worker: str, who: str = "worker") -> httpx.Response:
