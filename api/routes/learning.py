@@ -74,7 +74,7 @@ def get_learning(table_id: str, _: Viewer, database: DatabaseDep, settings: Sett
     return _state(database, settings, table_id)
 
 
-@router.put("/{table_id}/learning", response_model=LearningOut, responses=errors(404))
+@router.put("/{table_id}/learning", response_model=LearningOut, responses=errors(400, 404))
 def put_learning(
     table_id: str, body: LearningIn, principal: Admin, database: DatabaseDep, settings: SettingsDep
 ) -> LearningOut:
@@ -91,7 +91,7 @@ def put_learning(
 @router.post(
     "/{table_id}/learning/rollback",
     response_model=LearningOut,
-    responses=errors(404, (409, "Nothing to go back to.")),
+    responses=errors(400, 404, (409, "Nothing to go back to.")),
 )
 def post_rollback(
     table_id: str, body: RollbackIn, principal: Admin, database: DatabaseDep, settings: SettingsDep

@@ -54,6 +54,7 @@ LAB = {
     "risk-plot",
     "risk-bar",
     "calibrate-faces",
+    "learn-bench",
 }
 runner = CliRunner()
 

@@ -34,7 +34,10 @@ def test_fuzz_runs_every_kind_through_cli_and_rest(tmp_path: Path) -> None:
     # Every case has an outcome; none is a crash, a 5xx or a dead server.
     assert sum(cli["outcomes"].values()) == count and set(cli["outcomes"]) <= {"read", "refused"}
     assert sum(rest["outcomes"].values()) == count and set(rest["outcomes"]) <= {"201", "415", "422"}
-    assert cli["outcomes"]["refused"] >= 8 and rest["outcomes"]["422"] >= 8  # the bombs, at least
+    # The bombs, at least, are refused: 422 as images, or 415 where the type drawn for the upload disagrees
+    # with the bytes (the one upload rule of issue 57 looks at the type before the image).
+    refused_rest = rest["outcomes"].get("422", 0) + rest["outcomes"].get("415", 0)
+    assert cli["outcomes"]["refused"] >= 8 and refused_rest >= 8
     assert cli["findings"] == rest["findings"] == 0 and report["server_starts"] == 1
     # The memory figures are measured (a process with the models loaded is well over 50 MB) and bounded.
     for way in (cli, rest):
