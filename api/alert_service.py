@@ -1,22 +1,26 @@
 """The alert routes' service: list alerts, raise a review or a table worker's live alert (once per
-`alert_key`), acknowledge one. Each function is one transaction; its errors (api/errors.py) become HTTP
-answers in api/http_errors.py, so api/routes/alerts.py only parses and answers."""
+`alert_key`), acknowledge one, review one with a note and list its reviews. Each function is one
+transaction; its errors (api/errors.py) become HTTP answers in api/http_errors.py, so api/routes/alerts.py
+and api/routes/alert_reviews.py only parse and answer."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from api import audit
 from api.alerts import REVIEW_KIND, acknowledge_alert, alert_by_key, raise_alert
 from api.auth import Principal, Role
-from api.db.models import Alert
+from api.db.models import Alert, AuditEntry
 from api.db.session import Database
 from api.errors import ForbiddenError, NotFoundError, StateConflictError
 from api.lookup import check_subject, check_table
 from api.metrics import Metrics
-from api.schemas.admin import AlertIn, AlertOut
+from api.schemas.admin import AlertIn, AlertOut, ReviewOut
 
 
 def alert_out(row: Alert) -> AlertOut:
@@ -123,3 +127,43 @@ def acknowledge(*, database: Database, alert_id: int, actor: str) -> AlertOut:
         acknowledge_alert(session, row, actor=actor, payload={})
         session.flush()
         return alert_out(row)
+
+
+# An alert's reviews are entries of the audit trail with this action, subject `alert:<id>`.
+REVIEW_ACTION = "alert.review"
+
+
+def _review_out(alert_id: int, entry: AuditEntry) -> ReviewOut:
+    """Response form of a review: its audit entry."""
+    payload: dict[str, Any] = json.loads(entry.payload)
+    return ReviewOut(
+        alert_id=alert_id, seq=entry.seq, at=entry.at, reviewer=entry.actor, note=str(payload["note"])
+    )
+
+
+def review_alert(*, database: Database, alert_id: int, actor: str, note: str) -> ReviewOut:
+    """Mark an alert reviewed with a note: an audit entry; the alert stays as it was.
+
+    Raises:
+        NotFoundError: no such alert.
+    """
+    with database.session() as session:
+        if session.get(Alert, alert_id) is None:
+            raise NotFoundError(f"no alert {alert_id}")
+        entry = audit.append(
+            session, actor=actor, action=REVIEW_ACTION, subject=f"alert:{alert_id}", payload={"note": note}
+        )
+        return _review_out(alert_id, entry)
+
+
+def reviews_of(*, database: Database, alert_id: int) -> list[ReviewOut]:
+    """An alert's reviews, oldest first (NotFoundError: no such alert)."""
+    with database.read_session() as session:
+        if session.get(Alert, alert_id) is None:
+            raise NotFoundError(f"no alert {alert_id}")
+        entries = session.scalars(
+            select(AuditEntry)
+            .where(AuditEntry.action == REVIEW_ACTION, AuditEntry.subject == f"alert:{alert_id}")
+            .order_by(AuditEntry.seq)
+        ).all()
+        return [_review_out(alert_id, e) for e in entries]

@@ -37,6 +37,7 @@ from api.db.models import (
     Roll,
     Round,
 )
+from api.db.session import Database
 
 GENESIS_HASH = "0" * 64
 
@@ -72,6 +73,12 @@ def entry_hash(
         }
     )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def append_alone(*, database: Database, actor: str, action: str, subject: str, payload: Any) -> None:
+    """Add one entry at the end of the chain in a transaction of its own (a change that touches no row)."""
+    with database.session() as session:
+        append(session, actor=actor, action=action, subject=subject, payload=payload)
 
 
 def append(session: Session, *, actor: str, action: str, subject: str, payload: Any) -> AuditEntry:

@@ -36,6 +36,7 @@ from api.console import WaitingRoll, newest_roll, waiting_roll
 from api.db.models import Alert, ConsoleDecision, Roll, Round
 from api.db.session import Database
 from api.metrics import Metrics
+from api.schemas.console import MismatchOut
 from api.schemas.rolls import RollAnswer, RollSubmission
 
 Call = Literal["valid", "off_table", "die_on_die", "cocked_multi_side"]
@@ -507,3 +508,11 @@ def acknowledge_mismatch(session: Session, *, roll_id: str, actor: str, note: st
     if alert is not None and alert.acknowledged_at is None:
         acknowledge_alert(session, alert, actor=actor, payload={"mismatch_of": roll_id, "note": note})
     return row
+
+
+def acknowledge(*, database: Database, roll_id: str, actor: str, note: str) -> MismatchOut:
+    """`acknowledge_mismatch` in a transaction of its own, answered in its response form (same errors)."""
+    with database.session() as session:
+        row = acknowledge_mismatch(session, roll_id=roll_id, actor=actor, note=note)
+        session.flush()
+        return MismatchOut.model_validate(row, from_attributes=True)

@@ -411,3 +411,15 @@ def record_change(
         session, actor=actor, action=f"enrollment.{action}", subject=f"table:{table_id}", payload=data
     )
     publish(session, event_type="enrollment", table_id=table_id, data=data, webhook_urls=webhook_urls)
+
+
+def delete_recorded(
+    *, database: Database, calibration_dir: Path, summary: dict[str, Any], actor: str, webhook_urls: list[str]
+) -> None:
+    """Remove the table's enrollment file (it reads with the shipped model again), audited as `deleted`
+    with `summary` (what it was) and published, in one transaction."""
+    from vision.pips.enrolled import delete_enrollment
+
+    with database.session() as session:
+        record_change(session, action="deleted", summary=summary, actor=actor, webhook_urls=webhook_urls)
+        delete_enrollment(calibration_dir, str(summary["table_id"]))

@@ -188,15 +188,8 @@ def acknowledge_mismatch(
     roll_id: str, principal: Watcher, database: DatabaseDep, body: AcknowledgeIn | None = None
 ) -> MismatchOut:
     """Acknowledge a mismatch (surveillance, admin): one click, kept in the audit trail with who and when."""
-    try:
-        with database.session() as session:
-            row = console_decisions.acknowledge_mismatch(
-                session, roll_id=roll_id, actor=principal.actor, note="" if body is None else body.note
-            )
-            session.flush()
-            return _mismatch_out(row)
-    except rounds.ServiceError as exc:
-        raise _http_error(exc) from exc
+    note = "" if body is None else body.note
+    return console_decisions.acknowledge(database=database, roll_id=roll_id, actor=principal.actor, note=note)
 
 
 def install(app: FastAPI) -> None:

@@ -28,9 +28,9 @@ from api.enrollment import (
     JobConflictError,
     confirmed_examples,
     create_job,
+    delete_recorded,
     enrollment_summary,
     job_document,
-    record_change,
     start_job,
 )
 from api.enrollment_sources import MAX_DICE, MIN_DICE_PER_FACE
@@ -367,8 +367,6 @@ def delete_enrollment_route(
     table_id: str, principal: Admin, database: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """Remove the table's enrollment (admin): it reads with the shipped model again. Answers what it was."""
-    from vision.pips.enrolled import delete_enrollment
-
     _table_or_404(database, table_id)
     try:
         summary = enrollment_summary(_load(settings, table_id))
@@ -378,13 +376,11 @@ def delete_enrollment_route(
         # A damaged file is removed too (that is how it is mended); the audit entry says it was damaged.
         summary = {"table_id": table_id, "face_model_sha256": "", "sha256": "", "dice_per_face": {},
                    "fitted_at": None, "damaged": str(exc.detail)}  # fmt: skip
-    with database.session() as session:
-        record_change(
-            session,
-            action="deleted",
-            summary=summary,
-            actor=principal.actor,
-            webhook_urls=settings.webhook_urls,
-        )
-        delete_enrollment(settings.calibration_dir, table_id)
+    delete_recorded(
+        database=database,
+        calibration_dir=settings.calibration_dir,
+        summary=summary,
+        actor=principal.actor,
+        webhook_urls=settings.webhook_urls,
+    )
     return summary

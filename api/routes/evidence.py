@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, HTTPException, Path, Request, Response, status
+from fastapi import APIRouter, Header, Path, Request, Response, status
 
-from api import audit
-from api.audit import EvidenceError, load_evidence, store_evidence
-from api.db.models import Evidence
+from api import evidence_service
 from api.deps import DatabaseDep, RollSubmitter, SettingsDep, Viewer
 from api.schemas.admin import EvidenceOut
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
@@ -54,24 +52,9 @@ async def upload(
     data = await request.body()
     # The one upload rule (api/uploads.py): a frame kept as evidence must be the image it says it is.
     media_type = check_image_upload(data, declared_type=content_type, source="the body", formats=FORMATS)
-    try:
-        with database.session() as session:
-            sha256 = store_evidence(
-                session,
-                evidence_dir=settings.evidence_dir,
-                data=data,
-                media_type=media_type,
-                max_bytes=settings.max_evidence_bytes,
-            )
-            audit.append(
-                session,
-                actor=principal.actor,
-                action="evidence.store",
-                subject=f"evidence:{sha256}",
-                payload={"size_bytes": len(data), "media_type": media_type},
-            )
-    except EvidenceError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+    sha256 = evidence_service.store(
+        database=database, settings=settings, data=data, media_type=media_type, actor=principal.actor
+    )
     return EvidenceOut(sha256=sha256, size_bytes=len(data), media_type=media_type)
 
 
@@ -92,11 +75,5 @@ def fetch(
     settings: SettingsDep,
 ) -> Response:
     """The frame's bytes, after checking them against their SHA-256 (409 when they no longer match)."""
-    with database.read_session() as session:
-        if session.get(Evidence, sha256) is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no evidence frame {sha256}")
-        try:
-            data, media_type = load_evidence(session, evidence_dir=settings.evidence_dir, sha256=sha256)
-        except EvidenceError as exc:
-            raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
-    return Response(data, media_type=media_type, headers={"X-Content-SHA256": sha256})
+    frame = evidence_service.fetch(database=database, settings=settings, sha256=sha256)
+    return Response(frame.data, media_type=frame.media_type, headers={"X-Content-SHA256": sha256})

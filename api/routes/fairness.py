@@ -15,15 +15,10 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from api import audit, fairness
-from api.alert_service import alert_out
-from api.alerts import acknowledge_alert
-from api.db.models import Alert, DiceSet, GameTable
+from api import fairness_service
 from api.deps import Admin, DatabaseDep, IdPath, Viewer, Watcher
 from api.schemas import DB_INT_MAX
 from api.schemas.admin import AlertOut
@@ -82,17 +77,6 @@ class AcknowledgeIn(BaseModel):
     note: str = Field(default="", max_length=4000)
 
 
-def _table(session: Session, table_id: str) -> GameTable:
-    row = session.get(GameTable, table_id)
-    if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
-    if row.game not in fairness.GAME_DICE:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, detail=f"table {table_id!r} throws no dice"
-        )
-    return row
-
-
 def _utc(at: datetime | None) -> datetime | None:
     return None if at is None else (at if at.tzinfo else at.replace(tzinfo=UTC))
 
@@ -110,31 +94,16 @@ def _utc(at: datetime | None) -> datetime | None:
 )
 def register_dice_set(table_id: str, body: DiceSetIn, principal: Admin, database: DatabaseDep) -> DiceSetOut:
     """Put a set of dice into play (admin); the set in play goes out of play and its watch ends."""
-    start, end = _utc(body.in_play_at), _utc(body.out_of_play_at)
-    if start is not None and end is not None and end <= start:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, detail="out_of_play_at must follow in_play_at"
-        )
-    with database.session() as session:
-        table = _table(session, table_id)
-        row = fairness.register_set(
-            session,
-            table=table,
-            name=body.name,
-            per_position=body.per_position,
-            actor=principal.actor,
-            in_play_at=start,
-            out_of_play_at=end,
-        )
-        document = fairness.set_document(row)
-        audit.append(
-            session,
-            actor=principal.actor,
-            action="dice_set.register",
-            subject=f"table:{table_id}",
-            payload={k: document[k] for k in ("id", "name", "per_position", "in_play_at", "out_of_play_at")},
-        )
-        return DiceSetOut.model_validate(document)
+    document = fairness_service.register_dice_set(
+        database=database,
+        table_id=table_id,
+        name=body.name,
+        per_position=body.per_position,
+        in_play_at=_utc(body.in_play_at),
+        out_of_play_at=_utc(body.out_of_play_at),
+        actor=principal.actor,
+    )
+    return DiceSetOut.model_validate(document)
 
 
 @router.get(
@@ -144,13 +113,9 @@ def register_dice_set(table_id: str, body: DiceSetIn, principal: Admin, database
 )
 def list_dice_sets(table_id: str, _: Viewer, database: DatabaseDep) -> list[DiceSetOut]:
     """A table's dice sets, newest first (dealer, surveillance, admin)."""
-    with database.read_session() as session:
-        if session.get(GameTable, table_id) is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
-        rows = session.scalars(
-            select(DiceSet).where(DiceSet.table_id == table_id).order_by(DiceSet.id.desc())
-        ).all()
-        return [DiceSetOut.model_validate(fairness.set_document(r)) for r in rows]
+    return [
+        DiceSetOut.model_validate(d) for d in fairness_service.dice_sets(database=database, table_id=table_id)
+    ]
 
 
 @router.get(
@@ -165,19 +130,9 @@ def fairness_report(
     dice_set_id: Annotated[int | None, Query(ge=1, le=DB_INT_MAX)] = None,
 ) -> dict[str, Any]:
     """The fairness tests of a table's dice over a window (dealer, surveillance, admin)."""
-    with database.read_session() as session:
-        table = _table(session, table_id)
-        if dice_set_id is not None:
-            dice_set = session.get(DiceSet, dice_set_id)
-            if dice_set is None or dice_set.table_id != table_id:
-                raise HTTPException(
-                    status.HTTP_404_NOT_FOUND, detail=f"no dice set {dice_set_id} at {table_id!r}"
-                )
-        else:
-            dice_set = fairness.current_set(session, table_id)
-        return fairness.report(
-            session, table=table, dice_set=dice_set, since=_utc(since), until=_utc(until)
-        ).as_dict()
+    return fairness_service.report(
+        database=database, table_id=table_id, since=_utc(since), until=_utc(until), dice_set_id=dice_set_id
+    )
 
 
 @router.post(
@@ -191,14 +146,6 @@ def acknowledge_bias_alert(
     table_id: str, alert_id: IdPath, body: AcknowledgeIn, principal: Watcher, database: DatabaseDep
 ) -> AlertOut:
     """Acknowledge a `dice_bias_suspected` alert of this table (surveillance, admin)."""
-    with database.session() as session:
-        row = session.get(Alert, alert_id, with_for_update=True)
-        if row is None or row.kind != fairness.ALERT_KIND or row.table_id != table_id:
-            raise HTTPException(
-                status.HTTP_404_NOT_FOUND, detail=f"no {fairness.ALERT_KIND} alert {alert_id} at {table_id!r}"
-            )
-        if row.acknowledged_at is not None:
-            raise HTTPException(status.HTTP_409_CONFLICT, detail=f"alert {alert_id} is already acknowledged")
-        acknowledge_alert(session, row, actor=principal.actor, payload={"note": body.note})
-        session.flush()
-        return alert_out(row)
+    return fairness_service.acknowledge_bias_alert(
+        database=database, table_id=table_id, alert_id=alert_id, actor=principal.actor, note=body.note
+    )

@@ -84,7 +84,7 @@ def _models(request: Request) -> tuple[bool, str]:
 
 def _tables(request: Request, database: Database, settings: Settings) -> dict[str, TableReadyOut]:
     """Each table and its own faults (reported; none of them makes the service unready)."""
-    from api.routes.tables import faults_of
+    from api.table_service import faults_of
 
     try:
         with database.read_session() as session:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, Request
 
 from api import audit
 from api.deps import Admin, DatabaseDep, Watcher
+from api.errors import StateConflictError
 from api.schemas.errors import AUTH_RESPONSES, errors
 from api.schemas.models_in_use import ModelOut, ModelsOut
 
@@ -60,19 +61,18 @@ def reload(request: Request, principal: Admin, database: DatabaseDep) -> ModelsO
         try:
             fresh = Reader(threads=1, manifest_path=manifest)
         except ModelError as exc:
-            raise HTTPException(status.HTTP_409_CONFLICT, detail=f"the models in use stay: {exc}") from exc
+            raise StateConflictError(f"the models in use stay: {exc}") from exc
         old = getattr(request.app.state, "reader", None)
         before = {} if old is None else {m.name: m.sha256 for m in _in_use(old)}
         after_models = _in_use(fresh)
         after = {m.name: m.sha256 for m in after_models}
         changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
-        with database.session() as session:
-            audit.append(
-                session,
-                actor=principal.actor,
-                action="models.reload",
-                subject=f"manifest:{manifest.name}",
-                payload={"before": before, "after": after, "changed": changed},
-            )
+        audit.append_alone(
+            database=database,
+            actor=principal.actor,
+            action="models.reload",
+            subject=f"manifest:{manifest.name}",
+            payload={"before": before, "after": after, "changed": changed},
+        )
         request.app.state.reader = fresh
     return ModelsOut(manifest=str(manifest), models=after_models, changed=changed)

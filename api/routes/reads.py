@@ -30,11 +30,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile, status
 from pydantic import WithJsonSchema
 
-from api.db.models import GameTable
 from api.deps import DatabaseDep, MetricsDep, ReaderRole, SettingsDep
 from api.lookup import check_table
 from api.read_count import resolve_count, table_count
-from api.read_records import record_read
+from api.read_records import store_read, table_calibration_id
 from api.schemas.errors import AUTH_RESPONSES, MESSAGE_OR_VALIDATION, errors
 
 if TYPE_CHECKING:
@@ -167,16 +166,15 @@ def create_read(
     }
     ok, encoded = cv2.imencode(".jpg", annotate_read(frame_bgr, roll), [cv2.IMWRITE_JPEG_QUALITY, 90])
     evidence = bytes(encoded) if ok else b""
-    with database.session() as session:
-        sha256 = record_read(
-            session,
-            settings=settings,
-            read_id=read_id,
-            table_id=table_id,
-            document=document,
-            evidence_jpeg=evidence,
-            actor=principal.actor,
-        )
+    sha256 = store_read(
+        database=database,
+        settings=settings,
+        read_id=read_id,
+        table_id=table_id,
+        document=document,
+        evidence_jpeg=evidence,
+        actor=principal.actor,
+    )
     metrics.reads.labels(verdict=str(document["verdict"])).inc()
     return {"read_id": read_id, "evidence_sha256": sha256, **document}
 
@@ -212,9 +210,7 @@ def _table_calibration(
     from calibration.errors import CalibrationError, CalibrationNotFoundError, ResolutionMismatchError
     from calibration.store import load_table
 
-    with database.session() as session:
-        table = session.get(GameTable, table_id)
-        calibration_id = None if table is None else table.calibration_id
+    calibration_id = table_calibration_id(database=database, table_id=table_id)
     if calibration_id is None:
         return None
     try:

@@ -9,77 +9,16 @@ goes wrong later (a file damaged on disk, a camera lost) is that table's fault, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC, datetime
-
 from fastapi import APIRouter, HTTPException, Request, status
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from api import audit
+from api import table_service
 from api.db.models import GameTable
 from api.deps import Admin, AnyRole, DatabaseDep, SettingsDep
-from api.errors import RulesRefusedError
-from api.rounds import check_table_config
 from api.schemas.errors import ANY_UNPROCESSABLE, AUTH_RESPONSES, errors
-from api.schemas.tables import TableFaultOut, TableIn, TableOut, TableUpdate
-from api.settings import Settings
-from api.table_faults import TableFault, table_faults
+from api.schemas.tables import TableIn, TableOut, TableUpdate
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"], responses=AUTH_RESPONSES)
-
-
-def table_out(row: GameTable, faults: Sequence[TableFault] = ()) -> TableOut:
-    """Response form of a table, with its faults."""
-    out = TableOut.model_validate(row, from_attributes=True)
-    out.faults = [TableFaultOut(part=f.part, detail=f.detail) for f in faults]
-    return out
-
-
-def faults_of(
-    session: Session, *, request: Request, settings: Settings, rows: Sequence[GameTable]
-) -> dict[str, tuple[TableFault, ...]]:
-    """The faults of each table in `rows` (its calibration, enrollment, camera; api/table_faults.py)."""
-    from vision import onnx_session
-
-    live = getattr(request.app.state, "live", None)
-    return table_faults(
-        session,
-        tables=[(row.id, row.calibration_id) for row in rows],
-        calibration_dir=settings.calibration_dir,
-        manifest_path=onnx_session.MANIFEST_PATH,
-        loop_fault=None if live is None else live.loop_fault,
-    )
-
-
-def check_calibration_id(settings: Settings, calibration_id: str) -> None:
-    """Refuse a calibration id that names no usable calibration: 422 malformed or damaged, 404 unknown."""
-    from calibration.errors import (
-        CalibrationError,
-        CalibrationNotFoundError,
-        InvalidTableIdError,
-    )
-    from calibration.store import load_table
-
-    try:
-        load_table(settings.calibration_dir, calibration_id)
-    except InvalidTableIdError as exc:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            detail=f"calibration_id {calibration_id[:80]!r} cannot name a calibration: {exc}; use a table id "
-            "(`throwbox calibrate table --table ID`) or a recorded id `table@created#checksum`",
-        ) from exc
-    except CalibrationNotFoundError as exc:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            detail=f"no calibration {calibration_id!r} is stored in the service's calibration folder "
-            "(run `throwbox calibrate table` for it first)",
-        ) from exc
-    except CalibrationError as exc:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            detail=f"calibration {calibration_id!r} cannot be used: {exc}",
-        ) from exc
 
 
 @router.post(
@@ -103,26 +42,9 @@ def create_table(
 ) -> TableOut:
     """Create a table (admin). The paytable and settings are checked by the rules engine, the calibration
     it names is loaded."""
-    try:
-        check_table_config(game=body.game, paytable=body.paytable, settings=body.settings)
-    except RulesRefusedError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=exc.detail()) from exc
-    if body.calibration_id is not None:
-        check_calibration_id(settings, body.calibration_id)
-    with database.session() as session:
-        if session.get(GameTable, body.id) is not None:
-            raise HTTPException(status.HTTP_409_CONFLICT, detail=f"table {body.id!r} already exists")
-        row = GameTable(**body.model_dump())
-        session.add(row)
-        session.flush()
-        audit.append(
-            session,
-            actor=principal.actor,
-            action="table.create",
-            subject=f"table:{row.id}",
-            payload=body.model_dump(),
-        )
-        return table_out(row, faults_of(session, request=request, settings=settings, rows=[row])[row.id])
+    return table_service.create_table(
+        database=database, settings=settings, request=request, body=body, actor=principal.actor
+    )
 
 
 @router.get("", response_model=list[TableOut])
@@ -130,8 +52,8 @@ def list_tables(_: AnyRole, database: DatabaseDep, settings: SettingsDep, reques
     """Every table (any role), each with its faults."""
     with database.read_session() as session:
         rows = list(session.scalars(select(GameTable).order_by(GameTable.id)))
-        faults = faults_of(session, request=request, settings=settings, rows=rows)
-        return [table_out(row, faults[row.id]) for row in rows]
+        faults = table_service.faults_of(session, request=request, settings=settings, rows=rows)
+        return [table_service.table_out(row, faults[row.id]) for row in rows]
 
 
 @router.get("/{table_id}", response_model=TableOut, responses=errors(404))
@@ -144,7 +66,9 @@ def get_table(
         row = session.get(GameTable, table_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
-        return table_out(row, faults_of(session, request=request, settings=settings, rows=[row])[row.id])
+        return table_service.table_out(
+            row, table_service.faults_of(session, request=request, settings=settings, rows=[row])[row.id]
+        )
 
 
 @router.patch(
@@ -171,26 +95,11 @@ def update_table(
 ) -> TableOut:
     """Change a table (admin); rounds already open keep the configuration they were opened with. A
     calibration_id set is loaded first (null takes the calibration away)."""
-    changes = body.model_dump(exclude_unset=True)
-    with database.session() as session:
-        row = session.get(GameTable, table_id, with_for_update=True)
-        if row is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
-        paytable = changes.get("paytable", row.paytable)
-        rule_settings = changes.get("settings", row.settings)
-        if rule_settings is None:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail="settings may not be null")
-        try:
-            check_table_config(game=row.game, paytable=paytable, settings=rule_settings)
-        except RulesRefusedError as exc:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=exc.detail()) from exc
-        if changes.get("calibration_id") is not None:
-            check_calibration_id(settings, changes["calibration_id"])
-        for name, value in changes.items():
-            setattr(row, name, value)
-        row.updated_at = datetime.now(UTC)
-        audit.append(
-            session, actor=principal.actor, action="table.update", subject=f"table:{row.id}", payload=changes
-        )
-        session.flush()
-        return table_out(row, faults_of(session, request=request, settings=settings, rows=[row])[row.id])
+    return table_service.update_table(
+        database=database,
+        settings=settings,
+        request=request,
+        table_id=table_id,
+        body=body,
+        actor=principal.actor,
+    )

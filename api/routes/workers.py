@@ -18,11 +18,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import IntegrityError
 
 from api.auth import Principal, WorkerIdError
-from api.db.models import Evidence, GameTable, Read
-from api.db.session import Database
+from api.db.models import GameTable
 from api.demo_table import DEMO_SOURCE, DEMO_TABLE
 from api.deps import DatabaseDep, MetricsDep, SettingsDep, WorkerOrAdmin, WorkerRole
 from api.leases import (
@@ -32,7 +30,7 @@ from api.leases import (
     release_lease,
     take_lease,
 )
-from api.read_records import live_read_details, record_read
+from api.read_records import record_worker_read
 from api.routes.read_results import ReadId
 from api.schemas.errors import AUTH_RESPONSES, errors
 from api.schemas.workers import LeaseHeldOut, LeaseIn, LeaseOut, LiveConfigOut, WorkerReadIn, WorkerReadOut
@@ -212,10 +210,15 @@ def put_read(
 ) -> WorkerReadOut:
     """Record a read a table worker made (worker): the audit entry and `read` event of a live read."""
     document = body.document.model_dump(mode="json")
-    try:
-        duplicate = _record_worker_read(database, settings, read_id, body, document, principal.actor)
-    except IntegrityError:  # the same read sent twice at once (PostgreSQL): the other one stored it
-        duplicate = _record_worker_read(database, settings, read_id, body, document, principal.actor)
+    duplicate = record_worker_read(
+        database=database,
+        settings=settings,
+        read_id=read_id,
+        table_id=body.table_id,
+        evidence_sha256=body.evidence_sha256,
+        document=document,
+        actor=principal.actor,
+    )
     if duplicate:
         response.status_code = status.HTTP_200_OK
     else:
@@ -223,47 +226,3 @@ def put_read(
     return WorkerReadOut(
         read_id=read_id, table_id=body.table_id, evidence_sha256=body.evidence_sha256, duplicate=duplicate
     )
-
-
-def _record_worker_read(
-    database: Database,
-    settings: Settings,
-    read_id: str,
-    body: WorkerReadIn,
-    document: dict[str, Any],
-    actor: str,
-) -> bool:
-    """Store the read; True when it was stored already with this body (409 with another)."""
-    with database.session() as session:
-        existing = session.get(Read, read_id)
-        if existing is not None:
-            same = (
-                existing.table_id == body.table_id
-                and existing.result == document
-                and existing.evidence_sha256 == body.evidence_sha256
-            )
-            if not same:
-                raise HTTPException(
-                    status.HTTP_409_CONFLICT, detail=f"read {read_id!r} was recorded with another body"
-                )
-            return True
-        if session.get(GameTable, body.table_id) is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {body.table_id!r}")
-        if body.evidence_sha256 is not None and session.get(Evidence, body.evidence_sha256) is None:
-            raise HTTPException(
-                status.HTTP_404_NOT_FOUND,
-                detail=f"no evidence frame {body.evidence_sha256}; upload it first (POST /v1/evidence)",
-            )
-        record_read(
-            session,
-            settings=settings,
-            read_id=read_id,
-            table_id=body.table_id,
-            document=document,
-            evidence_jpeg=None,
-            evidence_sha256=body.evidence_sha256,
-            actor=actor,
-            details=live_read_details(document),
-        )
-        session.flush()
-    return False

@@ -152,3 +152,21 @@ class EvidenceOut(BaseModel):
     sha256: str
     size_bytes: int
     media_type: str
+
+
+class ReviewIn(BaseModel):
+    """A reviewer's note on an alert."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(min_length=1, max_length=4000, description="What the reviewer found or decided.")
+
+
+class ReviewOut(BaseModel):
+    """One review of an alert, as the audit trail keeps it."""
+
+    alert_id: int
+    seq: int
+    at: str
+    reviewer: str
+    note: str
