@@ -22,24 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from lab.cli.page_shot import check_browser, save_page_when
+
 if TYPE_CHECKING:
     from api.db.session import Database
     from api.live import LiveRead
     from api.settings import Settings
 
 FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "vision" / "fixtures" / "judge" / "valid.jpg"
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--window-size=1280,800",
-)
 TABLE = "T1"
 
 
@@ -56,15 +46,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Screenshot the table console waiting on a roll the real reader left to a person (exit 2 without
         chromium or selenium)."""
-        try:
-            from selenium import webdriver
-            from selenium.webdriver.chrome.service import Service as DriverService
-        except ImportError as exc:
-            typer.echo("throwbox lab console-screenshot: needs selenium (pip install -e '.[dev]')", err=True)
-            raise typer.Exit(2) from exc
-        if not chromium.exists() or not chromedriver.exists():
-            typer.echo(f"throwbox lab console-screenshot: no {chromium} or {chromedriver}", err=True)
-            raise typer.Exit(2)
+        check_browser(command="console-screenshot", chromium=chromium, chromedriver=chromedriver)
         with (
             tempfile.TemporaryDirectory(prefix="throwbox-console-shot-") as tmp,
             _service(Path(tmp) / "data") as (base, keys, database, settings),
@@ -77,31 +59,19 @@ def register(app: typer.Typer) -> None:
                     err=True,
                 )
                 raise typer.Exit(1)
-            options = webdriver.ChromeOptions()
-            options.binary_location = str(chromium)
-            for flag in FLAGS:
-                options.add_argument(flag)
-            driver = webdriver.Chrome(
-                service=DriverService(executable_path=str(chromedriver)), options=options
+            save_page_when(
+                url=f"{base}/console?table={TABLE}#key={keys['dealer']}",
+                ready_js="const i = document.getElementById('frame'); "
+                "return i.complete && i.naturalWidth > 0 "
+                "&& document.querySelectorAll('#overlay rect').length > 0;",
+                out=out,
+                deadline=time.monotonic() + timeout_s,
+                chromium=chromium,
+                chromedriver=chromedriver,
+                window_size="1280,800",
+                settle_s=0.3,
+                never="throwbox lab console-screenshot: the console never showed the roll",
             )
-            try:
-                driver.get(f"{base}/console?table={TABLE}#key={keys['dealer']}")
-                deadline = time.monotonic() + timeout_s
-                while not driver.execute_script(
-                    "const i = document.getElementById('frame'); return i.complete && i.naturalWidth > 0 "
-                    "&& document.querySelectorAll('#overlay rect').length > 0;"
-                ):
-                    if time.monotonic() > deadline:
-                        typer.echo(
-                            "throwbox lab console-screenshot: the console never showed the roll", err=True
-                        )
-                        raise typer.Exit(1)
-                    time.sleep(0.2)
-                time.sleep(0.3)
-                out.parent.mkdir(parents=True, exist_ok=True)
-                driver.save_screenshot(str(out))
-            finally:
-                driver.quit()
         typer.echo(json.dumps({"written": str(out), "image": str(image), "roll_id": read.roll_id}))
 
 

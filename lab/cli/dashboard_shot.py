@@ -19,17 +19,7 @@ from pathlib import Path
 
 import typer
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-)
+from lab.cli.page_shot import check_browser, save_page_when
 
 
 def register(app: typer.Typer) -> None:
@@ -46,17 +36,7 @@ def register(app: typer.Typer) -> None:
         """Screenshot the dashboard of a live demo run (exit 2 without chromium or selenium)."""
         import httpx
 
-        try:
-            from selenium import webdriver
-            from selenium.webdriver.chrome.service import Service as DriverService
-        except ImportError as exc:
-            typer.echo(
-                "throwbox lab dashboard-screenshot: needs selenium (pip install -e '.[dev]')", err=True
-            )
-            raise typer.Exit(2) from exc
-        if not chromium.exists() or not chromedriver.exists():
-            typer.echo(f"throwbox lab dashboard-screenshot: no {chromium} or {chromedriver}", err=True)
-            raise typer.Exit(2)
+        check_browser(command="dashboard-screenshot", chromium=chromium, chromedriver=chromedriver)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
@@ -99,30 +79,19 @@ def register(app: typer.Typer) -> None:
                     headers={"Authorization": f"Bearer {key}"},
                     timeout=5.0,
                 ).raise_for_status()
-                options = webdriver.ChromeOptions()
-                options.binary_location = str(chromium)
-                for flag in (*FLAGS, "--window-size=1280,860"):
-                    options.add_argument(flag)
-                driver = webdriver.Chrome(
-                    service=DriverService(executable_path=str(chromedriver)), options=options
+                save_page_when(
+                    url=f"{base}/#key={key}",
+                    ready_js="const i = document.getElementById('frame'); "
+                    "return i.complete && i.naturalWidth > 0 "
+                    "&& document.getElementById('alerts').children.length > 0;",
+                    out=out,
+                    deadline=deadline,
+                    chromium=chromium,
+                    chromedriver=chromedriver,
+                    window_size="1280,860",
+                    settle_s=0.5,
+                    never="throwbox lab dashboard-screenshot: the page never showed a frame",
                 )
-                try:
-                    driver.get(f"{base}/#key={key}")
-                    while not driver.execute_script(
-                        "const i = document.getElementById('frame'); return i.complete && i.naturalWidth > 0 "
-                        "&& document.getElementById('alerts').children.length > 0;"
-                    ):
-                        if time.monotonic() > deadline:
-                            typer.echo(
-                                "throwbox lab dashboard-screenshot: the page never showed a frame", err=True
-                            )
-                            raise typer.Exit(1)
-                        time.sleep(0.2)
-                    time.sleep(0.5)
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    driver.save_screenshot(str(out))
-                finally:
-                    driver.quit()
             finally:
                 server.terminate()
                 server.wait(30)
