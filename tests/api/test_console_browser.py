@@ -7,11 +7,11 @@ sure die beside the frame and acknowledges it with one click."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.api.browser import chromium, needs_chromium, wait_until
 from tests.api.test_console import (
     TABLE,
     TRUTH,
@@ -22,39 +22,18 @@ from tests.api.test_console import (
     truth_face,
 )
 from tests.api.test_console import table as table  # the fixture, shared
-from tests.api.test_dashboard import CHROMEDRIVER, CHROMIUM, FLAGS
 
-pytestmark = pytest.mark.skipif(
-    not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-    reason="no Chromium here: apt-get install chromium chromium-driver (.ci/run does)",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as DriverService
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=DriverService(executable_path=CHROMEDRIVER), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def wait_for(check: Callable[[], bool], *, timeout_s: float = 15.0, what: str) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the console never showed {what}")
+    wait_until(check, page="the console", what=what, timeout_s=timeout_s)
 
 
 def text_of(browser: Any, element_id: str) -> str:

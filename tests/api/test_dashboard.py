@@ -6,7 +6,6 @@ roll within 2 s, with as few requests as on a new table (the recent past, not th
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,54 +23,22 @@ from api.live import LiveConfig, LiveLoop
 from api.live_service import DatabaseRecorder
 from api.metrics import Metrics
 from api.rules_door import RulesClient
+from tests.api.browser import chromium, needs_chromium, wait_until
 from tests.api.conftest import Service, running_service
 from tests.api.test_live import FIRST, TruthReader, die, frame
 from vision.settle import AtRest, SettleDetector
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1280,900",
-)
-
-pytestmark = pytest.mark.skipif(
-    not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-    reason="no Chromium here: apt-get install chromium chromium-driver (.ci/run does)",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as DriverService
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # to count the page's requests
-    driver = webdriver.Chrome(service=DriverService(executable_path=CHROMEDRIVER), options=options)
-    try:
+    with chromium(performance_log=True) as driver:  # the log counts the page's requests
         yield driver
-    finally:
-        driver.quit()
 
 
 def wait_for(check: Callable[[], bool], *, timeout_s: float = 15.0, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the dashboard never showed {what}")
+    wait_until(check, page="the dashboard", what=what, timeout_s=timeout_s)
 
 
 def test_dashboard_loads_shows_a_read_and_an_alert(tmp_path: Path, browser: Any) -> None:
