@@ -35,7 +35,10 @@ BARS: tuple[float, ...] = (
 )  # fmt: skip
 # The second opinions a variant may ask for, by name (`DieRecord` fields they read). "turns_unsure": the
 # turns heeded only for dice under `vision.pips.classifier.TURNS_BELOW`, as a reader with `turns_below` reads.
-OPINIONS: tuple[str, ...] = ("turns", "turns_unsure", "pips", "whole_die")
+# "peer": a second face model trained apart (`pips_peer`) reads the same face; "peer_sure": ...and is at
+# least as sure as the bar (the bar moves both models' bars together, as a reader whose `pips` and `pips_peer`
+# carry the same `sure_bar` reads).
+OPINIONS: tuple[str, ...] = ("turns", "turns_unsure", "pips", "whole_die", "peer", "peer_sure")
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class DieRecord:
     turns_agree: bool | None = None  # the eight turns and mirror images read the same face; None: not read
     pip_count: int | None = None  # the classical pip count (vision/pips/classical.py); None: no opinion
     whole_die: bool | None = None  # the phantom check's call (vision/judge/phantom.py); None: not made
+    peer_face: int | None = None  # the second face model's most probable face; None: no second model read
+    peer_confidence: float | None = None  # ...and its probability (at its own temperature)
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,11 @@ def passes(record: DieRecord, *, bar: float, opinions: Sequence[str] = ()) -> bo
             return False
         if opinion == "whole_die" and record.whole_die is False:
             return False
+        if opinion in ("peer", "peer_sure") and record.peer_face is not None:
+            if record.peer_face != record.face:
+                return False
+            if opinion == "peer_sure" and (record.peer_confidence or 0.0) < bar:
+                return False
     return True
 
 
@@ -168,6 +178,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "bar+turns+whole_die": ("turns", "whole_die"),
     "bar+turns_unsure+whole_die": ("turns_unsure", "whole_die"),
     "bar+all": ("turns", "pips", "whole_die"),
+    "bar+peer": ("peer",),
+    "bar+peer_sure": ("peer_sure",),
+    "bar+peer_sure+whole_die": ("peer_sure", "whole_die"),
+    "bar+peer_sure+turns_unsure+whole_die": ("peer_sure", "turns_unsure", "whole_die"),
 }
 
 
@@ -189,6 +203,8 @@ def report(
         "turns_unsure": turned,
         "pips": True,
         "whole_die": any(d.whole_die is not None for d in dice),
+        "peer": any(d.peer_face is not None for d in dice),
+        "peer_sure": any(d.peer_face is not None for d in dice),
     }
     curves = {
         name: {

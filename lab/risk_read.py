@@ -48,7 +48,7 @@ def open_reader(options: ReaderOptions) -> Reader:
     reader = Reader(threads=options.threads, config=config, manifest_path=options.manifest)
     if spec.temperature is not None:  # the temperature, without the manifest's bar
         reader.faces.temperature = spec.temperature
-    return reader
+    return reader  # a second face model (`pips_peer`) is read at its own temperature, its bar swept too
 
 
 def unscored_dice(path: Path) -> dict[str, NDArray[np.float32]]:
@@ -132,6 +132,8 @@ def read_records(
                     turns_agree=d.turns_agree,
                     pip_count=d.pip_count,
                     whole_die=d.whole_die,
+                    peer_face=d.peer_face,
+                    peer_confidence=None if d.peer_confidence is None else round(d.peer_confidence, 6),
                 )
             )
         labelled += len(item.faces)

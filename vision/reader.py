@@ -92,6 +92,9 @@ class ReaderConfig:
     # temperature, and its sure bar in place of `ValidityConfig.min_confidence`. False: neither (the lab's
     # reads of an uncalibrated reader, and of a reader with the bar at 0, `throwbox lab risk`).
     manifest_calibration: bool = True
+    # A second face model trained apart (`pips_peer`), read on every die when the manifest lists it; the judge
+    # heeds it only with `ValidityConfig.require_peer_agree` (issue 55). False: never loaded.
+    peer_check: bool = True
 
 
 @dataclass(frozen=True)
@@ -149,12 +152,22 @@ class Reader:
         self.die_state = DieStateClassifier(load("die_state")) if "die_state" in listed else None
         # The wide face model for the second look at unsure dice (vision.pips.classifier), when listed.
         second_model = load("pips_second") if "pips_second" in listed else None
+        # A second face model trained apart, read on every die (vision.pips.classifier), when listed; its
+        # calibration's sure bar is its bar in the judge unless the config names one.
+        peer_model = load("pips_peer") if "pips_peer" in listed and self.config.peer_check else None
+        if peer_model is not None and self.config.manifest_calibration:
+            peer_bar = peer_model.spec.sure_bar
+            if peer_bar is not None and self.config.validity.peer_min_confidence is None:
+                validity = replace(self.config.validity, peer_min_confidence=peer_bar)
+                self.config = replace(self.config, validity=validity)
         # The face model for dice the die-state model calls cocked (vision/state/probe.py), when listed; it
         # needs the die-state model to know which dice those are, and is not loaded without it.
         cocked_model = load("pips_cocked") if "pips_cocked" in listed and self.die_state is not None else None
         self.load_ms = (time.perf_counter() - start) * 1000
 
-        def face_reader(model: OnnxModel, second: OnnxModel | None, temp: float = 1.0) -> FaceReader:
+        def face_reader(
+            model: OnnxModel, second: OnnxModel | None, temp: float = 1.0, peer: OnnxModel | None = None
+        ) -> FaceReader:
             spec = None if second is None else second.spec
             weight = SECOND_MODEL_WEIGHT if spec is None or spec.second_weight is None else spec.second_weight
             accept = SECOND_MODEL_ACCEPT if spec is None or spec.second_accept is None else spec.second_accept
@@ -170,11 +183,15 @@ class Reader:
                 temperature=temp,
                 turns_check=self.config.turns_check,
                 turns_below=self.config.turns_below,
+                peer_model=peer,
+                # The second model's temperature even with `manifest_calibration` off: the lab sweeps its
+                # bar with the first's (lab/risk_read.py) and needs its probabilities as calibrated.
+                peer_temperature=1.0 if peer is None else (peer.spec.temperature or 1.0),
             )
 
         # The second model helps the face model it was judged beside: the dice the die-state model calls
         # cocked keep their own model's turned looks (vision/state/probe.py).
-        self.faces = face_reader(pip_model, second_model, temperature)
+        self.faces = face_reader(pip_model, second_model, temperature, peer_model)
         self.cocked_faces = None if cocked_model is None else face_reader(cocked_model, None)
         check = None if self.config.big_die_face_margin is None else self._big_die_reads_better
         self.detector = DieDetector(det_model, self.config.detector, big_die_check=check)
@@ -183,6 +200,8 @@ class Reader:
         self.onnx_models: dict[str, OnnxModel] = {"detector": det_model, "pips": pip_model}
         if second_model is not None:
             self.onnx_models["pips_second"] = second_model
+        if peer_model is not None:
+            self.onnx_models["pips_peer"] = peer_model
         if self.die_state is not None:
             self.onnx_models["die_state"] = self.die_state.model
         if cocked_model is not None:

@@ -89,10 +89,16 @@ class FaceReading:
     # Whether the eight turns and mirror images of the crop read the same face as the reading (the second
     # opinion of `FaceReader.turns_check`, issue 55); None: not looked at.
     turns_agree: bool | None = None
+    # A second face model trained apart (`pips_peer` in the manifest, issue 55): its most probable face and
+    # that face's probability; None: no second model read.
+    peer_face: int | None = None
+    peer_confidence: float | None = None
 
     def __post_init__(self) -> None:
         if len(self.face_probs) != 6:
             raise ValueError(f"face_probs must have 6 entries, got {len(self.face_probs)}")
+        if self.peer_face is not None and self.peer_face not in FACES:
+            raise ValueError(f"peer_face must be 1..6 or None, got {self.peer_face}")
         if self.pip_count is not None and self.pip_count not in FACES:
             raise ValueError(f"pip_count must be 1..6 or None, got {self.pip_count}")
 
@@ -129,9 +135,12 @@ class DieReading:
     off_table: bool = False
     # Second opinions kept for evaluation (issue 55; not in `as_dict`, the read's JSON contract): whether the
     # eight turns of the crop agreed (`FaceReading.turns_agree`) and whether the box looks like a whole die
-    # (vision/judge/phantom.py); None where not looked at.
+    # (vision/judge/phantom.py); None where not looked at. The second face model's face and its probability
+    # (`FaceReading.peer_face`); None where none read.
     turns_agree: bool | None = None
     whole_die: bool | None = None
+    peer_face: int | None = None
+    peer_confidence: float | None = None
 
     def __post_init__(self) -> None:
         if self.face is not None and self.face not in FACES:

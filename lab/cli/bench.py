@@ -175,6 +175,12 @@ def bench(
     candidate_opinions: bool = typer.Option(
         False, "--candidate-opinions", help="With --candidate: its reader heeds issue 55's opinions."
     ),
+    candidate_heeds: str | None = typer.Option(
+        None,
+        "--candidate-heeds",
+        help="With --candidate: the second opinions its reader heeds, comma-separated "
+        "(turns_unsure, whole_die, peer_sure, pips; lab/cli/bench_pair.py).",
+    ),
     detector_sizes: str | None = typer.Option(
         None,
         "--detector-sizes",
@@ -195,6 +201,7 @@ def bench(
         detector_sizes=detector_sizes,
         candidate=candidate,
         candidate_opinions=candidate_opinions,
+        candidate_heeds=candidate_heeds,
     )
 
 
@@ -211,6 +218,7 @@ def _run_bench(
     detector_sizes: str | None,
     candidate: Path | None = None,
     candidate_opinions: bool = False,
+    candidate_heeds: str | None = None,
 ) -> None:
     """The work of `throwbox lab bench`, its options parsed."""
     import datetime
@@ -247,14 +255,20 @@ def _run_bench(
 
     images = bench_frames(10)
     if candidate is not None:
-        from lab.cli.bench_pair import paired
+        from lab.cli.bench_pair import HEEDS, paired
 
+        heeds = tuple(h.strip() for h in (candidate_heeds or "").split(",") if h.strip())
+        unknown = sorted(set(heeds) - set(HEEDS))
+        if unknown:
+            typer.echo(f"throwbox lab bench: unknown --candidate-heeds {unknown}; known: {HEEDS}", err=True)
+            raise typer.Exit(2)
         pair = paired(
             images=images,
             frames=frames,
             manifest=manifest_path,
             candidate=candidate,
             opinions=candidate_opinions,
+            heeds=heeds,
         )
         pair |= {"cpu": cpu_description(), "load_average_1min": round(os.getloadavg()[0], 2)}
         typer.echo(json.dumps(pair))

@@ -7,25 +7,42 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# The second opinions a candidate may heed by name (lab/risk.py's opinions a reader can be set to).
+HEEDS: tuple[str, ...] = ("turns_unsure", "whole_die", "peer_sure", "pips")
 
-def candidate_config(*, opinions: bool) -> Any:
-    """The candidate reader's settings: with `opinions`, the second opinions of issue 55 heeded (the eight
-    turns of the dice read under `TURNS_BELOW` and the phantom check; the pip count is not asked to
-    confirm)."""
+
+def candidate_config(*, opinions: bool, heeds: tuple[str, ...] = ()) -> Any:
+    """The candidate reader's settings: with `opinions`, the second opinions of issue 55's first candidate
+    heeded (the eight turns of the dice read under `TURNS_BELOW` and the phantom check; the pip count is not
+    asked to confirm); with `heeds`, those named (`HEEDS`; a second face model is read whenever the
+    candidate's manifest lists `pips_peer`)."""
     from dataclasses import replace
 
     from vision.judge.validity import ValidityConfig
     from vision.pips.classifier import TURNS_BELOW
     from vision.reader import ReaderConfig
 
-    if not opinions:
-        return ReaderConfig()
-    validity = replace(ValidityConfig(), require_turns_agree=True, require_whole_die=True)
-    return ReaderConfig(turns_check=True, turns_below=TURNS_BELOW, validity=validity)
+    if opinions:
+        heeds = tuple(dict.fromkeys((*heeds, "turns_unsure", "whole_die")))
+    validity = replace(
+        ValidityConfig(),
+        require_turns_agree="turns_unsure" in heeds,
+        require_whole_die="whole_die" in heeds,
+        require_peer_agree="peer_sure" in heeds,
+        require_pip_agree="pips" in heeds,
+    )
+    turns = "turns_unsure" in heeds
+    return ReaderConfig(turns_check=turns, turns_below=TURNS_BELOW if turns else None, validity=validity)
 
 
 def paired(
-    *, images: list[Any], frames: int, manifest: Path, candidate: Path, opinions: bool
+    *,
+    images: list[Any],
+    frames: int,
+    manifest: Path,
+    candidate: Path,
+    opinions: bool,
+    heeds: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """p50/p99 per frame of both readers on one thread, read in turn; the candidate's p50 over the old's."""
     import time
@@ -39,7 +56,9 @@ def paired(
     cv2.setNumThreads(1)
     readers = {
         "shipped": Reader(threads=1, manifest_path=manifest),
-        "candidate": Reader(threads=1, manifest_path=candidate, config=candidate_config(opinions=opinions)),
+        "candidate": Reader(
+            threads=1, manifest_path=candidate, config=candidate_config(opinions=opinions, heeds=heeds)
+        ),
     }
     for reader in readers.values():  # warm up
         for img in images:
@@ -60,5 +79,6 @@ def paired(
     }
     out["candidate_over_shipped_p50"] = round(out["candidate"]["p50_ms"] / out["shipped"]["p50_ms"], 3)
     out["candidate_opinions"] = opinions
+    out["candidate_heeds"] = list(heeds)
     out["candidate_manifest"] = str(candidate)
     return out

@@ -92,6 +92,9 @@ def register(app: typer.Typer) -> None:
         manifest: Path | None = typer.Option(
             None, "--manifest", help="The manifest whose face model is calibrated."
         ),
+        model: str = typer.Option(
+            "pips", "--model", help="Which face model of the manifest (pips, or pips_peer: a second model)."
+        ),
         out_manifest: Path | None = typer.Option(
             None,
             "--out-manifest",
@@ -135,7 +138,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2)
             judged[name] = load(where)
         try:
-            reader = FaceReader(load_model("pips", manifest_path=source), second_look_below=None)
+            reader = FaceReader(load_model(model, manifest_path=source), second_look_below=None)
         except ModelError as exc:
             typer.echo(f"throwbox lab calibrate-faces: cannot load the face model: {exc}", err=True)
             raise typer.Exit(2) from exc
@@ -160,6 +163,7 @@ def register(app: typer.Typer) -> None:
         report.mkdir(parents=True, exist_ok=True)
         doc = {
             "manifest": os.path.relpath(source),
+            "model": model,
             "tune": tune,
             "judge": judge,
             "target_per_1000": target_per_1000,
@@ -172,8 +176,8 @@ def register(app: typer.Typer) -> None:
         if out_manifest is not None:
             raw = json.loads(source.read_text(encoding="utf-8"))
             moved = _relocated(raw, source=source, target=out_manifest)
-            moved["models"]["pips"]["temperature"] = t
-            moved["models"]["pips"]["sure_bar"] = fitted.sure_bar
+            moved["models"][model]["temperature"] = t
+            moved["models"][model]["sure_bar"] = fitted.sure_bar
             out_manifest.parent.mkdir(parents=True, exist_ok=True)
             out_manifest.write_text(json.dumps(moved, indent=2) + "\n", encoding="utf-8")
         typer.echo(

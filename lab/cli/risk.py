@@ -173,7 +173,8 @@ def risk_bar(
     ),
 ) -> None:
     """The lowest bar of a tuning set's curve whose faces given are wrong at most this often per 1,000
-    (the point estimate, faces on no die included); written into a manifest when one is named."""
+    (the point estimate, faces on no die included); written into a manifest when one is named (into its
+    second face model too when the variant asks that model to be sure: the sweep moved both bars)."""
     rep = json.loads(report_path.read_text(encoding="utf-8"))
     curve = rep["variants"][variant]["curve"]
     found = next(
@@ -194,6 +195,8 @@ def risk_bar(
     if manifest is not None:
         raw = json.loads(manifest.read_text(encoding="utf-8"))
         raw["models"]["pips"]["sure_bar"] = found["bar"]
+        if "peer_sure" in rep["variants"][variant]["opinions"] and "pips_peer" in raw["models"]:
+            raw["models"]["pips_peer"]["sure_bar"] = found["bar"]
         manifest.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
         typer.echo(f"  sure_bar {found['bar']:g} written to {manifest}")
 

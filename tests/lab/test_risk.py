@@ -40,6 +40,12 @@ def _die(truth: int | None, face: int | None, confidence: float, **more: object)
         (_die(3, 3, 0.99, pip_count=None), 0.9, ("pips",), False),  # the pips must confirm, not abstain
         (_die(3, 3, 0.99, pip_count=3), 0.9, ("pips",), True),
         (_die(None, 3, 0.99, whole_die=False), 0.9, ("whole_die",), False),  # a phantom box
+        (_die(3, 3, 0.99, peer_face=4, peer_confidence=0.99), 0.9, ("peer",), False),  # the second model
+        (_die(3, 3, 0.99, peer_face=3, peer_confidence=0.5), 0.9, ("peer",), True),  # ...agrees, unsure
+        (_die(3, 3, 0.99, peer_face=3, peer_confidence=0.5), 0.9, ("peer_sure",), False),  # under the bar
+        (_die(3, 3, 0.99, peer_face=3, peer_confidence=0.95), 0.9, ("peer_sure",), True),
+        (_die(3, 3, 0.99), 0.9, ("peer_sure",), True),  # no second model read: no say
+        (_die(3, 3, 0.99, peer_face=4, peer_confidence=0.99), 0.9, (), True),  # heeded only when asked
     ],
 )
 def test_a_die_is_given_a_face_only_at_its_bar_and_with_the_opinions_asked(

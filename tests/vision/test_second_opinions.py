@@ -63,6 +63,7 @@ def test_the_turns_disagree_on_a_reading_that_changes_when_the_crop_turns() -> N
 
 
 SURE_3 = (0.01, 0.01, 0.95, 0.01, 0.01, 0.01)
+PEER = ValidityConfig(require_peer_agree=True, peer_min_confidence=0.95)
 
 
 @pytest.mark.parametrize(
@@ -81,6 +82,18 @@ SURE_3 = (0.01, 0.01, 0.95, 0.01, 0.01, 0.01)
         (ValidityConfig(require_pip_agree=True), FaceReading(SURE_3, 3), None, 3),
         (ValidityConfig(require_whole_die=True), FaceReading(SURE_3, None), False, None),
         (ValidityConfig(require_whole_die=True), FaceReading(SURE_3, None), None, 3),  # no opinion: given
+        # A second face model trained apart: it must read the same face at least its bar surely.
+        (ValidityConfig(), FaceReading(SURE_3, None, peer_face=4, peer_confidence=0.99), None, 3),  # off
+        (PEER, FaceReading(SURE_3, None, peer_face=4, peer_confidence=0.99), None, None),
+        (PEER, FaceReading(SURE_3, None, peer_face=3, peer_confidence=0.93), None, None),  # under 0.95
+        (PEER, FaceReading(SURE_3, None, peer_face=3, peer_confidence=0.96), None, 3),
+        (PEER, FaceReading(SURE_3, None), None, 3),  # not read: no say
+        (
+            ValidityConfig(require_peer_agree=True),
+            FaceReading(SURE_3, None, peer_face=3, peer_confidence=0.89),
+            None,
+            None,
+        ),  # its bar is the first model's when none is named
     ],
 )
 def test_each_second_opinion_asked_for_must_agree_before_a_face_is_given(
@@ -88,6 +101,77 @@ def test_each_second_opinion_asked_for_must_agree_before_a_face_is_given(
 ) -> None:
     die = judge_die(_box(0, 0, 40), reading, config=config, whole_die=whole_die)
     assert die.face == face and die.uncertain is (face is None)
+
+
+def test_a_second_model_reads_every_die_at_its_own_temperature_and_the_judge_says_why() -> None:
+    frame = np.zeros((200, 200, 3), np.uint8)
+    frame[:, :100] = 255  # left half bright: LeftHeavyModel reads 1
+    boxes = (_box(60, 60, 80), _box(110, 20, 60))  # the second box lies on the dark half: reads 2
+    peer = FaceReader(LeftHeavyModel(), second_look_below=None, peer_model=LeftHeavyModel())
+    readings = peer(frame, boxes)
+    assert [r.peer_face for r in readings] == [1, 2]
+    assert all(r.peer_confidence is not None and r.peer_confidence > 0.99 for r in readings)
+    softened = FaceReader(
+        LeftHeavyModel(), second_look_below=None, peer_model=LeftHeavyModel(), peer_temperature=4.0
+    )(frame, boxes)
+    assert all(r.peer_confidence is not None and r.peer_confidence < 0.9 for r in softened)
+    assert all(r.confidence > 0.99 for r in softened)  # the first model's reading is its own
+    alone = FaceReader(LeftHeavyModel(), second_look_below=None)(frame, boxes)
+    assert all(r.peer_face is None for r in alone)
+    disagree = FaceReading(SURE_3, None, peer_face=5, peer_confidence=0.99)
+    die = judge_die(_box(0, 0, 40), disagree, config=PEER)
+    assert die.face is None and die.reasons == ("the second face model reads 5, not 3",)
+    assert die.peer_face == 5  # kept on the die for the lab's records
+
+
+@needs_models
+def test_a_manifest_listing_a_second_model_loads_it_with_its_bar_and_it_only_takes_faces_away(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from vision.onnx_session import MANIFEST_PATH
+
+    raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    for entry in raw["models"].values():
+        entry["file"] = str((MANIFEST_PATH.parent / entry["file"]).resolve())
+    # The cocked-dice face model stands in for a second model trained apart (a net of its own weights).
+    raw["models"]["pips_peer"] = {**raw["models"]["pips_cocked"], "temperature": 0.8, "sure_bar": 0.97}
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(raw), encoding="utf-8")
+    plain = Reader()
+    heeding = Reader(
+        manifest_path=manifest, config=ReaderConfig(validity=ValidityConfig(require_peer_agree=True))
+    )
+    assert "pips_peer" in heeding.models and "pips_peer" not in plain.models
+    assert heeding.config.validity.peer_min_confidence == 0.97 and heeding.faces.peer_temperature == 0.8
+    assert Reader(manifest_path=manifest, config=ReaderConfig(peer_check=False)).faces.peer_model is None
+    given = {"plain": 0, "heeding": 0}
+    for item in load_dataset(FIXTURES):
+        frame = Frame(image=load_image(item.path), frame_id=item.path.name)
+        a = plain.read(frame, expected_dice=len(item.faces))
+        b = heeding.read(frame, expected_dice=len(item.faces))
+        assert all(d.peer_face is None for d in a.dice)
+        assert any(d.peer_face is not None for d in b.dice)
+        for x, y in zip(a.dice, b.dice, strict=True):
+            assert y.face is None or y.face == x.face  # heeding a second model never gives another face
+            if y.face is not None and y.peer_face is not None:
+                assert y.peer_face == y.face and (y.peer_confidence or 0.0) >= 0.97
+        given["plain"] += sum(d.face is not None for d in a.dice)
+        given["heeding"] += sum(d.face is not None for d in b.dice)
+    assert 0 < given["heeding"] <= given["plain"]
+
+
+def test_a_bench_candidate_heeds_the_opinions_named() -> None:
+    from lab.cli.bench_pair import candidate_config
+
+    plain = candidate_config(opinions=False)
+    assert plain == ReaderConfig()
+    peer = candidate_config(opinions=False, heeds=("peer_sure", "whole_die"))
+    assert peer.validity.require_peer_agree and peer.validity.require_whole_die
+    assert not peer.turns_check and not peer.validity.require_turns_agree
+    first = candidate_config(opinions=True)
+    assert first.turns_check and first.validity.require_turns_agree and first.validity.require_whole_die
 
 
 @pytest.mark.parametrize(

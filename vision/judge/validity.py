@@ -14,8 +14,9 @@
 - second opinions (issue 55, each off by default until judged): `require_turns_agree` (no turn of the crop
   reads another face, `FaceReader.turns_check`; a die not looked at is not held back), `require_pip_agree`
   (the classical pip count is the learned face, not merely not against it), `require_whole_die` (the box
-  looks like a whole die, vision/judge/phantom.py); a die that fails one is uncertain like a die under the
-  bar.
+  looks like a whole die, vision/judge/phantom.py), `require_peer_agree` (a second face model trained
+  apart, `pips_peer` in the manifest, reads the same face at least `peer_min_confidence` surely; a die it
+  did not read is not held back); a die that fails one is uncertain like a die under the bar.
 
 Without die states (no die-state model loaded) the judge cannot rule out a die hidden under another or
 check for cocked dice: a count below the game's is then `no_decision`, not `invalid`.
@@ -48,6 +49,9 @@ class ValidityConfig:
     require_turns_agree: bool = False
     require_pip_agree: bool = False
     require_whole_die: bool = False
+    require_peer_agree: bool = False
+    # The second face model's own bar (its calibration's `sure_bar`, else this); None: `min_confidence`.
+    peer_min_confidence: float | None = None
     phantom: PhantomConfig = field(default_factory=PhantomConfig)
 
     def __post_init__(self) -> None:
@@ -55,6 +59,8 @@ class ValidityConfig:
             raise ValueError(f"min_confidence must be in [0, 1], got {self.min_confidence}")
         if not 0.0 <= self.veto_below_confidence <= 1.0:
             raise ValueError(f"veto_below_confidence must be in [0, 1], got {self.veto_below_confidence}")
+        if self.peer_min_confidence is not None and not 0.0 <= self.peer_min_confidence <= 1.0:
+            raise ValueError(f"peer_min_confidence must be in [0, 1], got {self.peer_min_confidence}")
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,12 @@ def judge_die(
         reasons.append(f"the pip count ({reading.pip_count}) does not confirm {learned}")
     if config.require_whole_die and whole_die is False:
         reasons.append("the box does not look like a whole die (its size, or inside another die)")
+    if config.require_peer_agree and reading.peer_face is not None:
+        peer_bar = config.min_confidence if config.peer_min_confidence is None else config.peer_min_confidence
+        if reading.peer_face != learned:
+            reasons.append(f"the second face model reads {reading.peer_face}, not {learned}")
+        elif (sure := reading.peer_confidence or 0.0) < peer_bar:
+            reasons.append(f"the second face model is unsure of {learned} ({sure:.2f} < {peer_bar:.2f})")
     return DieReading(
         candidate=candidate,
         face=None if reasons else learned,
@@ -100,6 +112,8 @@ def judge_die(
         reasons=tuple(reasons),
         turns_agree=reading.turns_agree,
         whole_die=whole_die,
+        peer_face=reading.peer_face,
+        peer_confidence=reading.peer_confidence,
     )
 
 

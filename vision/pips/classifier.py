@@ -41,6 +41,12 @@ of its crop in one batched call; `FaceReading.turns_agree` says whether all eigh
 reading gives (None where not looked at). A die's face does not change when its crop turns; a model that
 reads it two ways does not know it (the judge's `ValidityConfig.require_turns_agree` then leaves it to a
 person).
+
+A second face model trained apart (issue 55, `pips_peer` in the manifest, read only when listed): every die's
+crop goes through it once more, in one batched call, at its own calibration's temperature;
+`FaceReading.peer_face` and `peer_confidence` carry its reading, which the judge heeds with
+`ValidityConfig.require_peer_agree`. Two nets of different shapes and training rarely make the same mistake
+surely; where they disagree, the die goes to a person.
 """
 
 from __future__ import annotations
@@ -120,9 +126,11 @@ class FaceReader:
         temperature: float = 1.0,
         turns_check: bool = False,
         turns_below: float | None = None,
+        peer_model: FaceModel | None = None,
+        peer_temperature: float = 1.0,
     ) -> None:
-        if not temperature > 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+        if not temperature > 0 or not peer_temperature > 0:
+            raise ValueError(f"temperatures must be positive, got {temperature} and {peer_temperature}")
         if rectify_span <= 0:
             raise ValueError(f"rectify_span must be positive, got {rectify_span}")
         if plane_look_span is not None and not plane_look_span > 0:
@@ -147,6 +155,8 @@ class FaceReader:
         self.temperature = temperature
         self.turns_check = turns_check
         self.turns_below = turns_below
+        self.peer_model = peer_model
+        self.peer_temperature = peer_temperature
 
     def _probs(self, batch: NDArray[np.float32], model: FaceModel | None = None) -> NDArray[np.float32]:
         (probs,) = (model or self.model).run(batch)[:1]
@@ -156,6 +166,16 @@ class FaceReader:
         if model is None and self.temperature != 1.0:  # the calibrated face model (the module's docstring)
             out = _normalised(np.asarray(np.log(np.maximum(out, 1e-12)) / self.temperature, np.float32))
         return out
+
+    def peer_probs(self, crops: list[ImageArray]) -> NDArray[np.float32] | None:
+        """(N, 6) the second face model's probabilities at its temperature; None without one."""
+        if self.peer_model is None or not crops:
+            return None
+        probs = self._probs(crops_to_tensor(crops), self.peer_model)
+        if self.peer_temperature != 1.0:
+            scaled = np.log(np.maximum(probs, 1e-12)) / self.peer_temperature
+            probs = _normalised(np.asarray(scaled, np.float32))
+        return probs
 
     def turns_agree(self, crops: list[ImageArray], faces: NDArray[np.int64]) -> NDArray[np.bool_]:
         """Per crop: do its eight turns and mirror images (one batched call) all read `faces` (1..6)?"""
@@ -286,8 +306,9 @@ class FaceReader:
             said = self.turns_agree([crops[int(i)] for i in looked], probs[looked].argmax(axis=1) + 1)
             for i, a in zip(looked, said, strict=True):
                 agree[int(i)] = bool(a)
+        peer = self.peer_probs(crops)
         readings = []
-        for row, crop, cand, turns in zip(probs, crops, candidates, agree, strict=True):
+        for k, (row, crop, cand, turns) in enumerate(zip(probs, crops, candidates, agree, strict=True)):
 
             def recount(scale: float, c: DieCandidate = cand) -> int | None:
                 return count_pips(cut((c,), scale)[0], config=self.pip_config)
@@ -299,6 +320,12 @@ class FaceReader:
                 self.pip_config.recount_scales,
             )
             readings.append(
-                FaceReading(face_probs=tuple(float(p) for p in row), pip_count=count, turns_agree=turns)
+                FaceReading(
+                    face_probs=tuple(float(p) for p in row),
+                    pip_count=count,
+                    turns_agree=turns,
+                    peer_face=None if peer is None else int(np.argmax(peer[k])) + 1,
+                    peer_confidence=None if peer is None else float(peer[k].max()),
+                )
             )
         return tuple(readings)
