@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rules.hrd.dice import face_counts, winner_of_counts
+from vision.judge.phantom import PhantomConfig
 from vision.pips.classifier import TURNS_BELOW
 
 Z_95 = 1.959963984540054
@@ -38,7 +39,9 @@ BARS: tuple[float, ...] = (
 # "peer": a second face model trained apart (`pips_peer`) reads the same face; "peer_sure": ...and is at
 # least as sure as the bar (the bar moves both models' bars together, as a reader whose `pips` and `pips_peer`
 # carry the same `sure_bar` reads).
-OPINIONS: tuple[str, ...] = ("turns", "turns_unsure", "pips", "whole_die", "peer", "peer_sure")
+# "apart": no other box covers more than `PhantomConfig.max_overlap` of the die's box.
+OPINIONS: tuple[str, ...] = ("turns", "turns_unsure", "pips", "whole_die", "peer", "peer_sure", "apart")
+MAX_OVERLAP = PhantomConfig().max_overlap
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class DieRecord:
     whole_die: bool | None = None  # the phantom check's call (vision/judge/phantom.py); None: not made
     peer_face: int | None = None  # the second face model's most probable face; None: no second model read
     peer_confidence: float | None = None  # ...and its probability (at its own temperature)
+    overlap: float | None = None  # the largest share of its box another box covers; None: not measured
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ def passes(record: DieRecord, *, bar: float, opinions: Sequence[str] = ()) -> bo
         if opinion == "pips" and record.pip_count != record.face:
             return False
         if opinion == "whole_die" and record.whole_die is False:
+            return False
+        if opinion == "apart" and record.overlap is not None and record.overlap > MAX_OVERLAP:
             return False
         if opinion in ("peer", "peer_sure") and record.peer_face is not None:
             if record.peer_face != record.face:
@@ -182,6 +188,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "bar+peer_sure": ("peer_sure",),
     "bar+peer_sure+whole_die": ("peer_sure", "whole_die"),
     "bar+peer_sure+turns_unsure+whole_die": ("peer_sure", "turns_unsure", "whole_die"),
+    "bar+apart": ("apart",),
+    "bar+whole_die+apart": ("whole_die", "apart"),
+    "bar+peer_sure+whole_die+apart": ("peer_sure", "whole_die", "apart"),
 }
 
 
@@ -205,6 +214,7 @@ def report(
         "whole_die": any(d.whole_die is not None for d in dice),
         "peer": any(d.peer_face is not None for d in dice),
         "peer_sure": any(d.peer_face is not None for d in dice),
+        "apart": any(d.overlap is not None for d in dice),
     }
     curves = {
         name: {

@@ -134,6 +134,7 @@ def read_records(
                     whole_die=d.whole_die,
                     peer_face=d.peer_face,
                     peer_confidence=None if d.peer_confidence is None else round(d.peer_confidence, 6),
+                    overlap=None if d.overlap is None else round(d.overlap, 4),
                 )
             )
         labelled += len(item.faces)

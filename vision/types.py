@@ -141,6 +141,8 @@ class DieReading:
     whole_die: bool | None = None
     peer_face: int | None = None
     peer_confidence: float | None = None
+    # The largest share of the box's area another box covers (vision/judge/phantom.py `overlaps`).
+    overlap: float | None = None
 
     def __post_init__(self) -> None:
         if self.face is not None and self.face not in FACES:

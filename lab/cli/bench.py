@@ -179,7 +179,7 @@ def bench(
         None,
         "--candidate-heeds",
         help="With --candidate: the second opinions its reader heeds, comma-separated "
-        "(turns_unsure, whole_die, peer_sure, pips; lab/cli/bench_pair.py).",
+        "(turns_unsure, whole_die, peer_sure, pips, apart; lab/cli/bench_pair.py).",
     ),
     detector_sizes: str | None = typer.Option(
         None,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 # The second opinions a candidate may heed by name (lab/risk.py's opinions a reader can be set to).
-HEEDS: tuple[str, ...] = ("turns_unsure", "whole_die", "peer_sure", "pips")
+HEEDS: tuple[str, ...] = ("turns_unsure", "whole_die", "peer_sure", "pips", "apart")
 
 
 def candidate_config(*, opinions: bool, heeds: tuple[str, ...] = ()) -> Any:
@@ -30,6 +30,7 @@ def candidate_config(*, opinions: bool, heeds: tuple[str, ...] = ()) -> Any:
         require_whole_die="whole_die" in heeds,
         require_peer_agree="peer_sure" in heeds,
         require_pip_agree="pips" in heeds,
+        require_apart="apart" in heeds,
     )
     turns = "turns_unsure" in heeds
     return ReaderConfig(turns_check=turns, turns_below=TURNS_BELOW if turns else None, validity=validity)

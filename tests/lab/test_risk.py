@@ -46,6 +46,8 @@ def _die(truth: int | None, face: int | None, confidence: float, **more: object)
         (_die(3, 3, 0.99, peer_face=3, peer_confidence=0.95), 0.9, ("peer_sure",), True),
         (_die(3, 3, 0.99), 0.9, ("peer_sure",), True),  # no second model read: no say
         (_die(3, 3, 0.99, peer_face=4, peer_confidence=0.99), 0.9, (), True),  # heeded only when asked
+        (_die(None, 3, 0.99, overlap=0.55), 0.9, ("apart",), False),  # a box across two dice
+        (_die(3, 3, 0.99, overlap=0.2), 0.9, ("apart",), True),
     ],
 )
 def test_a_die_is_given_a_face_only_at_its_bar_and_with_the_opinions_asked(
@@ -105,7 +107,7 @@ def test_real_photos_at_the_shipped_bar_give_what_the_shipped_reader_gives(tmp_p
     variants = rep["variants"]
     assert isinstance(variants, dict) and set(variants) == {
         "bar", "bar+turns", "bar+turns_unsure", "bar+pips", "bar+whole_die", "bar+turns+whole_die",
-        "bar+turns_unsure+whole_die", "bar+all"
+        "bar+turns_unsure+whole_die", "bar+all", "bar+apart", "bar+whole_die+apart"
     }  # fmt: skip
     shipped = variants["bar"]["shipped_bar"]
     assert shipped["bar"] == 0.9 and shipped["given"] == given
@@ -131,7 +133,9 @@ def test_rendered_scenes_are_read_and_two_reports_drawn_on_one_plot(tmp_path: Pa
         shutil.copy(f, scenes / ("labels" if f.suffix == ".json" else "") / f.name)
     (rep,) = _risk(tmp_path, str(scenes), extra=("--label", "a", "--limit", "2"))
     assert rep["images"] == 2 and rep["labelled_dice"] == 20
-    assert set(rep["variants"]) == {"bar", "bar+pips", "bar+whole_die"}  # type: ignore[arg-type]
+    assert set(rep["variants"]) == {  # type: ignore[arg-type]
+        "bar", "bar+pips", "bar+whole_die", "bar+apart", "bar+whole_die+apart"
+    }  # fmt: skip
     report_path = tmp_path / "r" / "a-see-through.json"
     png = tmp_path / "both.png"
     both = runner.invoke(app, ["risk-plot", f"one={report_path}", f"two={report_path}", "--out", str(png)])

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from models.data import load_dataset
 from vision.image import load_image
-from vision.judge.phantom import PhantomConfig, whole_dice
+from vision.judge.phantom import PhantomConfig, overlaps, whole_dice
 from vision.judge.validity import ValidityConfig, judge_die
 from vision.onnx_session import manifest_lists
 from vision.pips.classifier import FaceReader
@@ -196,11 +196,26 @@ def test_a_box_must_look_like_a_whole_die(
     assert list(whole_dice([_box(*b) for b in boxes])) == expected
 
 
+def test_a_box_across_two_touching_dice_is_not_apart_and_the_judge_says_why() -> None:
+    left, right = _box(0, 0, 40), _box(40, 0, 40)  # two dice side by side, touching
+    across = _box(20, 0, 40)  # a box across both: each covers half of it
+    assert overlaps([left, right]) == (0.0, 0.0)
+    assert overlaps([left, right, across]) == (0.5, 0.5, 0.5)
+    assert overlaps([left]) == (0.0,)
+    config = ValidityConfig(require_apart=True)
+    die = judge_die(across, FaceReading(SURE_3, None), config=config, overlap=0.5)
+    assert die.face is None and "covers 50%" in die.reasons[0]
+    assert judge_die(left, FaceReading(SURE_3, None), config=config, overlap=0.4).face == 3  # at the bound
+    assert judge_die(across, FaceReading(SURE_3, None), config=ValidityConfig(), overlap=0.5).face == 3
+
+
 def test_the_phantom_bounds_are_checked() -> None:
     with pytest.raises(ValueError, match="min_ratio"):
         PhantomConfig(min_ratio=1.2)
     with pytest.raises(ValueError, match="nested_size_ratio"):
         PhantomConfig(nested_size_ratio=1.0)
+    with pytest.raises(ValueError, match="max_overlap"):
+        PhantomConfig(max_overlap=0.0)
 
 
 @needs_models

@@ -16,7 +16,9 @@
   (the classical pip count is the learned face, not merely not against it), `require_whole_die` (the box
   looks like a whole die, vision/judge/phantom.py), `require_peer_agree` (a second face model trained
   apart, `pips_peer` in the manifest, reads the same face at least `peer_min_confidence` surely; a die it
-  did not read is not held back); a die that fails one is uncertain like a die under the bar.
+  did not read is not held back), `require_apart` (no other box covers more than `PhantomConfig.max_overlap`
+  of the box: not a box across two touching dice); a die that fails one is uncertain like a die under the
+  bar.
 
 Without die states (no die-state model loaded) the judge cannot rule out a die hidden under another or
 check for cocked dice: a count below the game's is then `no_decision`, not `invalid`.
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 
 from vision.judge.config import JudgeConfig
 from vision.judge.decide import judge_roll
-from vision.judge.phantom import PhantomConfig, whole_dice
+from vision.judge.phantom import PhantomConfig, overlaps, whole_dice
 from vision.state.model import DieState
 from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, FaceReading, Finding, SetAside, Verdict
@@ -50,6 +52,7 @@ class ValidityConfig:
     require_pip_agree: bool = False
     require_whole_die: bool = False
     require_peer_agree: bool = False
+    require_apart: bool = False
     # The second face model's own bar (its calibration's `sure_bar`, else this); None: `min_confidence`.
     peer_min_confidence: float | None = None
     phantom: PhantomConfig = field(default_factory=PhantomConfig)
@@ -75,9 +78,15 @@ class Judgement:
 
 
 def judge_die(
-    candidate: DieCandidate, reading: FaceReading, *, config: ValidityConfig, whole_die: bool | None = None
+    candidate: DieCandidate,
+    reading: FaceReading,
+    *,
+    config: ValidityConfig,
+    whole_die: bool | None = None,
+    overlap: float | None = None,
 ) -> DieReading:
-    """Decide one die's face, or mark it uncertain with the reasons (`whole_die`: the phantom check)."""
+    """Decide one die's face, or mark it uncertain with the reasons (`whole_die`: the phantom check;
+    `overlap`: the largest share of its box another box covers)."""
     learned = reading.learned_face
     reasons: list[str] = []
     if reading.confidence < config.min_confidence:
@@ -97,6 +106,10 @@ def judge_die(
         reasons.append(f"the pip count ({reading.pip_count}) does not confirm {learned}")
     if config.require_whole_die and whole_die is False:
         reasons.append("the box does not look like a whole die (its size, or inside another die)")
+    if config.require_apart and overlap is not None and overlap > config.phantom.max_overlap:
+        reasons.append(
+            f"another box covers {overlap:.0%} of this one (a box across two dice, or a die boxed twice)"
+        )
     if config.require_peer_agree and reading.peer_face is not None:
         peer_bar = config.min_confidence if config.peer_min_confidence is None else config.peer_min_confidence
         if reading.peer_face != learned:
@@ -114,6 +127,7 @@ def judge_die(
         whole_die=whole_die,
         peer_face=reading.peer_face,
         peer_confidence=reading.peer_confidence,
+        overlap=overlap,
     )
 
 
@@ -163,8 +177,8 @@ def judge(
         states = [st for i, st in enumerate(states) if i not in out]
     whole = whole_dice(candidates, geometry=geometry, config=config.phantom)
     dice = tuple(
-        judge_die(c, r, config=config, whole_die=w)
-        for c, r, w in zip(candidates, readings, whole, strict=True)
+        judge_die(c, r, config=config, whole_die=w, overlap=o)
+        for c, r, w, o in zip(candidates, readings, whole, overlaps(candidates), strict=True)
     )
     dice, verdict, findings = judge_roll(
         dice,
