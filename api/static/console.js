@@ -6,7 +6,6 @@
 // reload mid-roll comes back to the same state; a roll that no longer waits (the round moved on) says so.
 "use strict";
 
-const KEY_ITEM = "throwbox.key";
 const POLL_MS = 2000;
 const FACES = "123456";
 const $ = (id) => document.getElementById(id);
@@ -18,14 +17,6 @@ let edits = null;     // {faces: {index: face}, struck: [index], added: [{box_xy
 let lastTyped = null; // the reading-order place of the die typed last (whole rolls are keyed in order)
 let pollTimer = null;
 let sending = false;
-
-function takeKeyFromHash() {
-  const match = /(?:^#|&)key=([^&]+)/.exec(window.location.hash);
-  if (match) {
-    sessionStorage.setItem(KEY_ITEM, decodeURIComponent(match[1]));
-    history.replaceState(null, "", window.location.pathname + window.location.search);
-  }
-}
 
 function api(path, options = {}) {
   const headers = Object.assign({ Authorization: "Bearer " + key }, options.headers || {});
@@ -501,7 +492,7 @@ function mismatchCard(row) {
 function signOut(message) {
   clearTimeout(pollTimer);
   clearTimeout(mismatchTimer);
-  sessionStorage.removeItem(KEY_ITEM);
+  forgetKey();
   key = null;
   waiting = null;
   $("main").hidden = true;
@@ -512,7 +503,7 @@ function signOut(message) {
 }
 
 async function start() {
-  key = sessionStorage.getItem(KEY_ITEM);
+  key = storedKey();
   if (!key) { signOut(""); return; }
   const response = await api("/v1/tables");
   if (!response.ok) { signOut(refusedInWords(response.status, await detailOf(response))); return; }
@@ -531,14 +522,7 @@ async function start() {
   pollMismatches();
 }
 
-$("login").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const typed = $("key").value.trim();
-  if (!typed) { $("login-error").textContent = "enter a key"; return; }
-  sessionStorage.setItem(KEY_ITEM, typed);
-  $("key").value = "";
-  start();
-});
+bindSignIn(start);
 $("signout").addEventListener("click", () => signOut("signed out"));
 $("table").addEventListener("change", () => {
   tableId = $("table").value;

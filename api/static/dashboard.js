@@ -7,7 +7,6 @@
 // fill the lists without a request each; only new round events refresh the round, one refresh at a time.
 "use strict";
 
-const KEY_ITEM = "throwbox.key";
 const MAX_ITEMS = 20;
 const RECENT = 100;
 const ROUND_EVENTS = ["round_opened", "wager_placed", "no_more_bets", "roll", "invalid_roll", "settlement", "correction"];
@@ -20,14 +19,6 @@ let latestRead = null;
 let imageTimer = null;
 let roundBusy = false;
 let roundAgain = false;
-
-function takeKeyFromHash() {
-  const match = /(?:^#|&)key=([^&]+)/.exec(window.location.hash);
-  if (match) {
-    sessionStorage.setItem(KEY_ITEM, decodeURIComponent(match[1]));
-    history.replaceState(null, "", window.location.pathname + window.location.search);
-  }
-}
 
 async function api(path, options = {}) {
   const headers = Object.assign({ Authorization: "Bearer " + key }, options.headers || {});
@@ -285,7 +276,7 @@ function clearView() {
 
 // Back to the sign-in form: the key is forgotten and the stream closed; `message` says why.
 function signOut(message) {
-  sessionStorage.removeItem(KEY_ITEM);
+  forgetKey();
   key = null;
   if (streamAbort) streamAbort.abort();
   streamAbort = null;
@@ -301,7 +292,7 @@ function signOut(message) {
 }
 
 async function start() {
-  key = sessionStorage.getItem(KEY_ITEM);
+  key = storedKey();
   if (!key) { signOut(""); return; }
   setStream("signing in", false);
   let tables;
@@ -326,14 +317,7 @@ async function start() {
   follow();
 }
 
-$("login").addEventListener("submit", (e) => {
-  e.preventDefault();
-  const typed = $("key").value.trim();
-  if (!typed) { $("login-error").textContent = "enter a key"; return; }
-  sessionStorage.setItem(KEY_ITEM, typed);
-  $("key").value = "";
-  start();
-});
+bindSignIn(start);
 $("signout").addEventListener("click", () => signOut("signed out"));
 $("table").addEventListener("change", () => {
   const url = new URL(window.location.href);

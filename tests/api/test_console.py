@@ -443,7 +443,7 @@ def test_surveillance_sees_a_dealer_overruling_a_sure_die_and_acknowledges_it_in
 
 
 def test_the_console_page_is_served_without_a_key_and_asks_for_nothing_outside(table: Table) -> None:
-    for path in ("/console", "/static/console.js", "/static/console.css"):
+    for path in ("/console", "/static/console.js", "/static/console.css", "/static/signin.js"):
         page = table.svc.client.get(table.svc.base_url + path)
         assert page.status_code == 200, path
         outside = page.text.replace("http://www.w3.org/2000/svg", "")

@@ -1,7 +1,10 @@
-"""The rule of docs/history/never-sure-1.md applied to the pooled risk reports and the paired bench.
+"""The rule of docs/history/never-sure-1.md (and -2.md) applied to the pooled risk reports and the paired
+bench.
 
 python reports/reader/risk/judge_rule.py reports/reader/risk   (after `throwbox lab risk-pool` and
 `throwbox lab bench --candidate ... --json > DIR/bench-pair.json`)
+python reports/reader/risk/judge_rule.py DIR VARIANT BASELINE_DIR   (never-sure-2.md: the candidate's reports
+in DIR read by its VARIANT, 18c's in BASELINE_DIR)
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ def _load(path: Path) -> dict[str, Any]:
     return out
 
 
-def judge(folder: Path) -> dict[str, Any]:
+def judge(folder: Path, variant: str = CANDIDATE_VARIANT, baseline: Path | None = None) -> dict[str, Any]:
     """Each clause's figures and whether it holds."""
-    old_home = _load(folder / "18c-home.json")["variants"]["bar"]["shipped_bar"]
-    old_away_rep = _load(folder / "18c-away.json")
+    base = baseline or folder
+    old_home = _load(base / "18c-home.json")["variants"]["bar"]["shipped_bar"]
+    old_away_rep = _load(base / "18c-away.json")
     old_away = old_away_rep["variants"]["bar"]["shipped_bar"]
-    new_home = _load(folder / "candidate-home.json")["variants"][CANDIDATE_VARIANT]["shipped_bar"]
-    new_away = _load(folder / "candidate-away.json")["variants"][CANDIDATE_VARIANT]["shipped_bar"]
+    new_home = _load(folder / "candidate-home.json")["variants"][variant]["shipped_bar"]
+    new_away = _load(folder / "candidate-away.json")["variants"][variant]["shipped_bar"]
     r1 = new_away["wrong"]["per_1000"] < old_away["wrong"]["per_1000"]
     r2 = new_home["wrong"]["per_1000"] <= old_home["wrong"]["ci95_per_1000"][1]
     # Clause 3: 18c's own curve (bar alone), the lowest bar whose away risk is no more than the candidate's.
@@ -42,6 +46,7 @@ def judge(folder: Path) -> dict[str, Any]:
     bench = _load(bench_path) if bench_path.is_file() else None
     r4 = None if bench is None else bench["candidate_over_shipped_p50"] <= 1.3
     return {
+        "variant": variant,
         "1_away_fewer_wrong": {"candidate": new_away["wrong"], "18c": old_away["wrong"], "holds": r1},
         "2_home_within_18c_interval": {"candidate": new_home["wrong"], "18c": old_home["wrong"], "holds": r2},
         "3_most_dice_at_that_risk": {
@@ -57,4 +62,8 @@ def judge(folder: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(judge(Path(sys.argv[1] if len(sys.argv) > 1 else "reports/reader/risk")), indent=1))
+    args = sys.argv[1:]
+    folder = Path(args[0] if args else "reports/reader/risk")
+    variant = args[1] if len(args) > 1 else CANDIDATE_VARIANT
+    baseline = Path(args[2]) if len(args) > 2 else None
+    print(json.dumps(judge(folder, variant, baseline), indent=1))
