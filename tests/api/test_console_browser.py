@@ -1,5 +1,6 @@
 """The table console at `/console` in headless Chromium (Debian's chromium + chromedriver, driven by selenium)
-against a real server: a dealer corrects the one uncertain die of a waiting roll with one keystroke, submits
+and headless Firefox (Debian's firefox-esr, driven through Marionette) against a real server, each test in
+both browsers: a dealer corrects the one uncertain die of a waiting roll with one keystroke, submits
 with Enter, and the round settles; a reload mid-roll keeps the person's edits; a roll the round moved past
 says so; a reader or surveillance key cannot submit (403 in words); surveillance sees a dealer overruling a
 sure die beside the frame and acknowledges it with one click."""
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.browser import chromium, needs_chromium, wait_until
+from tests.api.browser import chromium, click_at, firefox, needs_chromium, needs_firefox, press, wait_until
 from tests.api.test_console import (
     TABLE,
     TRUTH,
@@ -23,12 +24,12 @@ from tests.api.test_console import (
 )
 from tests.api.test_console import table as table  # the fixture, shared
 
-pytestmark = needs_chromium
 
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
+@pytest.fixture(
+    params=[pytest.param("chromium", marks=needs_chromium), pytest.param("firefox", marks=needs_firefox)]
+)
+def browser(request: pytest.FixtureRequest) -> Iterator[Any]:
+    with chromium() if request.param == "chromium" else firefox() as driver:
         yield driver
 
 
@@ -41,16 +42,6 @@ def text_of(browser: Any, element_id: str) -> str:
 
     found: str = browser.find_element(By.ID, element_id).text
     return found
-
-
-def keys(browser: Any, *typed: str) -> None:
-    """Keystrokes to whatever has the focus, as a person types them."""
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    chain = ActionChains(browser)
-    for k in typed:
-        chain.send_keys(k)
-    chain.perform()
 
 
 def focused_die(browser: Any) -> str | None:
@@ -93,9 +84,9 @@ def test_a_dealer_corrects_the_uncertain_die_with_one_keystroke_and_the_round_se
     assert len(browser.execute_script("return document.querySelectorAll('#overlay rect.uncertain');")) == 1
     # The focus waits on the unsure die: one keystroke gives its face, Enter submits.
     assert focused_die(browser) == "4"
-    keys(browser, str(truth_face(unsure)))
+    press(browser, str(truth_face(unsure)))
     assert browser.execute_script("return document.activeElement.id") == "submit"
-    keys(browser, Keys.ENTER)
+    press(browser, Keys.ENTER)
     wait_for(lambda: "round settled" in text_of(browser, "notice"), what="the settled round")
     assert f"decided as dealer roll {read.roll_id}:person" in text_of(browser, "notice")
     settled = table.svc.ok("GET", f"/v1/rounds/{table.round_id}", "surveillance")
@@ -118,7 +109,7 @@ def test_a_whole_roll_keyed_in_reading_order_survives_a_reload_and_a_stale_roll_
     faces = [truth_face(d) for d in in_order]
     open_console(browser, table, "dealer")
     wait_for(lambda: frame_shown(browser), what="the waiting roll")
-    keys(browser, Keys.HOME, *[str(f) for f in faces[:6]])  # six of ten, then the page is reloaded
+    press(browser, Keys.HOME, *[str(f) for f in faces[:6]])  # six of ten, then the page is reloaded
     browser.refresh()
     wait_for(lambda: frame_shown(browser), what="the waiting roll after a reload")
     values = browser.execute_script(
@@ -149,7 +140,7 @@ def test_a_reader_or_surveillance_key_cannot_submit_and_is_told_so(
         assert "role 'reader' may not do this" in text_of(browser, "login-error")
         return
     wait_for(lambda: frame_shown(browser), what="the waiting roll")
-    keys(browser, "3", Keys.ENTER)
+    press(browser, "3", Keys.ENTER)
     wait_for(lambda: "refused (403)" in text_of(browser, "error"), what="the refusal")
     assert text_of(browser, "error") == (
         "refused (403): this key may not submit here: role 'surveillance' may not do this; allowed: dealer"
@@ -196,7 +187,6 @@ def test_surveillance_sees_the_dealer_overrule_a_sure_die_beside_the_frame_and_a
 
 
 def test_a_die_the_camera_missed_is_added_by_a_click_and_typed(table: Table, browser: Any) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -214,9 +204,9 @@ def test_a_die_the_camera_missed_is_added_by_a_click_and_typed(table: Table, bro
         (x0 + x1) / 2,
         (y0 + y1) / 2,
     )
-    ActionChains(browser).move_to_element_with_offset(overlay, round(dx), round(dy)).click().perform()
+    click_at(browser, overlay, dx=round(dx), dy=round(dy))
     assert browser.execute_script("return document.activeElement.dataset.added") == "0"
-    keys(browser, str(missed["face"]), Keys.ENTER)
+    press(browser, str(missed["face"]), Keys.ENTER)
     wait_for(lambda: "round settled" in text_of(browser, "notice"), what="the settled round")
     stored = stored_decision(table.svc, read.roll_id)
     [added] = [b for b in stored.boxes if b["origin"] == "person"]
