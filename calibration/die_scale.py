@@ -38,6 +38,37 @@ def die_edges_px(camera: Camera, centres_mm: object, *, die_edge_mm: float) -> F
     return np.asarray(sides.mean(axis=1), dtype=np.float64)
 
 
+def die_box_sides_px(camera: Camera, centres_mm: object, *, die_edge_mm: float) -> FloatArray:
+    """The long side (px) of the box a whole die flat at each of (n, 2) felt positions shows: its cube's
+    eight corners projected, square to the box and turned 45 degrees, the two long sides averaged: (n,).
+
+    Under an oblique camera a die's box holds its top face and the sides turned to the camera, so it is
+    longer than the top face's edge by a share that grows with the camera's lean (vision/judge/phantom.py).
+    """
+    if not die_edge_mm > 0:
+        raise ValueError(f"die edge must be positive, got {die_edge_mm}")
+    xy = np.asarray(centres_mm, dtype=np.float64).reshape(-1, 2)
+    half = die_edge_mm / 2.0
+    sides = []
+    for turn in (0.0, np.pi / 4.0):
+        c, s = np.cos(turn), np.sin(turn)
+        square = np.array([[-half, -half], [half, -half], [half, half], [-half, half]]) @ np.array(
+            [[c, s], [-s, c]]
+        )
+        corners = xy[:, None, :] + square[None, :, :]  # (n, 4, 2)
+        cube = np.concatenate(
+            [
+                np.concatenate([corners, np.zeros((len(xy), 4, 1))], axis=2),
+                np.concatenate([corners, np.full((len(xy), 4, 1), die_edge_mm)], axis=2),
+            ],
+            axis=1,
+        )  # (n, 8, 3)
+        px = camera.project(cube.reshape(-1, 3)).reshape(-1, 8, 2)
+        extent = px.max(axis=1) - px.min(axis=1)
+        sides.append(extent.max(axis=1))
+    return np.asarray(np.mean(sides, axis=0), dtype=np.float64)
+
+
 def die_edge_grid(
     camera: Camera, *, width_mm: float, depth_mm: float, die_edge_mm: float, step_mm: float = 25.0
 ) -> FloatArray:

@@ -194,6 +194,22 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def shipped_variant() -> str:
+    """The variant the reader's own defaults read: the second opinions `ValidityConfig()` heeds, by name."""
+    from vision.judge.validity import ValidityConfig
+
+    config = ValidityConfig()
+    heeds = {
+        "turns": config.require_turns_agree,
+        "pips": config.require_pip_agree,
+        "whole_die": config.require_whole_die,
+        "peer_sure": config.require_peer_agree,
+        "apart": config.require_apart,
+    }
+    wanted = {name for name, on in heeds.items() if on}
+    return next(name for name, ops in VARIANTS.items() if set(ops) == wanted)
+
+
 def report(
     dice: Sequence[DieRecord],
     rolls: Sequence[RollRecord],

@@ -41,7 +41,16 @@ def open_reader(options: ReaderOptions) -> Reader:
     """The reader with its bar at 0 (every bar is swept afterwards), its calibration's temperature kept."""
     spec = load_manifest(options.manifest)["pips"]
     config = ReaderConfig(
-        validity=replace(ValidityConfig(), min_confidence=0.0),
+        # The bar at 0 and no second opinion heeded: each is a filter over the records (lab/risk.py).
+        validity=replace(
+            ValidityConfig(),
+            min_confidence=0.0,
+            require_turns_agree=False,
+            require_pip_agree=False,
+            require_whole_die=False,
+            require_peer_agree=False,
+            require_apart=False,
+        ),
         turns_check=options.turns_check,
         manifest_calibration=False,
     )

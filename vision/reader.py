@@ -216,7 +216,11 @@ class Reader:
         other = copy.copy(self)
         other.faces = copy.copy(self.faces)
         other.faces.model = model
-        other.models = {**self.models, "pips": model.tag}
+        # The second face model (`pips_peer`) is not asked at an enrolled table: the table's own correction,
+        # stored only once it proved itself on the table's confirmed dice (vision/pips/enroll/validation.py),
+        # reads dice the shipped pair does not know; the pair's agreement would keep them from it.
+        other.faces.peer_model = None
+        other.models = {**{k: v for k, v in self.models.items() if k != "pips_peer"}, "pips": model.tag}
         return other
 
     def _big_die_reads_better(

@@ -14,14 +14,16 @@ HEEDS: tuple[str, ...] = ("turns_unsure", "whole_die", "peer_sure", "pips", "apa
 def candidate_config(*, opinions: bool, heeds: tuple[str, ...] = ()) -> Any:
     """The candidate reader's settings: with `opinions`, the second opinions of issue 55's first candidate
     heeded (the eight turns of the dice read under `TURNS_BELOW` and the phantom check; the pip count is not
-    asked to confirm); with `heeds`, those named (`HEEDS`; a second face model is read whenever the
-    candidate's manifest lists `pips_peer`)."""
+    asked to confirm); with `heeds`, those named and no other (`HEEDS`; a second face model is read whenever
+    the candidate's manifest lists `pips_peer`); with neither, the reader's defaults."""
     from dataclasses import replace
 
     from vision.judge.validity import ValidityConfig
     from vision.pips.classifier import TURNS_BELOW
     from vision.reader import ReaderConfig
 
+    if not opinions and not heeds:
+        return ReaderConfig()  # the reader's own defaults
     if opinions:
         heeds = tuple(dict.fromkeys((*heeds, "turns_unsure", "whole_die")))
     validity = replace(

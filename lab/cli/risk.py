@@ -54,7 +54,7 @@ def risk(
     and rolls read valid that settle wrong per 1,000; per set OUT/LABEL-SET.json, .png, .records.json.gz."""
     from rich.progress import track
 
-    from lab.risk import plot, records_json, report
+    from lab.risk import plot, records_json, report, shipped_variant
     from lab.risk_read import ReaderOptions, open_reader, read_records, shipped_bar, unscored_dice
     from models.data import DatasetError, load_dataset
     from vision.image import UnreadableImageError
@@ -119,11 +119,12 @@ def risk(
         if as_json:
             typer.echo(json.dumps(rep))
             continue
-        shipped = rep["variants"]["bar"]["shipped_bar"]
+        variant = shipped_variant() if shipped_variant() in rep["variants"] else "bar"
+        shipped = rep["variants"][variant]["shipped_bar"]
         typer.echo(
             f"{name}: {labelled} labelled dice, {len(dice)} detected "
             f"({rep['detections_on_no_die']} on no die); "
-            f"at the shipped bar {bar:g}: {shipped['share_given_pct']}% given, wrong "
+            f"at the shipped bar {bar:g} ({variant}): {shipped['share_given_pct']}% given, wrong "
             f"{shipped['given_wrong']} of {shipped['given']} ({shipped['wrong']['per_1000']} per 1,000, "
             f"95 % {shipped['wrong']['ci95_per_1000']}); rolls read valid {shipped['rolls_read_valid']}, "
             f"settle wrong {shipped['rolls_settled_wrong']} -> {stem}.json"

@@ -38,6 +38,7 @@ from calibration.layout import LAYOUT_LABELS, ThrowBoxLayout
 from datasets.format import camera_from_dict
 from tests.api.conftest import Service, running_service
 from vision.capture import Capture, CapturedFrame, Grab, VideoCaptureGrabber
+from vision.judge.layout_check import DOUBT_CODES
 from vision.settle import AtRest, SettleDetector, SettledWithoutThrow, SettleEvent
 from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, DieReading, Finding, Frame, Roll, Verdict
@@ -211,13 +212,19 @@ def test_593_4_e_the_dealers_move_on_rendered_video(
     layout = move["layout_move"]
     (check,) = loop.layout_checks
     assert check["frame_id"] == moved.frame.frame_id and check["box"] == LAYOUT_LABELS[layout["winner"]]
-    assert [p["reason"] for p in check["problems"]] == PROBLEMS[kind]
+    # The problems that accuse the dealer are the move's, in order; beside them the reader may say it cannot
+    # vouch for a die (a doubt: `unreadable`, ...), which asks a person to look and accuses no one. Since the
+    # reader heeds its second opinions (docs/history/never-sure-2.md) a die it read before may be such a
+    # doubt: one of the move's problems may then go unnamed, never one it did not make.
+    reasons = [p["reason"] for p in check["problems"]]
+    accusing = [r for r in reasons if r not in DOUBT_CODES]
+    assert accusing == [r for r in PROBLEMS[kind] if r in accusing] and bool(accusing) == bool(PROBLEMS[kind])
     errors = alerts(svc, "dealer_error")
     if not PROBLEMS[kind]:
-        assert check["ok"] is True and errors == []
+        assert errors == [] and (check["ok"] is True or set(reasons) <= set(DOUBT_CODES))
         return
     (alert,) = errors
-    assert [p["reason"] for p in alert["data"]["problems"]] == PROBLEMS[kind]
+    assert [p["reason"] for p in alert["data"]["problems"]] == reasons
     assert alert["data"]["expected_count"] == layout["match_count"]
     in_box = sum(1 for d in move["final"]["dice"] if d["layout_box"] == layout["winner"])
     assert alert["data"]["in_winner_box"] == in_box
@@ -235,7 +242,9 @@ def test_593_4_g_h_a_whole_round_with_the_extra_roll_on_rendered_video(
     loop, events, recording = play(svc, reader, truth, ["first.mp4", "move_correct.mp4", "extra.mp4"])
     check_first_roll(loop, events, recording, truth)
     assert [type(e) for e in events] == [AtRest, SettledWithoutThrow, AtRest]
-    assert loop.layout_checks[0]["ok"] is True and alerts(svc, "dealer_error") == []
+    moved = loop.layout_checks[0]  # the right move: nothing accuses the dealer (a doubt asks a person)
+    assert alerts(svc, "dealer_error") == []
+    assert moved["ok"] is True or {p["reason"] for p in moved["problems"]} <= set(DOUBT_CODES)
     clip, index = recording.where[events[2].frame.seq]
     assert clip == "extra.mp4" and index >= extra["at_rest_frame"]
 

@@ -183,9 +183,10 @@ def test_an_oblique_camera_is_told_what_it_costs(tilt: float, advised: bool) -> 
 
 def test_the_selftest_reads_its_dice_frame_through_the_calibration() -> None:
     """Full scale (the committed detector boxes the markers and the "Six" label there): the dice frame,
-    read as a table with this calibration reads it, is valid with the five faces rendered."""
+    read as a table with this calibration reads it, gives only faces rendered: all five, valid, or fewer
+    where the reader doubts a face (its second opinions, docs/history/never-sure-2.md), left to a person."""
     code, out = _run("calibrate", "selftest", "--views", "6", "--json")
     assert code == 0, out
     doc = json.loads(out)
-    assert doc["dice_read_verdict"] == "valid" and sorted(doc["dice_read"]) == sorted(doc["dice_rendered"])
-    assert doc["checks"]["dice frame read valid with the faces rendered (markers and print left out)"]
+    assert doc["dice_read_verdict"] in ("valid", "no_decision") and len(doc["dice_read"]) >= 3
+    assert doc["checks"]["dice frame read with the faces rendered, none wrong (markers and print left out)"]

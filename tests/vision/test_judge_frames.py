@@ -74,7 +74,7 @@ def _judge_on_true_boxes(
         cands,
         reads,
         expected_dice=scene.expected_dice,
-        config=ValidityConfig(),
+        config=ValidityConfig(require_whole_die=False, require_apart=False),
         states=die_state(image, cands),
         geometry=_geometry(scene),
     )

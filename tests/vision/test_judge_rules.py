@@ -29,7 +29,8 @@ from vision.state.model import (
 from vision.table.geometry import TableGeometry
 from vision.types import DieCandidate, FaceReading, Finding, Verdict
 
-CFG = ValidityConfig()
+# The 675a.4 rules alone; the second opinions (issue 55) are tested in test_second_opinions.py.
+CFG = ValidityConfig(require_whole_die=False, require_apart=False)
 
 
 def _cand(x: float, y: float = 100.0, edge: float = 20.0) -> DieCandidate:
@@ -263,14 +264,14 @@ def test_a_rethrow_on_weak_evidence_is_left_to_a_person(
     state: DieState, rethrow_verdict: Verdict, rethrow_reason: str
 ) -> None:
     """A die-state call that sends the dice back needs `min_rethrow_confidence`; below it, no_decision."""
-    strict = ValidityConfig(judge=JudgeConfig(min_rethrow_confidence=0.8))
+    strict = replace(CFG, judge=JudgeConfig(min_rethrow_confidence=0.8))
     verdict, findings, _ = _judge([FLAT, state], expected=2, config=strict)
     assert verdict is Verdict.NO_DECISION
     assert [(f.reason, f.die_ids) for f in findings] == [("state_uncertain", (2,))]
     assert f"p={state.kind_confidence():.2f}" in findings[0].detail and "0.80 needed" in findings[0].detail
     assert JudgeConfig().min_rethrow_confidence == 0.7  # the default acts on p=0.7: see the lenient run
     # The same opinion is acted on when the threshold is below it.
-    lenient = ValidityConfig(judge=JudgeConfig(min_rethrow_confidence=0.5))
+    lenient = replace(CFG, judge=JudgeConfig(min_rethrow_confidence=0.5))
     verdict, findings, _ = _judge([FLAT, state], expected=2, config=lenient)
     assert verdict is rethrow_verdict
     assert rethrow_reason in [f.reason for f in findings]

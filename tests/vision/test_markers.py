@@ -173,8 +173,8 @@ def test_a_camera_moved_since_calibration_is_seen_by_its_markers(
         assert reasons[0] == "camera_moved" and roll.verdict.value == "no_decision"
         assert "calibrate the table again" in roll.findings[0].detail
         assert all(d.layout_box is None for d in roll.dice)  # read from the image alone: no felt positions
-    else:
-        assert roll.verdict.value == "valid", roll.reasons
+    else:  # valid, or left to a person only for a face the reader doubts (never-sure-2.md), never moved
+        assert roll.verdict.value == "valid" or set(reasons) == {"face_uncertain"}, roll.reasons
 
 
 @pytest.mark.parametrize(

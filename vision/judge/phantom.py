@@ -3,8 +3,9 @@
 A translucent die's see-through pips, a chip or a pip taken for a die make boxes the detector scores as
 dice. Two checks, both geometry:
 
-- size: the box's long side against the die's size where it lies: from the table's die scale
-  (`TableGeometry.die_edges_px`, calibration/die_scale.py) when the frame has a calibration, else the
+- size: the box's long side against the die's size where it lies: from the table's camera (the long side of
+  a whole die's projected cube, `calibration.die_scale.die_box_sides_px`) when the frame has a calibration,
+  else the
   frame's typical die (the median long side of its boxes, `vision.judge.size.size_ratios`; no opinion with
   fewer than three boxes). Outside `[min_ratio, max_ratio]` it is not a whole die.
 - inside another die: a box whose centre lies inside the top face of a larger box (at least
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from calibration.die_scale import die_box_sides_px
 from vision.judge.size import MIN_DICE_FOR_MEDIAN
 from vision.state.model import reference_die_px
 from vision.table.geometry import TableGeometry
@@ -64,10 +66,13 @@ def size_ratios(candidates: Sequence[DieCandidate], *, geometry: TableGeometry |
     if not boxes:
         return []
     if geometry is not None:
-        # The die's edge where it lies; a die seen whole from above and a little aside spans up to about
-        # its diagonal, so the long side of its box is compared with the edge times 1.2.
-        edges = geometry.die_edges_px(boxes)
-        return [_long_side(b) / max(1.2 * float(e), 1e-6) for b, e in zip(boxes, edges, strict=True)]
+        # The long side of the box a whole die shows where it lies: its cube projected through the table's
+        # camera, so an oblique camera's view of a die's sides is part of it (calibration/die_scale.py).
+        # Before 2026-12-07 this was the top face's edge times 1.2, which took whole dice under a camera
+        # leaning 39 degrees for boxes 1.4-1.75 times a die (tests/vision/test_rectified_crops.py).
+        centres = geometry.centres_mm(boxes)
+        sides = die_box_sides_px(geometry.camera, centres, die_edge_mm=geometry.layout.die_edge_mm)
+        return [_long_side(b) / max(float(e), 1e-6) for b, e in zip(boxes, sides, strict=True)]
     if len(boxes) < MIN_DICE_FOR_MEDIAN:
         return [None] * len(boxes)
     ref = reference_die_px(boxes)

@@ -11,7 +11,8 @@
   least `JudgeConfig.min_no_die` are left out of the roll before anything else, the surest first and never
   more than the surplus (`Judgement.set_aside`): chip stacks taken for dice.
 
-- second opinions (issue 55, each off by default until judged): `require_turns_agree` (no turn of the crop
+- second opinions (issue 55; `require_whole_die`, `require_peer_agree` and `require_apart` on since
+  docs/history/never-sure-2.md, the others off): `require_turns_agree` (no turn of the crop
   reads another face, `FaceReader.turns_check`; a die not looked at is not held back), `require_pip_agree`
   (the classical pip count is the learned face, not merely not against it), `require_whole_die` (the box
   looks like a whole die, vision/judge/phantom.py), `require_peer_agree` (a second face model trained
@@ -47,12 +48,14 @@ class ValidityConfig:
     # Lower it only with evidence that the classical count is the weaker opinion on your camera.
     veto_below_confidence: float = 1.0
     judge: JudgeConfig = field(default_factory=JudgeConfig)  # off-table, stacked, cocked (vision.judge)
-    # Second opinions before a face is given (the module's docstring); off until judged (issue 55).
+    # Second opinions before a face is given (the module's docstring). The second face model, the phantom
+    # check and boxes that stand apart are heeded since issue 55's second candidate shipped by its rule
+    # (docs/history/never-sure-2.md); the eight turns and the pip count are off (their time; too few dice).
     require_turns_agree: bool = False
     require_pip_agree: bool = False
-    require_whole_die: bool = False
-    require_peer_agree: bool = False
-    require_apart: bool = False
+    require_whole_die: bool = True
+    require_peer_agree: bool = True
+    require_apart: bool = True
     # The second face model's own bar (its calibration's `sure_bar`, else this); None: `min_confidence`.
     peer_min_confidence: float | None = None
     phantom: PhantomConfig = field(default_factory=PhantomConfig)
