@@ -41,7 +41,9 @@ from vision.onnx_session import OnnxModel
 from vision.pips.enroll import FOLDS, EnrollDataError, Validation, fold_of
 from vision.pips.enrolled import Enrollment, save_enrollment
 
-FINE_TUNE_TIMEOUT_S = 900.0  # the child's limit: its budget is 90 s of training; a stuck child is killed
+# The child's limit (its budget is 90 s of training; a stuck child is killed): under the enrollment jobs'
+# STALE_AFTER (10 min), after which a job whose row has not moved no longer blocks another for the table.
+FINE_TUNE_TIMEOUT_S = 480.0
 FINE_TUNE_SECONDS = 90.0
 FINE_TUNE_STEPS = 300
 FINE_TUNE_THREADS = 2
