@@ -52,6 +52,8 @@ DEFAULTS: dict[str, Any] = {
     "lr": 5e-4,
     "min_confidence": 0.90,
     "temperature": 1.0,
+    "label_smoothing": 0.05,  # training's
+    "strong_colour": True,  # training's photometric changes (hue turned, colours inverted); False: milder
 }
 
 
@@ -59,7 +61,7 @@ class FineTuneJobError(ValueError):
     """The job folder is not one this module can run: a file missing, malformed, or another base model."""
 
 
-def augmented(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.uint8]:
+def augmented(crop: NDArray[np.uint8], rng: np.random.Generator, *, strong: bool = True) -> NDArray[np.uint8]:
     """One training look of a cut crop: the box's error (5 % shift, 8 % size of the die), a random turn,
     sometimes low resolution (16-40 px), then the photometric changes; as training's sampler draws them."""
     die_px = CROP_PX / (1.0 + CROP_PAD)
@@ -75,7 +77,7 @@ def augmented(crop: NDArray[np.uint8], rng: np.random.Generator) -> NDArray[np.u
         small = int(rng.integers(16, 40))
         tiny = cv2.resize(out, (small, small), interpolation=cv2.INTER_AREA)
         out = np.asarray(cv2.resize(tiny, (CROP_PX, CROP_PX)), np.uint8)
-    return photometric(out, rng)
+    return photometric(out, rng, strong=strong)
 
 
 def read_job(work: Path) -> tuple[dict[str, Any], NDArray[np.uint8], NDArray[np.int64], NDArray[np.bool_]]:
@@ -145,7 +147,7 @@ def fine_tune(work: Path, table_id: str) -> dict[str, Any]:
 
     def draw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         pick = rng.integers(len(train_crops), size=n)
-        looks = [augmented(train_crops[i], rng) for i in pick]
+        looks = [augmented(train_crops[i], rng, strong=bool(job["strong_colour"])) for i in pick]
         return torch.from_numpy(crops_to_tensor(looks)), torch.from_numpy(train_faces[pick] - 1)
 
     model = FaceClassifier()
@@ -161,7 +163,7 @@ def fine_tune(work: Path, table_id: str) -> dict[str, Any]:
             if isinstance(m, torch.nn.BatchNorm2d):
                 m.eval()
         x, y = draw(int(job["batch"]))
-        loss = F.cross_entropy(model.logits(x), y, label_smoothing=0.05)
+        loss = F.cross_entropy(model.logits(x), y, label_smoothing=float(job["label_smoothing"]))
         opt.zero_grad()
         loss.backward()
         opt.step()
