@@ -8,7 +8,8 @@ never this process. DIR holds:
 
 - `job.json` (`JOB_FILE`): the shipped face model's ONNX (`base_model`, its `base_sha256`, checked here),
   the reader's bar (`min_confidence`) and temperature, the seed, the budget (`max_steps`, `max_seconds`,
-  whichever ends first), `threads`, `batch`, `lr`.
+  whichever ends first), `threads`, `batch`, `lr`, and the augmentation's `strong_colour` and
+  `label_smoothing` (training's by default; the service asks milder colour and none, `api.learning_tune`).
 - `crops.npz` (`CROPS_FILE`): `crops` (n, 64, 64, 3) uint8 BGR, each die cut as the reader cuts it
   (`vision.pips.crops.crop_die`), `faces` (n,) 1..6, and `held_out` (n,) bool: the confirmed dice kept out
   of training, chosen by the service (one stratified fold, `vision.pips.enroll.fold_of`).
