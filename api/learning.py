@@ -11,11 +11,14 @@
   guard run in a thread of their own, so no read waits on them.
 - **How** (`refit_path`): the numpy correction of the face model's head (`vision.pips.enroll`, no torch).
   Where torch is importable and the fine-tune entry point `FINE_TUNE_MODULE` is present, the fine-tune runs
-  in a process of its own at nice `FINE_TUNE_NICE` (`run_niced`), never in the service's process.
+  in a process of its own at nice `FINE_TUNE_NICE` (`run_niced`), never in the service's process; its job
+  folder, its result, the guard and the stored model are `api.learning_tune`'s. The table then reads with
+  its fine-tuned model (`vision.pips.enrolled`: the table's enrollment record names the file).
 - **The guard.** A refit is an enrollment job (`api.enrollment.run_job`, source `learning`): it is stored
   only when, cross-validated on confirmed dice it did not train on, it reads more of them right and is sure
-  and wrong on no more than the shipped head. A refit that fails (too few dice, the guard, an error) is a
-  failed job saying why, and the table keeps what it had.
+  and wrong on no more than the shipped head (the fine-tune: on one held-out fold of them, the same rule).
+  A refit that fails (too few dice, the guard, an error, a child that crashes or stops) is a failed job
+  saying why, and the table keeps what it had.
 - **Back.** The refit it replaced is kept (`previous_path`); `rollback` goes back to the shipped model or
   to that refit in one call, audited and published as an `enrollment` event.
 - **State** (`learning_state`): one line for the console, e.g. "learned from 1,840 dice on 2026-12-07,
@@ -302,41 +305,84 @@ def refit(
         return None
     try:
         check_enough(examples)
-        if report["path"] == "fine_tune":
-            # The fine-tune's child (FINE_TUNE_MODULE) is not part of this change: see docs/console.md.
-            raise EnrollDataError(
-                f"the torch fine-tune ({FINE_TUNE_MODULE}) is not wired to store its model yet; "
-                "uninstall the train extra to refit the head"
-            )
         model = face_model()
     except Exception as exc:  # too few dice, no model: the job says why and nothing changes
-        _fail(
-            database, job.id, str(exc) if isinstance(exc, EnrollDataError) else f"{type(exc).__name__}: {exc}"
-        )
+        _fail(database, job.id, _why(exc))
         return job.id
     current = enrollment_path(calibration_dir, table_id)
     staged = current.with_name(f".{current.name}.before-{job.id}")
     if current.is_file():
         shutil.copy2(current, staged)
     try:
-        run_job(
+        if report["path"] == "fine_tune":
+            _fine_tune(
+                database=database,
+                job_id=job.id,
+                table_id=table_id,
+                model=model,
+                examples=examples,
+                calibration_dir=calibration_dir,
+                webhook_urls=webhook_urls,
+            )
+        else:
+            run_job(
+                database=database,
+                job_id=job.id,
+                table_id=table_id,
+                model=model,
+                examples=examples,
+                calibration_dir=calibration_dir,
+                actor=LEARN_ACTOR,
+                webhook_urls=webhook_urls,
+            )
+        with database.read_session() as session:
+            row = session.get(EnrollmentJob, job.id)
+            stored = row is not None and row.state == "done"
+        if stored and staged.is_file():
+            os.replace(staged, previous_path(calibration_dir, table_id))
+        if stored:
+            from api.learning_tune import remove_unnamed
+
+            remove_unnamed(calibration_dir, table_id, [current, previous_path(calibration_dir, table_id)])
+    finally:
+        staged.unlink(missing_ok=True)
+    return job.id
+
+
+def _fine_tune(
+    *,
+    database: Database,
+    job_id: str,
+    table_id: str,
+    model: OnnxModel,
+    examples: Sequence[Example],
+    calibration_dir: Path,
+    webhook_urls: list[str],
+) -> None:
+    """The fine-tune path (`api.learning_tune`): its child through `fine_tune_argv` and `run_niced`, looked
+    up here at call time (tests give a fake child); any failure is the job's error and changes nothing."""
+    from api.learning_tune import fine_tune_job
+
+    try:
+        fine_tune_job(
             database=database,
-            job_id=job.id,
+            job_id=job_id,
             table_id=table_id,
             model=model,
             examples=examples,
             calibration_dir=calibration_dir,
             actor=LEARN_ACTOR,
             webhook_urls=webhook_urls,
+            argv=fine_tune_argv,
+            run=run_niced,
         )
-        with database.read_session() as session:
-            row = session.get(EnrollmentJob, job.id)
-            stored = row is not None and row.state == "done"
-        if stored and staged.is_file():
-            os.replace(staged, previous_path(calibration_dir, table_id))
-    finally:
-        staged.unlink(missing_ok=True)
-    return job.id
+    except Exception as exc:  # a crashed, stopped or silent child, a bad candidate: the job says why
+        log.exception("fine-tune refit %s of table %s failed", job_id, table_id)
+        _fail(database, job_id, _why(exc))
+
+
+def _why(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, EnrollDataError) else f"{type(exc).__name__}: {exc}"
 
 
 def _fail(database: Database, job_id: str, error: str) -> None:

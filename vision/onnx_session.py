@@ -215,7 +215,9 @@ class OnnxModel:
         if threads < 0:
             raise ValueError(f"threads must be >= 0 (0 = onnxruntime's default), got {threads}")
         self.spec = spec
+        self.threads, self.providers = threads, providers  # a table's fine-tuned model loads with the same
         path = models_dir / spec.file
+        self.path = path
         if not path.is_file():
             raise ModelFileError(f"model file for {spec.name!r} not found: {path}")
         actual = sha256_of(path)

@@ -10,6 +10,14 @@ The correction is stored per table beside its calibration (`<data dir>/<table>.e
 calibration store's file shape: a format tag, a version, and the SHA-256 of the canonical JSON of its body,
 checked on load. It names the SHA-256 of the model it was fitted on and is refused on another. Every read
 with it names it: the read's `models["pips"]` becomes `<model tag>+enroll:<table>:<first 8 of its SHA-256>`.
+
+A table's fine-tuned face model (issue 56: `models/table_finetune.py`, where the `train` extra is installed)
+is stored the same way, one record per table in the same file, so rollback, deletion and the table's state
+treat both kinds alike: the record (version 2, so an older throwbox refuses it rather than read the shipped
+model under its name) names the fine-tuned ONNX file beside it (`model_file`) and that file's SHA-256
+(`model_file_sha256`), checked when the file is loaded; its correction is empty (6, 0). Its reads name it
+`<model tag>+tune:<table>:<first 8 of the record's SHA-256>`. Loaded models are kept by path and SHA-256
+(`tuned_model`), so a read does not load the file again.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +36,12 @@ from numpy.typing import NDArray
 
 from calibration.store import check_table_id
 from calibration.table import canonical_json
-from vision.onnx_session import ModelSpec, OnnxModel
+from vision.onnx_session import DEFAULT_PROVIDERS, ModelError, ModelSpec, OnnxModel
 
 ENROLLMENT_FORMAT = "throwbox.face-enrollment"
 ENROLLMENT_VERSION = 1
+FINE_TUNE_VERSION = 2  # a record naming a fine-tuned model file (`Enrollment.model_file`)
+TUNED_KEPT = 8  # fine-tuned models kept loaded (`tuned_model`), the oldest dropped first
 
 
 class EnrollmentError(Exception):
@@ -51,6 +62,15 @@ class Enrollment:
     # Cross-validated figures (`vision.pips.enroll.Validation.document`, `forced` when stored though it did
     # not prove itself); None in a file written before they were kept.
     validation: dict[str, Any] | None = None
+    # A fine-tuned face model (file name beside the record, its SHA-256); None: a correction of the head.
+    model_file: str | None = None
+    model_file_sha256: str | None = None
+    model_dir: Path | None = None  # the folder it was loaded from (set by load_enrollment), not stored
+
+    @property
+    def kind(self) -> str:
+        """ "fine_tune" for a record naming a fine-tuned model, else "head"."""
+        return "head" if self.model_file is None else "fine_tune"
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -64,10 +84,14 @@ class Enrollment:
             body["fitted_at"] = self.fitted_at
         if self.validation is not None:
             body["validation"] = dict(self.validation)
+        if self.model_file is not None:
+            body["model_file"] = self.model_file
+            body["model_file_sha256"] = self.model_file_sha256
         return body
 
     def tag(self, model_tag: str) -> str:
-        return f"{model_tag}+enroll:{self.table_id}:{self.checksum[:8]}"
+        how = "enroll" if self.model_file is None else "tune"
+        return f"{model_tag}+{how}:{self.table_id}:{self.checksum[:8]}"
 
 
 def enrollment_path(data_dir: Path, table_id: str) -> Path:
@@ -80,7 +104,7 @@ def save_enrollment(enrollment: Enrollment, data_dir: Path) -> Enrollment:
     checksum = hashlib.sha256(canonical_json(body).encode()).hexdigest()
     doc: dict[str, Any] = {
         "format": ENROLLMENT_FORMAT,
-        "version": ENROLLMENT_VERSION,
+        "version": ENROLLMENT_VERSION if enrollment.model_file is None else FINE_TUNE_VERSION,
         "checksum": f"sha256:{checksum}",
         "body": body,
     }
@@ -123,9 +147,10 @@ def load_enrollment(data_dir: Path, table_id: str) -> Enrollment | None:
         raise EnrollmentError(f"{path}: not readable JSON ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("format") != ENROLLMENT_FORMAT:
         raise EnrollmentError(f"{path}: not a {ENROLLMENT_FORMAT} file")
-    if doc.get("version") != ENROLLMENT_VERSION:
+    if doc.get("version") not in (ENROLLMENT_VERSION, FINE_TUNE_VERSION):
         raise EnrollmentError(
-            f"{path}: version {doc.get('version')!r}, this throwbox reads {ENROLLMENT_VERSION}"
+            f"{path}: version {doc.get('version')!r}, this throwbox reads "
+            f"{ENROLLMENT_VERSION} and {FINE_TUNE_VERSION}"
         )
     body = doc.get("body")
     if not isinstance(body, dict):
@@ -145,11 +170,23 @@ def load_enrollment(data_dir: Path, table_id: str) -> Enrollment | None:
             checksum=actual,
             fitted_at=None if body.get("fitted_at") is None else str(body["fitted_at"]),
             validation=None if body.get("validation") is None else dict(body["validation"]),
+            model_file=None if body.get("model_file") is None else str(body["model_file"]),
+            model_file_sha256=None
+            if body.get("model_file_sha256") is None
+            else str(body["model_file_sha256"]),
+            model_dir=path.parent,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise EnrollmentError(f"{path}: malformed body ({exc!r})") from exc
     if d_weight.ndim != 2 or d_weight.shape[0] != 6 or d_bias.shape != (6,):
         raise EnrollmentError(f"{path}: correction shapes {d_weight.shape} and {d_bias.shape}")
+    tuned = enrollment.model_file is not None
+    if (doc["version"] == FINE_TUNE_VERSION) != tuned:
+        raise EnrollmentError(f"{path}: version {doc['version']} with{'' if tuned else 'out'} a model file")
+    if tuned and (
+        Path(str(enrollment.model_file)).name != enrollment.model_file or not enrollment.model_file_sha256
+    ):
+        raise EnrollmentError(f"{path}: model_file must be a file name beside it, with its SHA-256")
     return enrollment
 
 
@@ -166,9 +203,37 @@ def corrected(
     return np.asarray(e / e.sum(axis=1, keepdims=True), np.float32)
 
 
+_tuned: dict[tuple[str, str, int], OnnxModel] = {}
+_tuned_lock = threading.Lock()
+
+
+def tuned_model(enrollment: Enrollment, base: OnnxModel) -> OnnxModel:
+    """The table's fine-tuned face model, loaded once (SHA-256 checked) with the base's threads and
+    providers and the base's spec otherwise (its temperature, its bar); EnrollmentError when the file is
+    missing, changed or not loadable."""
+    if enrollment.model_file is None or enrollment.model_file_sha256 is None or enrollment.model_dir is None:
+        raise EnrollmentError(f"table {enrollment.table_id!r}: its enrollment names no fine-tuned model")
+    path = enrollment.model_dir / enrollment.model_file
+    threads, providers = getattr(base, "threads", 1), getattr(base, "providers", DEFAULT_PROVIDERS)
+    key = (str(path), enrollment.model_file_sha256, threads)
+    with _tuned_lock:
+        model = _tuned.get(key)
+        if model is None:
+            spec = replace(base.spec, file=enrollment.model_file, sha256=enrollment.model_file_sha256)
+            try:
+                model = OnnxModel(spec, models_dir=enrollment.model_dir, threads=threads, providers=providers)
+            except ModelError as exc:
+                raise EnrollmentError(f"table {enrollment.table_id!r}: its fine-tuned model: {exc}") from exc
+            while len(_tuned) >= TUNED_KEPT:
+                _tuned.pop(next(iter(_tuned)))
+            _tuned[key] = model
+    return model
+
+
 class EnrolledModel:
     """A face model read through a table's enrollment: `run` as `OnnxModel.run`, its first output the
-    corrected probabilities. Its `spec` is the shipped model's; `tag` names the enrollment."""
+    corrected probabilities, or the table's fine-tuned model's outputs where the enrollment names one. Its
+    `spec` is the shipped model's; `tag` names the enrollment."""
 
     def __init__(self, base: OnnxModel, enrollment: Enrollment) -> None:
         if enrollment.model_sha256 != base.spec.sha256:
@@ -179,18 +244,21 @@ class EnrolledModel:
             )
         self.base = base
         self.enrollment = enrollment
+        self.tuned = None if enrollment.model_file is None else tuned_model(enrollment, base)
         self.spec: ModelSpec = base.spec
         self.tag = enrollment.tag(base.spec.tag)
 
     @property
     def run_ms(self) -> float:
-        return self.base.run_ms
+        return (self.base if self.tuned is None else self.tuned).run_ms
 
     @property
     def runs(self) -> int:
-        return self.base.runs
+        return (self.base if self.tuned is None else self.tuned).runs
 
     def run(self, batch: NDArray[np.float32]) -> list[NDArray[np.float32]]:
+        if self.tuned is not None:
+            return self.tuned.run(batch)
         outputs = self.base.run(batch)
         if len(outputs) < 2:
             raise EnrollmentError(
