@@ -87,7 +87,14 @@ def read_model(svc: Service) -> str:
     )
 
 
-def test_the_table_refits_every_n_dice_and_goes_back_in_one_call(tmp_path: Path) -> None:
+@pytest.fixture
+def head_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head's correction, with or without torch here: these tests are of that path (the fine-tune's are
+    in test_learning_finetune.py); the fake face model is no ONNX file a fine-tune could start from."""
+    monkeypatch.setattr(learning, "refit_path", lambda: "head")
+
+
+def test_the_table_refits_every_n_dice_and_goes_back_in_one_call(tmp_path: Path, head_path: None) -> None:
     with enroll_service("sqlite", tmp_path / "data") as (svc, app):
         state = svc.ok("GET", "/v1/tables/T/learning", "dealer")
         assert state["learn_every_dice"] == learning.LEARN_EVERY_DICE and state["path"] == "head"
@@ -153,7 +160,9 @@ def test_the_table_refits_every_n_dice_and_goes_back_in_one_call(tmp_path: Path)
         assert svc.call("GET", "/v1/tables/NOPE/learning", "admin").status_code == 404
 
 
-def test_a_refit_that_does_not_prove_itself_changes_nothing_and_says_why(tmp_path: Path) -> None:
+def test_a_refit_that_does_not_prove_itself_changes_nothing_and_says_why(
+    tmp_path: Path, head_path: None
+) -> None:
     with enroll_service("sqlite", tmp_path / "data", session=SureRightSession) as (svc, app):
         svc.ok("PUT", "/v1/tables/T/learning", "admin", json={"learn_every_dice": 20})
         confirm(svc, app, BATCH, prefix="a")
@@ -167,7 +176,7 @@ def test_a_refit_that_does_not_prove_itself_changes_nothing_and_says_why(tmp_pat
         assert read_model(svc) == "fake_face"
 
 
-def test_too_few_dice_of_a_face_is_a_failed_refit_saying_so(tmp_path: Path) -> None:
+def test_too_few_dice_of_a_face_is_a_failed_refit_saying_so(tmp_path: Path, head_path: None) -> None:
     with enroll_service("sqlite", tmp_path / "data") as (svc, app):
         svc.ok("PUT", "/v1/tables/T/learning", "admin", json={"learn_every_dice": 10})
         confirm(svc, app, BATCH[:1], prefix="a")  # no 6 among them
