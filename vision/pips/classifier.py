@@ -158,24 +158,25 @@ class FaceReader:
         self.peer_model = peer_model
         self.peer_temperature = peer_temperature
 
-    def _probs(self, batch: NDArray[np.float32], model: FaceModel | None = None) -> NDArray[np.float32]:
+    def _probs(
+        self, batch: NDArray[np.float32], model: FaceModel | None = None, temperature: float = 1.0
+    ) -> NDArray[np.float32]:
+        """(N, 6) probabilities of `model` (the face model itself when None, at its own temperature)."""
         (probs,) = (model or self.model).run(batch)[:1]
         if probs.shape != (len(batch), 6):
             raise ValueError(f"face model returned {probs.shape}, expected ({len(batch)}, 6)")
         out = np.asarray(probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-9), np.float32)
-        if model is None and self.temperature != 1.0:  # the calibrated face model (the module's docstring)
-            out = _normalised(np.asarray(np.log(np.maximum(out, 1e-12)) / self.temperature, np.float32))
+        if model is None:
+            temperature = self.temperature
+        if temperature != 1.0:  # a calibrated face model (the module's docstring)
+            out = _normalised(np.asarray(np.log(np.maximum(out, 1e-12)) / temperature, np.float32))
         return out
 
-    def peer_probs(self, crops: list[ImageArray]) -> NDArray[np.float32] | None:
-        """(N, 6) the second face model's probabilities at its temperature; None without one."""
-        if self.peer_model is None or not crops:
+    def peer_probs(self, batch: NDArray[np.float32]) -> NDArray[np.float32] | None:
+        """(N, 6) the second face model's probabilities of a crop batch at its temperature; None: none."""
+        if self.peer_model is None or len(batch) == 0:
             return None
-        probs = self._probs(crops_to_tensor(crops), self.peer_model)
-        if self.peer_temperature != 1.0:
-            scaled = np.log(np.maximum(probs, 1e-12)) / self.peer_temperature
-            probs = _normalised(np.asarray(scaled, np.float32))
-        return probs
+        return self._probs(batch, self.peer_model, self.peer_temperature)
 
     def turns_agree(self, crops: list[ImageArray], faces: NDArray[np.int64]) -> NDArray[np.bool_]:
         """Per crop: do its eight turns and mirror images (one batched call) all read `faces` (1..6)?"""
@@ -186,12 +187,15 @@ class FaceReader:
         looks = self._probs(np.ascontiguousarray(np.concatenate(views))).reshape(8, len(crops), 6)
         return np.asarray((looks.argmax(axis=2) + 1 == faces[None, :]).all(axis=0), np.bool_)
 
-    def probabilities(self, crops: list[ImageArray], *, turned: bool = False) -> NDArray[np.float32]:
+    def probabilities(
+        self, crops: list[ImageArray], *, turned: bool = False, batch: NDArray[np.float32] | None = None
+    ) -> NDArray[np.float32]:
         """(N, 6) face probabilities of die crops cut by `crop_die`, unsure dice looked at again turned;
         with `turned`, every die is (the judge's closer look at a cocked die, vision/state/probe.py). "Turned"
         is the second look as this reader is set: the four turns, eight with `second_look_mirror`, and with a
-        registered wide model (`second_model`) that model's reading merged in, or alone at weight 1.0."""
-        batch = crops_to_tensor(crops)
+        registered wide model (`second_model`) that model's reading merged in, or alone at weight 1.0.
+        `batch`: the crops already made a tensor (`crops_to_tensor`), not made again."""
+        batch = crops_to_tensor(crops) if batch is None else batch
         probs = self._probs(batch)
         if turned:
             unsure = np.arange(len(batch))
@@ -295,7 +299,8 @@ class FaceReader:
             return ()
         cut = self.cutter(image_bgr, geometry)
         crops = cut(candidates, 1.0)
-        probs = self.probabilities(crops, turned=turned)
+        batch = crops_to_tensor(crops)  # once, for the face model and the second model
+        probs = self.probabilities(crops, turned=turned, batch=batch)
         if not turned:
             probs = self.plane_look(image_bgr, candidates, geometry, probs)
         agree: list[bool | None] = [None] * len(crops)
@@ -306,7 +311,7 @@ class FaceReader:
             said = self.turns_agree([crops[int(i)] for i in looked], probs[looked].argmax(axis=1) + 1)
             for i, a in zip(looked, said, strict=True):
                 agree[int(i)] = bool(a)
-        peer = self.peer_probs(crops)
+        peer = self.peer_probs(batch)
         readings = []
         for k, (row, crop, cand, turns) in enumerate(zip(probs, crops, candidates, agree, strict=True)):
 
