@@ -63,7 +63,11 @@ log = logging.getLogger("throwbox.learning")
 
 LEARN_EVERY_DICE = 300  # a refit after every 300 confirmed dice (30 rolls of ten) where a table sets none
 MIN_EVERY_DICE, MAX_EVERY_DICE = 6, 100_000
-LEARN_MAX_DICE = 600  # labelled dice a refit uses at most: the newest, balanced over the faces
+LEARN_MAX_DICE = 600  # labelled dice the head's refit uses at most: the newest, balanced over the faces
+# The fine-tune's: more of the table's own dice, as a casino table confirms thousands a shift. Its training
+# budget (steps, seconds) is the same; the held-out fold its guard reads grows with it. Raised from 600 after
+# the learn-bench counted why rolls are still left (docs/history/learning-more-dice.md).
+FINE_TUNE_MAX_DICE = 3000
 LEARN_SOURCE = "learning"
 LEARN_ACTOR = "learning:refit"
 FINE_TUNE_MODULE = "models.table_finetune"  # the torch fine-tune's entry point (the `train` extra)
@@ -185,6 +189,11 @@ def refit_path() -> RefitPath:
     return "fine_tune" if ready else "head"
 
 
+def max_dice(path: RefitPath) -> int:
+    """The labelled dice a refit of this path uses at most (`LEARN_MAX_DICE`, `FINE_TUNE_MAX_DICE`)."""
+    return FINE_TUNE_MAX_DICE if path == "fine_tune" else LEARN_MAX_DICE
+
+
 def fine_tune_argv(*, work_dir: Path, table_id: str) -> list[str]:
     """The fine-tune's command: a process of its own, niced, reading the job's folder and writing its
     candidate and `result.json` there (the service guards and stores it, never the child)."""
@@ -289,9 +298,12 @@ def refit(
     job's id (None when another job of the table was live); every failure is the job's error."""
     from vision.pips.enrolled import enrollment_path
 
+    path = refit_path()
     with database.read_session() as session:
-        examples, report = learning_examples(session, table_id=table_id, evidence_dir=evidence_dir)
-    report = {**report, "confirmed_dice": confirmed, "path": refit_path()}
+        examples, report = learning_examples(
+            session, table_id=table_id, evidence_dir=evidence_dir, limit=max_dice(path)
+        )
+    report = {**report, "confirmed_dice": confirmed, "path": path}
     try:
         job = create_job(
             database,

@@ -58,6 +58,48 @@ class Played:
     faces_given: int  # by the reader alone (0 when it left the roll to a person)
     faces_wrong: int
     model: str  # the face model it was read with (names the table's refit)
+    # Why the reader left it (its findings' reason codes, e.g. face_uncertain, count_mismatch), and the kinds
+    # of its uncertain dice's reasons (`die_reason_kind`); empty for a roll it decided.
+    reasons: tuple[str, ...] = ()
+    die_reasons: tuple[str, ...] = ()
+
+
+# An uncertain die's reason (vision/judge/validity.py::judge_die's words) -> its kind, by how the words begin.
+DIE_REASON_KINDS = (
+    ("low confidence", "face_unsure"),
+    ("classifier reads", "pip_count_veto"),
+    ("the turns of the crop", "turns_disagree"),
+    ("the pip count (", "pip_count_disagrees"),
+    ("the box does not look like a whole die", "not_whole_die"),
+    ("another box covers", "boxes_overlap"),
+    ("the second face model reads", "peer_disagrees"),
+    ("the second face model is unsure", "peer_unsure"),
+    ("more than one side resting", "cocked_multi_side"),  # vision/judge/decide.py
+    ("the frames of the rest disagree", "rest_frames_disagree"),  # vision/judge/rest_frames.py
+)
+
+
+def die_reason_kind(reason: str) -> str:
+    """The kind of an uncertain die's reason ("other" for words not listed in `DIE_REASON_KINDS`)."""
+    return next((kind for start, kind in DIE_REASON_KINDS if reason.startswith(start)), "other")
+
+
+def why_left(doc: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the reasons of the roll's findings that stop it, sorted and unique: not those that leave it valid,
+    like a cocked die read by the rule; its uncertain dice's reason kinds, one per die and reason) of a read
+    document."""
+    findings = sorted(
+        {
+            str(f.get("reason"))
+            for f in doc.get("findings") or []
+            if isinstance(f, dict) and f.get("verdict") != "valid"
+        }
+    )
+    kinds = []
+    for die in doc.get("dice") or []:
+        if isinstance(die, dict) and die.get("uncertain"):
+            kinds += sorted({die_reason_kind(str(r)) for r in die.get("reasons") or []}) or ["other"]
+    return tuple(findings), tuple(kinds)
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -142,6 +184,13 @@ def summary(played: Sequence[Played], *, at_confirmed: Sequence[int], window: in
         wrong = sum(p.faces_wrong for p in part)
         lo, hi = wilson(left, len(part))
         wlo, whi = wilson(wrong, given)
+        reasons: dict[str, int] = {}
+        die_reasons: dict[str, int] = {}
+        for p in part:
+            for r in p.reasons:
+                reasons[r] = reasons.get(r, 0) + 1
+            for r in p.die_reasons:
+                die_reasons[r] = die_reasons.get(r, 0) + 1
         out.append(
             {
                 "confirmed_rolls": mark,
@@ -154,6 +203,10 @@ def summary(played: Sequence[Played], *, at_confirmed: Sequence[int], window: in
                 "wrong_per_1000": round(1000 * wrong / given, 2) if given else None,
                 "wrong_per_1000_95": [round(1000 * wlo, 2), round(1000 * whi, 2)],
                 "models": sorted({p.model for p in part}),
+                # rolls left, by each reason found in them (a roll may have several), and uncertain dice by
+                # the kind of their reasons
+                "left_because": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+                "dice_unsure_because": dict(sorted(die_reasons.items(), key=lambda kv: -kv[1])),
             }
         )
     return out
@@ -297,7 +350,10 @@ def play(
                     raise RuntimeError(f"{scene.scene_id}: the roll left to a person is not waiting")
                 svc.call("POST", "/v1/console/decisions", "dealer", decision(waiting[0], scene))
                 confirmed += 1
-                played.append(Played(i, scene.scene_id, confirmed - 1, True, live.verdict, 0, 0, model))
+                why, kinds = why_left(_read_doc(svc, live.read_id))
+                played.append(
+                    Played(i, scene.scene_id, confirmed - 1, True, live.verdict, 0, 0, model, why, kinds)
+                )
                 state = _wait_refit(svc)
                 job = state["last_refit"]
                 if job is not None and job["job_id"] != last_job:
@@ -315,15 +371,20 @@ def play(
     return played, refits
 
 
-def _read_dice(svc: BenchService, read_id: str | None) -> list[dict[str, Any]]:
-    """The dice of a stored read (its document), as the reader gave them."""
+def _read_doc(svc: BenchService, read_id: str | None) -> dict[str, Any]:
+    """A stored read's document ({} where there is none)."""
     from api.db.models import Read
 
     if read_id is None:
-        return []
+        return {}
     with svc.app.state.database.read_session() as session:
         row = session.get(Read, read_id)
-        dice = row.result.get("dice") if row is not None and isinstance(row.result, dict) else None
+        return dict(row.result) if row is not None and isinstance(row.result, dict) else {}
+
+
+def _read_dice(svc: BenchService, read_id: str | None) -> list[dict[str, Any]]:
+    """The dice of a stored read (its document), as the reader gave them."""
+    dice = _read_doc(svc, read_id).get("dice")
     return [d for d in dice or [] if isinstance(d, dict) and not d.get("uncertain")]
 
 
@@ -347,6 +408,38 @@ def document(
     }
 
 
+WHY_SHOWN = 6  # the reasons drawn in the plot's third panel; the others are one bar, "other reasons"
+
+
+def _why_bars(ax: Any, marks: Sequence[dict[str, Any]], *, width: float) -> None:
+    """At each mark, the share of its window's throws left for each reason (side by side; a roll left for
+    two reasons counts in both)."""
+    totals: dict[str, int] = {}
+    for mark in marks:
+        for reason, n in mark.get("left_because", {}).items():
+            totals[reason] = totals.get(reason, 0) + n
+    shown = sorted(totals, key=lambda r: -totals[r])[:WHY_SHOWN]
+    groups = [*shown, "other reasons"] if len(totals) > len(shown) else shown
+    if not groups:
+        ax.text(0.5, 0.5, "no roll left to a person", ha="center", transform=ax.transAxes)
+        return
+    bar = width / len(groups)
+    for k, reason in enumerate(groups):
+        xs, ys = [], []
+        for mark in marks:
+            why = mark.get("left_because", {})
+            n = (
+                sum(v for r, v in why.items() if r not in shown)
+                if reason == "other reasons"
+                else why.get(reason, 0)
+            )
+            xs.append(mark["confirmed_rolls"] - width / 2 + (k + 0.5) * bar)
+            ys.append(100 * n / max(1, mark["throws"]))
+        ax.bar(xs, ys, width=bar, label=reason.replace("_", " "))
+    ax.set_ylabel("rolls left, by reason, %")
+    ax.legend(fontsize=7, ncol=2)
+
+
 def plot(doc: dict[str, Any], out: Path) -> None:
     """Share of throws left to a person and faces given wrong per 1,000 (rolling over `window` throws)
     against confirmed rolls, with the marks' 95 % intervals."""
@@ -364,7 +457,7 @@ def plot(doc: dict[str, Any], out: Path) -> None:
         xs.append(part[0]["confirmed_before"])
         left.append(100 * sum(p["left_to_person"] for p in part) / len(part))
         wrong.append(1000 * sum(p["faces_wrong"] for p in part) / given if given else float("nan"))
-    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    fig, (a, b, c) = plt.subplots(3, 1, figsize=(8, 10), sharex=True)
     a.plot(xs, left, color="tab:blue")
     b.plot(xs, wrong, color="tab:red")
     for mark in doc["at"]:
@@ -378,10 +471,13 @@ def plot(doc: dict[str, Any], out: Path) -> None:
             b.errorbar([x], [w], yerr=[[w - wlo], [whi - w]], fmt="o", color="k", capsize=4)
     a.set_ylabel(f"rolls left to a person, % (next {window})")
     b.set_ylabel(f"faces given wrong per 1,000 (next {window})")
-    b.set_xlabel("rolls confirmed by a person")
+    gaps = np.diff(sorted(m["confirmed_rolls"] for m in doc["at"]))
+    _why_bars(c, doc["at"], width=0.8 * float(gaps.min()) if gaps.size else 40.0)
+    c.set_xlabel("rolls confirmed by a person")
     a.set_title(f"the table learns from its people ({doc['path']} refit)\n{doc['scenes']}", fontsize=10)
     a.grid(alpha=0.3)
     b.grid(alpha=0.3)
+    c.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -207,6 +207,40 @@ def test_refit_path_is_the_head_without_torch_and_the_fine_tune_with_it(
     assert argv[:3] == [sys.executable, "-m", learning.FINE_TUNE_MODULE] and argv[-2:] == ["--table", "T"]
 
 
+@pytest.mark.parametrize("path", ["head", "fine_tune"])
+def test_a_refit_takes_as_many_dice_as_its_path_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: learning.RefitPath
+) -> None:
+    """The fine-tune learns from up to FINE_TUNE_MAX_DICE of the table's dice, the head's refit from
+    LEARN_MAX_DICE; the job's report names the path."""
+    assert learning.FINE_TUNE_MAX_DICE > learning.LEARN_MAX_DICE
+    asked: list[int] = []
+    real = learning.learning_examples
+
+    def spy(session: Any, *, table_id: str, evidence_dir: Path, limit: int) -> Any:
+        asked.append(limit)
+        return real(session, table_id=table_id, evidence_dir=evidence_dir, limit=limit)
+
+    monkeypatch.setattr(learning, "refit_path", lambda: path)
+    monkeypatch.setattr(learning, "learning_examples", spy)
+    with enroll_service("sqlite", tmp_path / "data") as (svc, app):
+        job_id = learning.refit(
+            database=app.state.database,
+            calibration_dir=svc.settings.calibration_dir,
+            evidence_dir=svc.settings.evidence_dir,
+            table_id="T",
+            face_model=lambda: app.state.reader.face_model,
+            webhook_urls=[],
+            confirmed=0,
+        )
+        with app.state.database.read_session() as session:
+            job = session.get(EnrollmentJob, job_id)
+            assert job is not None and job.state == "failed" and "too few" in (job.error or "").lower()
+            assert job.examples["path"] == path
+    assert asked == [learning.max_dice(path)]
+    assert asked[0] == (learning.FINE_TUNE_MAX_DICE if path == "fine_tune" else learning.LEARN_MAX_DICE)
+
+
 def test_the_fine_tune_runs_in_a_process_of_its_own_niced() -> None:
     done = learning.run_niced(
         [sys.executable, "-c", "import os; print(os.getpid(), os.nice(0))"], nice=learning.FINE_TUNE_NICE

@@ -9,7 +9,19 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lab.cli import app
-from lab.learn_bench import Played, Scene, decision, match, summary, wilson, wrong_faces
+from lab.learn_bench import (
+    Played,
+    Scene,
+    decision,
+    die_reason_kind,
+    match,
+    summary,
+    why_left,
+    wilson,
+    wrong_faces,
+)
+from vision.judge.validity import ValidityConfig, judge_die
+from vision.types import DieCandidate, FaceReading
 
 runner = CliRunner()
 BOXES = ((10.0, 10.0, 30.0, 30.0), (50.0, 10.0, 70.0, 30.0), (90.0, 10.0, 110.0, 30.0))
@@ -66,6 +78,66 @@ def test_summary_measures_the_throws_after_each_mark() -> None:
     assert (first["throws"], first["left_to_person"], first["faces_given"]) == (4, 4, 0)
     assert (at5["throws"], at5["left_to_person"], at5["faces_given"], at5["faces_wrong"]) == (4, 0, 40, 1)
     assert at5["wrong_per_1000"] == 25.0 and at5["wrong_per_1000_95"][0] < 25.0 < at5["wrong_per_1000_95"][1]
+    assert first["left_because"] == {} and at5["dice_unsure_because"] == {}
+    why = [
+        Played(i, f"s{i}", 0, True, "no_decision", 0, 0, "m", ("face_uncertain",), ("peer_unsure",) * i)
+        for i in range(3)
+    ]
+    (mark,) = summary(why, at_confirmed=[0], window=3)
+    assert mark["left_because"] == {"face_uncertain": 3} and mark["dice_unsure_because"] == {"peer_unsure": 3}
+
+
+def test_each_reason_the_judge_gives_an_uncertain_die_has_its_kind() -> None:
+    """The kinds are read from the judge's own words: a change of wording fails here, not silently as
+    "other" in a report."""
+    box = DieCandidate((0.0, 0.0, 40.0, 40.0), ((0.0, 0.0), (40.0, 0.0), (40.0, 40.0), (0.0, 40.0)), 0.9)
+    unsure = (0.5, 0.3, 0.05, 0.05, 0.05, 0.05)
+    sure_3 = (0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    every = ValidityConfig(require_turns_agree=True, require_pip_agree=False)
+    cases = [
+        (FaceReading(unsure, None), every, {}, "face_unsure"),
+        (FaceReading(unsure, 4), every, {}, "pip_count_veto"),
+        (FaceReading(sure_3, None, turns_agree=False), every, {}, "turns_disagree"),
+        (FaceReading(sure_3, 5), ValidityConfig(require_pip_agree=True, classical_veto=False), {}, None),
+        (FaceReading(sure_3, None), every, {"whole_die": False}, "not_whole_die"),
+        (FaceReading(sure_3, None), every, {"overlap": 0.9}, "boxes_overlap"),
+        (FaceReading(sure_3, None, peer_face=2, peer_confidence=0.99), every, {}, "peer_disagrees"),
+        (FaceReading(sure_3, None, peer_face=3, peer_confidence=0.5), every, {}, "peer_unsure"),
+    ]
+    for reading, config, extra, kind in cases:
+        die = judge_die(box, reading, config=config, **extra)
+        assert die.uncertain and die.reasons
+        kinds = {die_reason_kind(r) for r in die.reasons}
+        assert "other" not in kinds and (kind is None or kind in kinds), (die.reasons, kinds)
+    pip = judge_die(
+        box, FaceReading(sure_3, 5), config=ValidityConfig(require_pip_agree=True, classical_veto=False)
+    )
+    assert {die_reason_kind(r) for r in pip.reasons} == {"pip_count_disagrees"}
+    assert die_reason_kind("a reason no judge gives") == "other"
+    for module in ("decide", "rest_frames"):  # the words the judge's later stages add to a die's reasons
+        words = (Path(__file__).parents[3] / "vision" / "judge" / f"{module}.py").read_text()
+        adds = {"decide": "more than one side resting", "rest_frames": "the frames of the rest disagree"}
+        assert adds[module] in words and die_reason_kind(adds[module] + " ...") != "other"
+
+
+def test_why_a_roll_was_left_reads_its_findings_and_its_unsure_dice() -> None:
+    doc = {
+        "findings": [
+            {"reason": "face_uncertain"},
+            {"reason": "count_mismatch"},
+            {"reason": "face_uncertain"},
+        ],
+        "dice": [
+            {"uncertain": False, "reasons": []},
+            {
+                "uncertain": True,
+                "reasons": ["low confidence 0.52 < 0.99 (reads 4)", "another box covers 60% of"],
+            },
+            {"uncertain": True, "reasons": []},
+        ],
+    }
+    assert why_left(doc) == (("count_mismatch", "face_uncertain"), ("boxes_overlap", "face_unsure", "other"))
+    assert why_left({}) == ((), ())
 
 
 def test_a_few_rolls_through_the_live_loop_with_the_scripted_person(tmp_path: Path) -> None:
@@ -87,6 +159,7 @@ def test_a_few_rolls_through_the_live_loop_with_the_scripted_person(tmp_path: Pa
     assert doc["at"][0]["confirmed_rolls"] == 0 and doc["at"][0]["throws"] == min(3, doc["throws"])
     for p in doc["played"]:
         assert p["model"].startswith("pips_facenet") and p["faces_wrong"] <= p["faces_given"] <= 10
+        assert bool(p["reasons"]) == p["left_to_person"]  # a roll left says why; one decided has no reason
     for refit in doc["refits"]:  # every 10 confirmed dice, one ends, stored or saying why not
         assert refit["state"] in ("done", "failed") and refit["line"]
         assert refit["state"] == "done" or refit["error"]
