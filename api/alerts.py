@@ -40,6 +40,7 @@ LiveAlertKind = Literal[
     "roll_not_posted",
     "read_failed",
     "reader_unavailable",
+    "enrollment_unusable",
     "live_loop_stopped",
     "round_not_ready",
 ]

@@ -39,6 +39,7 @@ from api.db.models import GameTable
 from api.db.session import Database
 from api.demo_table import DEMO_ROUNDS, DEMO_SOURCE, DEMO_TABLE, DemoCroupier, PacedDemoGrabber, clip_geometry
 from api.live import LiveConfig, LiveLoop, LiveRead, LiveRecorder, StoredRead
+from api.live_reader import TableReader
 from api.metrics import Metrics
 from api.read_records import live_read_details, record_read
 from api.rules_door import LocalRules, RulesClient, RulesDoor
@@ -403,6 +404,15 @@ class LiveService:
         rules = self._rules_door(table_id)
         expected = 10 if game == "hrd10" else 6
         on_read = self._count_read
+        shipped = reader
+        reader = TableReader(  # through the table's refit or enrollment, followed as the table learns
+            shipped,
+            calibration_dir=self.settings.calibration_dir,
+            table_id=table_id,
+            on_unusable=lambda message: recorder.alert(
+                table_id=table_id, kind="enrollment_unusable", message=message, data={}
+            ),
+        )
         if source == DEMO_SOURCE:
             dealer = httpx.Client(
                 base_url=self.settings.self_url.rstrip("/"),
@@ -429,7 +439,7 @@ class LiveService:
 
             calibration = load_table(self.settings.calibration_dir, calibration_id)
             geometry = TableGeometry.from_calibration(calibration)
-            if stale := stale_marks_message(calibration, getattr(reader, "models", {}).get("detector")):
+            if stale := stale_marks_message(calibration, getattr(shipped, "models", {}).get("detector")):
                 recorder.alert(
                     table_id=table_id,
                     kind="calibration_stale",

@@ -9,8 +9,8 @@ truth: each die of the read matched to the true die under it gets its true face,
 out, a die the camera missed is added with its true box and face. Those decisions are the table's
 confirmed rolls, and the service refits the table every `learn_every_dice` confirmed dice as it would at a
 casino (`api.learning`); the bench waits for a refit to end before the next throw, so the run is the same
-every time. A throw is read with the table's stored refit, as the service's reads are
-(`Reader.enrolled`).
+every time. A throw is read with the table's stored refit, as the service's live loop reads it
+(`api.live_reader.TableReader`).
 
 Per throw it keeps whether a person was needed, and, for a roll the reader decided alone, how many faces it
 gave and how many of them were wrong (matched to the truth by box). `summary` gives, at each count of
@@ -297,11 +297,11 @@ def play(
     import cv2
 
     from api.live import LiveConfig, LiveLoop
+    from api.live_reader import TableReader
     from api.live_service import DatabaseRecorder
     from api.metrics import Metrics
     from api.rules_door import RulesClient
     from vision.capture import CapturedFrame
-    from vision.pips.enrolled import load_enrollment
     from vision.reader import Reader
     from vision.settle import AtRest, SettleDetector
 
@@ -313,11 +313,13 @@ def play(
         svc.call("PUT", f"/v1/tables/{TABLE}/learning", "admin", {"learn_every_dice": every_dice})
         shipped = Reader(threads=1)
         svc.app.state.reader = shipped  # the service's refits fit the same face model the loop reads with
+        # the table's reader as the service's live loop has it: through its stored refit, followed
+        table_reader = TableReader(shipped, calibration_dir=svc.settings.calibration_dir, table_id=TABLE)
         loop = LiveLoop(
             config=LiveConfig(table_id=TABLE, expected_dice=10),
             items=[],
             detector=SettleDetector(),
-            reader=shipped,
+            reader=table_reader,
             rules=RulesClient(base_url=svc.base, key=svc.keys["reader"]),
             recorder=DatabaseRecorder(svc.app.state.database, svc.settings, Metrics(), actor="reader:learn"),
         )
@@ -327,8 +329,6 @@ def play(
                 reached = i if reached is None else reached
                 if i - reached >= tail:
                     break
-            enrollment = load_enrollment(svc.settings.calibration_dir, TABLE)
-            loop.reader = shipped if enrollment is None else shipped.enrolled(enrollment)
             _ready_round(svc, scene)
             picture = cv2.imread(str(scene.image), cv2.IMREAD_COLOR)
             captured = CapturedFrame(
@@ -343,7 +343,7 @@ def play(
             live = loop.handle_throw(
                 AtRest(captured, throw_index=i + 1, moving_since_s=0.0, still_since_s=0.5)
             )
-            model = str(loop.reader.models["pips"])
+            model = str(table_reader.models["pips"])
             if live.verdict == "no_decision":
                 waiting = svc.call("GET", f"/v1/console/waiting?table_id={TABLE}", "dealer")
                 if not waiting or waiting[0]["roll_id"] != live.roll_id:

@@ -1,0 +1,101 @@
+"""A live table's reader: the service's reader through the table's enrollment, followed as the table learns.
+
+A table's refit (api/learning.py) or enrollment (api/enrollment.py) is stored as its enrollment record beside
+its calibration (`vision.pips.enrolled.enrollment_path`, replaced whole by `os.replace`, or deleted by a roll
+back to the shipped model). `POST /v1/reads` loads it on every request; a live loop reads many frames a
+second, so `TableReader` looks at the record's file (its inode, size and modification time, one `stat`)
+before each read and loads it again only when it changed: the next throw after a refit is stored is read with
+it, and a roll back takes effect the same way, without restarting the loop.
+
+A record that cannot be used (damaged, edited, its fine-tuned file missing, fitted on another face model)
+makes the table read with the shipped models, as a table with no enrollment does, and raises one
+`enrollment_unusable` alert naming why (once per state of the file; the dashboard's table faults name it too,
+`api.table_faults.enrollment_fault`). The shipped reader, with its second opinions, is the reader every table
+starts with; reads name the models they used (`models["pips"]`), so the evidence says which it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vision.table.geometry import TableGeometry
+from vision.types import Frame, Roll
+
+log = logging.getLogger("throwbox.live")
+
+FileState = tuple[int, int, int] | None  # (inode, size, mtime ns) of the record; None: no record
+
+
+class TableReader:
+    """The live loop's reader of one table (`api.live.RollReader`): `shipped` through the table's enrollment
+    record in `calibration_dir` where it has one, loaded again whenever the record's file changes.
+
+    `on_unusable(message)` is called once each time the record changes into one that cannot be used."""
+
+    def __init__(
+        self,
+        shipped: Any,
+        *,
+        calibration_dir: Path,
+        table_id: str,
+        on_unusable: Callable[[str], None] | None = None,
+    ) -> None:
+        from vision.pips.enrolled import enrollment_path
+
+        self.shipped = shipped
+        self.table_id = table_id
+        self.calibration_dir = calibration_dir
+        self.path = enrollment_path(calibration_dir, table_id)
+        self.on_unusable = on_unusable
+        self._state: FileState | object = object()  # never a file's state: the first read loads
+        self._reader: Any = shipped
+        self.problem: str | None = None  # why the table's record is not used (None: it is, or there is none)
+
+    def _file_state(self) -> FileState:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def current(self) -> Any:
+        """The reader for the next read (the record loaded again if its file changed)."""
+        state = self._file_state()
+        if state == self._state:
+            return self._reader
+        self._state = state
+        self._reader, self.problem = self.shipped, None
+        if state is None:
+            return self._reader
+        from vision.pips.enrolled import EnrollmentError, load_enrollment
+
+        try:
+            enrollment = load_enrollment(self.calibration_dir, self.table_id)
+            if enrollment is not None:
+                self._reader = self.shipped.enrolled(enrollment)
+                log.info("table %s: reading with %s", self.table_id, self._reader.models.get("pips"))
+        except (EnrollmentError, OSError, ValueError) as exc:
+            self.problem = (
+                f"the table's enrollment cannot be used ({exc}): it reads with the shipped models "
+                "until the enrollment is fitted again or removed"
+            )
+            log.warning("table %s: %s", self.table_id, self.problem)
+            if self.on_unusable is not None:
+                self.on_unusable(self.problem)
+        return self._reader
+
+    @property
+    def models(self) -> dict[str, str]:
+        """The models the next read uses (names the table's refit where it reads through one)."""
+        return dict(self.current().models)
+
+    def read(
+        self, frame: Frame, *, expected_dice: int | None = None, geometry: TableGeometry | None = None
+    ) -> Roll:
+        """Read the frame with the table's current reader."""
+        roll: Roll = self.current().read(frame, expected_dice=expected_dice, geometry=geometry)
+        return roll
