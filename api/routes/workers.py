@@ -2,6 +2,9 @@
 
 - `GET /v1/tables/{id}/live-config` (worker, admin): the table's game, dice, camera, calibration and
   enrollment, as the in-process loop loads them, and the lease TTL.
+- `GET /v1/tables/{id}/enrollment/model` (worker, admin): the fine-tuned face model the table's enrollment
+  record names (a refit by the table's fine-tune), its SHA-256 in `X-Throwbox-Sha256`, so a worker reads
+  the table as the service does (api/worker/enrollment.py).
 - `POST /v1/tables/{id}/lease` (worker, admin): take, renew (the heartbeat) or take over the table's lease
   (api/leases.py); 409 while another worker holds it. `DELETE` releases it (no `worker_lost` then).
 - `PUT /v1/reads/{read_id}` (worker): record a read the worker made, its evidence frame uploaded first
@@ -13,6 +16,7 @@ Rolls, evidence and alerts go through their usual routes (`X-Throwbox-Lease-Epoc
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Annotated, Any
 
@@ -116,6 +120,52 @@ def live_config(
         calibration=calibration,
         enrollment=enrollment,
         lease_ttl_s=settings.lease_ttl_s,
+    )
+
+
+@router.get(
+    "/v1/tables/{table_id}/enrollment/model",
+    response_class=Response,
+    responses={
+        200: {"content": {"application/octet-stream": {}}, "description": "The fine-tuned ONNX file."},
+        **errors(404, (409, "The table's enrollment record or its fine-tuned file is damaged or missing.")),
+    },
+)
+def enrollment_model(table_id: str, _: WorkerOrAdmin, settings: SettingsDep) -> Response:
+    """The fine-tuned face model the table's enrollment record names, checked against the record's SHA-256
+    (worker, admin); 404 where the table has no record or its record corrects the head only."""
+    from calibration.errors import InvalidTableIdError
+    from vision.pips.enrolled import EnrollmentError, load_enrollment
+
+    try:
+        enrollment = load_enrollment(settings.calibration_dir, table_id)
+    except InvalidTableIdError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}") from exc
+    except EnrollmentError as exc:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, detail=f"table {table_id!r}: its enrollment: {exc}"
+        ) from exc
+    if enrollment is None or enrollment.model_file is None:
+        what = "no enrollment" if enrollment is None else "an enrollment of the head, no fine-tuned model"
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"table {table_id!r} has {what}")
+    try:
+        data = (settings.calibration_dir / enrollment.model_file).read_bytes()
+    except OSError as exc:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            detail=f"table {table_id!r}: its fine-tuned model {enrollment.model_file}: {exc.strerror or exc}",
+        ) from exc
+    sha256 = hashlib.sha256(data).hexdigest()
+    if sha256 != enrollment.model_file_sha256:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            detail=f"table {table_id!r}: its fine-tuned model {enrollment.model_file} is not the file its "
+            "record names (SHA-256 differs)",
+        )
+    return Response(
+        data,
+        media_type="application/octet-stream",
+        headers={"X-Throwbox-Sha256": sha256, "X-Throwbox-Model-File": enrollment.model_file},
     )
 
 

@@ -5,7 +5,9 @@ table's lease at the service (docs/floor.md, WORKER_CONTRACT.md):
 
     per table (`TableRunner`, a thread): take the lease (about once a second until it is free) -> fetch the
     table's live-config (game, camera, calibration, enrollment, lease TTL) -> run the loop -> renew the
-    lease every TTL/3 -> stop the loop at once when a renewal is refused (409: another worker holds it)
+    lease every TTL/3 -> stop the loop at once when a renewal is refused (409: another worker holds it);
+    the table's enrollment record (and its fine-tuned file) copied at the start and again when the service's
+    changes (every `enrollment.POLL_S`), the loop reading through the copy (`api.live_reader.TableReader`)
 
 Everything the loops send (evidence frames, reads, rolls, alerts, and the demo croupier's steps) goes
 through one `Outbox`: sent at once while the service answers and nothing of that table waits in the spool;
@@ -33,6 +35,7 @@ The modules, one job each::
     outbox      send now or spool and replay in order (`Outbox`)
     remote      the live loop's doors to the service (`WorkerRules`, `RemoteRecorder`)
     runner      one table: lease, live-config, loop, renewal (`TableRunner`)
+    enrollment  the worker's copy of a table's enrollment record and fine-tuned file (`EnrollmentCopy`)
     worker      the process: its runners, outbox, reader and health document (`Worker`)
     health      `GET /healthz` (`serve_health`)
 """

@@ -127,6 +127,8 @@ class TableRunner:
                         self._stop.wait(LOOP_RESTART_S)
                         continue
                     self._renew()
+                    if self.lease.held and not self._draining:
+                        self.worker.refresh_enrollment(self.table_id)  # a refit stored at the service
                 elif self._draining or not self._take():
                     self._stop.wait(LEASE_RETRY_S)
             except Exception:  # the table's thread must not die: log, wait, go on

@@ -74,6 +74,7 @@ class Worker:
         self.demo_clips_dir = demo_clips_dir
         self.started_at = now_iso()
         self.taking = threading.Lock()
+        self.enrollments: dict[str, Any] = {}  # table -> its EnrollmentCopy, once its loop was built
         self.runners = {t: TableRunner(self, t) for t in dict.fromkeys(tables)}
 
     def _holds(self, table_id: str, epoch: int | None) -> bool:
@@ -180,18 +181,36 @@ class Worker:
         )
 
     def _reader_for(self, table_id: str, enrollment: Any) -> Any:
-        """The reader, through the table's enrollment when it has one (written to the spool folder and
-        loaded, checksum checked, as the service loads its own)."""
-        if not enrollment:
-            return self.reader
-        from vision.pips.enrolled import enrollment_path, load_enrollment
+        """The table's reader: this worker's reader through the table's enrollment record, copied into the
+        spool folder with its fine-tuned file and followed as the table learns (`refresh_enrollment`;
+        api/worker/enrollment.py, api/live_reader.py). A record that cannot be copied or used: the shipped
+        models, and an `enrollment_unusable` alert saying why."""
+        from api.live_reader import TableReader
+        from api.worker.enrollment import EnrollmentCopy, EnrollmentCopyError
 
-        folder = self.spool.folder / "tables"
-        path = enrollment_path(folder, table_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(enrollment), encoding="utf-8")
-        loaded = load_enrollment(folder, table_id)
-        return self.reader if loaded is None else self.reader.enrolled(loaded)
+        def unusable(message: str) -> None:
+            self.recorder.alert(
+                table_id=table_id,
+                kind="enrollment_unusable",
+                message=f"worker {self.worker_id}: {message}",
+                data={"worker_id": self.worker_id},
+            )
+
+        copy = EnrollmentCopy(self.control, self.spool.folder / "tables", table_id)
+        try:
+            copy.apply(enrollment or None)
+        except EnrollmentCopyError as exc:
+            copy.path.unlink(missing_ok=True)  # not what the service has: the shipped models until it is
+            copy.problem = str(exc)
+            unusable(f"the table's enrollment could not be copied ({exc}): it reads with the shipped models")
+        self.enrollments[table_id] = copy
+        return TableReader(self.reader, calibration_dir=copy.folder, table_id=table_id, on_unusable=unusable)
+
+    def refresh_enrollment(self, table_id: str) -> bool:
+        """Copy the table's enrollment record again if the service's changed (at most every `POLL_S`; from
+        the table's lease thread); whether it changed."""
+        copy = self.enrollments.get(table_id)
+        return copy is not None and copy.refresh()
 
     def _geometry(self, table_id: str, calibration: Any, reader: Any) -> tuple[Any, str | None]:
         """The table's geometry and calibration id from its calibration document (None: uncalibrated)."""

@@ -70,6 +70,7 @@ MATRIX: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("GET", "/v1/reads/x/frame", None, VIEWERS),
     ("POST", "/v1/settle", {"game": "hrd6", "wagers": [], "rolls": [[1, 2, 3, 4, 5, 6]]}, NOT_WORKER),
     ("GET", "/v1/tables/T/live-config", None, (W, A)),
+    ("GET", "/v1/tables/T/enrollment/model", None, (W, A)),
     ("POST", "/v1/tables/T/lease", {"worker_id": "w-roles"}, (W, A)),
     ("DELETE", "/v1/tables/T/lease?worker_id=w-roles", None, (W, A)),
     ("PUT", "/v1/reads/x", {"table_id": "T", "document": {"verdict": "void", "faces": []}}, (W,)),
