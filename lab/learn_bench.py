@@ -203,6 +203,9 @@ def summary(played: Sequence[Played], *, at_confirmed: Sequence[int], window: in
                 "wrong_per_1000": round(1000 * wrong / given, 2) if given else None,
                 "wrong_per_1000_95": [round(1000 * wlo, 2), round(1000 * whi, 2)],
                 "models": sorted({p.model for p in part}),
+                # every scene is a valid throw: one the reader called invalid or void is a wrong call (not
+                # left to a person, no face given), counted apart
+                "called_invalid_or_void": sum(p.verdict in ("invalid", "void") for p in part),
                 # rolls left, by each reason found in them (a roll may have several), and uncertain dice by
                 # the kind of their reasons
                 "left_because": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),

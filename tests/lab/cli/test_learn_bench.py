@@ -79,6 +79,9 @@ def test_summary_measures_the_throws_after_each_mark() -> None:
     assert (at5["throws"], at5["left_to_person"], at5["faces_given"], at5["faces_wrong"]) == (4, 0, 40, 1)
     assert at5["wrong_per_1000"] == 25.0 and at5["wrong_per_1000_95"][0] < 25.0 < at5["wrong_per_1000_95"][1]
     assert first["left_because"] == {} and at5["dice_unsure_because"] == {}
+    assert first["called_invalid_or_void"] == 0
+    void = [Played(i, f"s{i}", 0, False, v, 0, 0, "m") for i, v in enumerate(("void", "invalid", "valid"))]
+    assert summary(void, at_confirmed=[0], window=3)[0]["called_invalid_or_void"] == 2
     why = [
         Played(i, f"s{i}", 0, True, "no_decision", 0, 0, "m", ("face_uncertain",), ("peer_unsure",) * i)
         for i in range(3)
