@@ -64,21 +64,27 @@ def intrinsics_path(data_dir: Path, table_id: str) -> Path:
     return data_dir / f"{check_table_id(table_id)}.intrinsics.json"
 
 
+def write_whole(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write `data` to `path` atomically (a temporary file beside it, then `os.replace`): a reader never sees
+    half a file. `mode`: mkstemp makes 0600; 0644 lets the service (same host, maybe another user) read it.
+    The one writer of the stored calibration, enrollment and a worker's copies of them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _write(path: Path, fmt: str, body: dict[str, Any]) -> str:
     text = canonical_json(body)
     checksum = hashlib.sha256(text.encode()).hexdigest()
     doc = {"format": fmt, "version": FORMAT_VERSION, "checksum": f"sha256:{checksum}", "body": body}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the service (same host, maybe another user) reads it
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=True, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_whole(path, (json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n").encode("utf-8"))
     return checksum
 
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from calibration.store import write_whole
 
 log = logging.getLogger("throwbox.worker")
 
@@ -35,18 +35,6 @@ POLL_S = 30.0  # how often a worker asks whether a table's record changed (a ref
 
 class EnrollmentCopyError(Exception):
     """The table's record or its fine-tuned file could not be copied (the copy keeps what it had)."""
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _sha256_of(path: Path) -> str | None:
@@ -96,7 +84,7 @@ class EnrollmentCopy:
                 raise EnrollmentCopyError(f"the record names {model_file!r}, not a file name and SHA-256")
             if _sha256_of(self.folder / model_file) != sha256:
                 self._fetch_model(model_file, str(sha256))
-        _write_whole(self.path, json.dumps(document).encode("utf-8"))
+        write_whole(self.path, json.dumps(document).encode("utf-8"), mode=0o600)
         log.info("table %s: its enrollment record %s copied", self.table_id, document.get("checksum"))
         return True
 
@@ -113,7 +101,7 @@ class EnrollmentCopy:
             raise EnrollmentCopyError(
                 f"its fine-tuned model came with SHA-256 {got[:12]}..., the record names {sha256[:12]}..."
             )
-        _write_whole(self.folder / model_file, response.content)
+        write_whole(self.folder / model_file, response.content, mode=0o600)  # its own copy
 
     def refresh(self, *, now: float | None = None, force: bool = False) -> bool:
         """At most every `poll_s` (or now, `force`): the service's record again from the live-config, applied;

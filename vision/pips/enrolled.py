@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration.store import check_table_id
+from calibration.store import check_table_id, write_whole
 from calibration.table import canonical_json
 from vision.onnx_session import DEFAULT_PROVIDERS, ModelError, ModelSpec, OnnxModel
 
@@ -109,17 +107,7 @@ def save_enrollment(enrollment: Enrollment, data_dir: Path) -> Enrollment:
         "body": body,
     }
     path = enrollment_path(data_dir, enrollment.table_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, sort_keys=True, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_whole(path, (json.dumps(doc, sort_keys=True, allow_nan=False) + "\n").encode("utf-8"))
     saved = load_enrollment(data_dir, enrollment.table_id)
     if saved is None:  # pragma: no cover - written just above
         raise EnrollmentError(f"{path}: not found after writing it")
