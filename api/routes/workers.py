@@ -131,12 +131,17 @@ def live_config(
         **errors(404, (409, "The table's enrollment record or its fine-tuned file is damaged or missing.")),
     },
 )
-def enrollment_model(table_id: str, _: WorkerOrAdmin, settings: SettingsDep) -> Response:
+def enrollment_model(
+    table_id: str, _: WorkerOrAdmin, database: DatabaseDep, settings: SettingsDep
+) -> Response:
     """The fine-tuned face model the table's enrollment record names, checked against the record's SHA-256
-    (worker, admin); 404 where the table has no record or its record corrects the head only."""
+    (worker, admin); 404 where there is no such table, or it has no record or one of the head only."""
     from calibration.errors import InvalidTableIdError
     from vision.pips.enrolled import EnrollmentError, load_enrollment
 
+    with database.read_session() as session:
+        if session.get(GameTable, table_id) is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no table {table_id!r}")
     try:
         enrollment = load_enrollment(settings.calibration_dir, table_id)
     except InvalidTableIdError as exc:

@@ -52,6 +52,7 @@ def test_the_tables_fine_tuned_file_is_served_to_workers_checked(table: Service)
     svc, folder = table, table.settings.calibration_dir
     path = "/v1/tables/W/enrollment/model"
     assert "no enrollment" in svc.ok("GET", path, "worker", 404)["detail"]
+    assert svc.ok("GET", "/v1/tables/nosuch/enrollment/model", "worker", 404)["detail"] == "no table 'nosuch'"
     store(folder, model=None)
     assert "no fine-tuned model" in svc.ok("GET", path, "worker", 404)["detail"]
     tuned = store(folder, model=b"onnx bytes of the table's fine-tune")
