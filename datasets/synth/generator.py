@@ -120,6 +120,10 @@ class GeneratorConfig:
     # of training (issue 47's enrollment figure); None: styles drawn as before. The styles are still drawn,
     # so a set made with it shows the same throws, cameras and light as the same seed made without it.
     die_style: str | None = None
+    # One felt for every scene (a name of `SceneRenderer.felt_names(style)`): a table has one felt, as it
+    # has one set of dice (issue 56's one-table learn-bench). None: a felt drawn per scene, as before; it is
+    # still drawn, so the same seed gives the same throws, cameras and light with or without it.
+    felt: str | None = None
 
     def __post_init__(self) -> None:
         if self.style not in STYLES:
@@ -140,6 +144,12 @@ class GeneratorConfig:
             if self.die_style not in {s.name for s in palette}:
                 names = ", ".join(s.name for s in palette)
                 raise ConfigError(f"no {self.style} dice style named {self.die_style!r}; known: {names}")
+        if self.felt is not None:
+            from datasets.synth.render import SceneRenderer
+
+            felts = SceneRenderer.felt_names(self.style)
+            if self.felt not in felts:
+                raise ConfigError(f"no {self.style} felt named {self.felt!r}; known: {', '.join(felts)}")
         if self.loaded_die is not None:
             die, face, bias = self.loaded_die
             if not 0 <= die < self.n_dice or face not in range(1, 7) or not -1 / 6 <= bias <= 5 / 6:
@@ -236,12 +246,13 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
         rng, cfg.layout, width_px=w, height_px=h, oblique=bool(rng.random() < cfg.oblique_fraction)
     )
     if cfg.style == "wide":
-        return _draw_wide_look(outcome, rng, camera, die_style=cfg.die_style)
+        return _draw_wide_look(outcome, rng, camera, die_style=cfg.die_style, felt=cfg.felt)
     styles = sample_die_styles(rng, len(outcome.result.poses))
     if cfg.die_style is not None:
         styles = (cfg.die_style,) * len(styles)
     felts = SceneRenderer.felt_names()
-    look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
+    drawn_felt = felts[int(rng.integers(len(felts)))]
+    look = SceneLook(die_styles=styles, felt=cfg.felt or drawn_felt)
     lighting = sample_lighting(rng)
     chips = tuple(
         ChipStack(c.x_mm, c.y_mm, c.n_chips, CHIP_COLOURS[int(rng.integers(len(CHIP_COLOURS)))])
@@ -251,15 +262,21 @@ def draw_look(cfg: GeneratorConfig, outcome: ScenarioOutcome, rng: np.random.Gen
 
 
 def _draw_wide_look(
-    outcome: ScenarioOutcome, rng: np.random.Generator, camera: Camera, *, die_style: str | None = None
+    outcome: ScenarioOutcome,
+    rng: np.random.Generator,
+    camera: Camera,
+    *,
+    die_style: str | None = None,
+    felt: str | None = None,
 ) -> SceneLookDraw:
     """The wide style's look after the camera (drawn as the usual style draws it; `die_style` for every die
-    in place of the styles drawn, which are drawn all the same)."""
+    and `felt` in place of those drawn, which are drawn all the same)."""
     styles = sample_wide_die_styles(rng, len(outcome.result.poses))
     if die_style is not None:
         styles = (die_style,) * len(styles)
     felts = SceneRenderer.felt_names("wide")
-    look = SceneLook(die_styles=styles, felt=felts[int(rng.integers(len(felts)))])
+    drawn_felt = felts[int(rng.integers(len(felts)))]
+    look = SceneLook(die_styles=styles, felt=felt or drawn_felt)
     lighting, kelvin, kind = sample_wide_lighting(rng)
     chips = tuple(
         ChipStack(c.x_mm, c.y_mm, c.n_chips, sample_wide_chip_colour(rng)) for c in outcome.world.chips

@@ -118,6 +118,7 @@ def refuse_other_dataset(out: Path, cfg: GeneratorConfig) -> None:
         "loaded_die": None if cfg.loaded_die is None else list(cfg.loaded_die),
         "style": cfg.style,
         "die_style": cfg.die_style,
+        "felt": cfg.felt,
     }
     defaults: dict[str, object] = {"see_through": 0.0, "style": "usual"}
     for key, value in mine.items():
@@ -177,6 +178,7 @@ def generate_dataset(
         **({"loaded_die": list(cfg.loaded_die)} if cfg.loaded_die is not None else {}),
         **({"style": cfg.style} if cfg.style != "usual" else {}),
         **({"die_style": cfg.die_style} if cfg.die_style is not None else {}),
+        **({"felt": cfg.felt} if cfg.felt is not None else {}),
         **(extra_manifest or {}),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

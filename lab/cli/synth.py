@@ -106,6 +106,12 @@ def synth(
         help="Every die in this dice style (datasets/synth/textures.py DIE_STYLES, e.g. casino-blue); "
         "the same seed gives the same throws, cameras and light with or without it.",
     ),
+    felt: str | None = typer.Option(
+        None,
+        "--felt",
+        help="Every scene on this felt (a table has one; the style's felts are named in the error of a "
+        "wrong name); the same seed gives the same throws, cameras and light with or without it.",
+    ),
 ) -> None:
     """Generate synthetic throw-box scenes with exact ground truth."""
     from datasets.synth.generator import (
@@ -128,6 +134,7 @@ def synth(
             loaded_die=parse_loaded_die(loaded_die) if loaded_die else None,
             style=style,
             die_style=die_style,
+            felt=felt,
         )
     except ConfigError as exc:
         raise typer.BadParameter(str(exc)) from exc
