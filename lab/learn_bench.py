@@ -58,8 +58,9 @@ class Played:
     faces_given: int  # by the reader alone (0 when it left the roll to a person)
     faces_wrong: int
     model: str  # the face model it was read with (names the table's refit)
-    # Why the reader left it (its findings' reason codes, e.g. face_uncertain, count_mismatch), and the kinds
-    # of its uncertain dice's reasons (`die_reason_kind`); empty for a roll it decided.
+    # Why the reader left it, or called the valid throw invalid or void (its findings' reason codes, e.g.
+    # face_uncertain, count_mismatch, die_off_table), and the kinds of its uncertain dice's reasons
+    # (`die_reason_kind`); empty for a roll it read valid.
     reasons: tuple[str, ...] = ()
     die_reasons: tuple[str, ...] = ()
 
@@ -186,10 +187,12 @@ def summary(played: Sequence[Played], *, at_confirmed: Sequence[int], window: in
         wlo, whi = wilson(wrong, given)
         reasons: dict[str, int] = {}
         die_reasons: dict[str, int] = {}
+        called_because: dict[str, int] = {}
         for p in part:
             for r in p.reasons:
-                reasons[r] = reasons.get(r, 0) + 1
-            for r in p.die_reasons:
+                into = reasons if p.left_to_person else called_because
+                into[r] = into.get(r, 0) + 1
+            for r in p.die_reasons if p.left_to_person else ():
                 die_reasons[r] = die_reasons.get(r, 0) + 1
         out.append(
             {
@@ -210,6 +213,8 @@ def summary(played: Sequence[Played], *, at_confirmed: Sequence[int], window: in
                 # the kind of their reasons
                 "left_because": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
                 "dice_unsure_because": dict(sorted(die_reasons.items(), key=lambda kv: -kv[1])),
+                # the valid throws called invalid or void, by each reason of the call
+                "called_because": dict(sorted(called_because.items(), key=lambda kv: -kv[1])),
             }
         )
     return out
@@ -367,7 +372,11 @@ def play(
                 continue
             read_dice = _read_dice(svc, live.read_id)
             given, wrong = wrong_faces(read_dice, scene) if live.verdict == "valid" else (0, 0)
-            played.append(Played(i, scene.scene_id, confirmed, False, live.verdict, given, wrong, model))
+            # a valid throw called invalid or void is a wrong call: why is kept as for a roll left
+            why, kinds = why_left(_read_doc(svc, live.read_id)) if live.verdict != "valid" else ((), ())
+            played.append(
+                Played(i, scene.scene_id, confirmed, False, live.verdict, given, wrong, model, why, kinds)
+            )
         loop.rules.close()
     finally:
         svc.close()

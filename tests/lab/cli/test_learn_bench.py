@@ -80,8 +80,15 @@ def test_summary_measures_the_throws_after_each_mark() -> None:
     assert at5["wrong_per_1000"] == 25.0 and at5["wrong_per_1000_95"][0] < 25.0 < at5["wrong_per_1000_95"][1]
     assert first["left_because"] == {} and at5["dice_unsure_because"] == {}
     assert first["called_invalid_or_void"] == 0
-    void = [Played(i, f"s{i}", 0, False, v, 0, 0, "m") for i, v in enumerate(("void", "invalid", "valid"))]
-    assert summary(void, at_confirmed=[0], window=3)[0]["called_invalid_or_void"] == 2
+    void = [
+        Played(i, f"s{i}", 0, False, v, 0, 0, "m", why)
+        for i, (v, why) in enumerate(
+            (("void", ("cocked_multi_side",)), ("invalid", ("die_off_table",)), ("valid", ()))
+        )
+    ]
+    (called,) = summary(void, at_confirmed=[0], window=3)
+    assert called["called_invalid_or_void"] == 2 and called["left_because"] == {}  # a wrong call, not left
+    assert called["called_because"] == {"cocked_multi_side": 1, "die_off_table": 1}
     why = [
         Played(i, f"s{i}", 0, True, "no_decision", 0, 0, "m", ("face_uncertain",), ("peer_unsure",) * i)
         for i in range(3)
