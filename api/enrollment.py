@@ -105,6 +105,21 @@ def submitted_read_id(session: Session, roll: Roll) -> str | None:
     return None
 
 
+def plain_frame(session: Session, evidence_dir: Path, read: Read | None) -> Any:
+    """The read's plain frame (the camera's, nothing drawn on it: `api.read_records.FRAME_KEY`), decoded.
+    An `EvidenceError` where the read kept none: its evidence frame has the reader's boxes and words drawn
+    over the dice, and a table that learned from those crops would learn the drawing (reads stored before
+    2026-12-08 kept only that one)."""
+    from api.read_records import FRAME_KEY
+
+    sha256 = read.result.get(FRAME_KEY) if read is not None and isinstance(read.result, dict) else None
+    if not isinstance(sha256, str):
+        raise EvidenceError(
+            "no plain frame: the read kept only its annotated evidence frame, not fit to learn from"
+        )
+    return _frame(session, evidence_dir, sha256)
+
+
 def _frame(session: Session, evidence_dir: Path, sha256: str) -> Any:
     import cv2
     import numpy as np
@@ -168,12 +183,8 @@ def confirmed_examples(
         if assignment.roll_skipped is not None:
             skip(assignment.roll_skipped)
             continue
-        sha256 = roll.evidence_sha256 or read.evidence_sha256
-        if sha256 is None:
-            skip("no evidence frame")
-            continue
         try:
-            image = _frame(session, evidence_dir, sha256)
+            image = plain_frame(session, evidence_dir, read)
         except EvidenceError as exc:
             skip(str(exc))
             continue

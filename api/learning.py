@@ -2,9 +2,10 @@
 
 - **Labelled dice.** A confirmed roll is labelled dice: a console decision (`console_decisions`) by its
   labelled boxes, each die the person gave a face (the reader's dice and the ones the person added by a
-  click) cut from the roll's evidence frame; any other dealer-confirmed roll as the enrollment reads it
-  (`api.enrollment.confirmed_examples`: only dice whose face is certain). The console's boxes (dice added,
-  boxes struck out as no die) are also the detector's labelled boxes (`labelled_boxes`), for a fine-tune.
+  click); any other dealer-confirmed roll as the enrollment reads it (`api.enrollment.confirmed_examples`:
+  only dice whose face is certain). Every crop is cut from the read's plain frame (`api.enrollment.
+  plain_frame`), never from its annotated evidence frame. The console's boxes (dice added, boxes struck out
+  as no die) are also the detector's labelled boxes (`labelled_boxes`), for a fine-tune.
 - **When.** After every `learn_every_dice` confirmed dice (a table setting, `PUT /v1/tables/{id}/learning`;
   `LEARN_EVERY_DICE` where none is set) the next confirmation starts a refit in the background
   (`after_confirmation`): the request that confirmed only counts and claims; the crops, the fit and the
@@ -44,14 +45,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import audit
-from api.db.models import ConsoleDecision, EnrollmentJob, GameTable, Roll, TableLearning
+from api.db.models import ConsoleDecision, EnrollmentJob, GameTable, Read, Roll, TableLearning
 from api.db.session import Database
 from api.enrollment import (
     ACTIVE_STATES,
     JobConflictError,
-    _frame,
     confirmed_examples,
     create_job,
+    plain_frame,
     record_change,
     run_job,
 )
@@ -113,11 +114,8 @@ def console_examples(
         if all(len(v) >= limit for v in by_face.values()):
             break
         used.add(row.dealer_roll_id)  # taken from here or not at all, never a second time from the roll
-        if row.evidence_sha256 is None:
-            skipped.append({"roll_id": row.dealer_roll_id, "reason": "no evidence frame"})
-            continue
         try:
-            image = _frame(session, evidence_dir, row.evidence_sha256)
+            image = plain_frame(session, evidence_dir, session.get(Read, row.read_id))
         except EvidenceError as exc:
             skipped.append({"roll_id": row.dealer_roll_id, "reason": str(exc)})
             continue
@@ -131,16 +129,27 @@ def console_examples(
 
 
 def labelled_boxes(session: Session, table_id: str) -> list[dict[str, Any]]:
-    """The detector's labelled boxes of the table's console decisions: per evidence frame, each box a die
-    (with its face, added by the person or the reader's) or struck out as no die."""
+    """The detector's labelled boxes of the table's console decisions: per evidence frame (and the plain
+    frame to cut them from), each box a die (with its face, added by the person or the reader's) or struck
+    out as no die."""
+    from api.read_records import FRAME_KEY
+
     rows = session.scalars(
         select(ConsoleDecision)
         .where(ConsoleDecision.table_id == table_id, ConsoleDecision.evidence_sha256.is_not(None))
         .order_by(ConsoleDecision.created_at)
     )
+
+    def plain(read_id: str) -> str | None:
+        read = session.get(Read, read_id)
+        sha = read.result.get(FRAME_KEY) if read is not None and isinstance(read.result, dict) else None
+        return sha if isinstance(sha, str) else None
+
     return [
         {
             "evidence_sha256": row.evidence_sha256,
+            # the plain frame the boxes are to be cut from (None: the read kept only the annotated one)
+            FRAME_KEY: plain(row.read_id),
             "boxes": [
                 {"box_xyxy": b["box_xyxy"], "label": b["label"], "face": b.get("face"), "origin": b["origin"]}
                 for b in row.boxes

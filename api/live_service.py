@@ -84,7 +84,10 @@ class DatabaseRecorder:
     def store_read(
         self, *, table_id: str, frame: CapturedFrame, roll: Roll, extra: dict[str, Any]
     ) -> StoredRead:
-        """Annotate and store the frame, store the read, audit it and publish a `read` event."""
+        """Annotate and store the frame (and the plain frame beside it), store the read, audit it and publish
+        a `read` event."""
+        from api.read_document import plain_jpeg
+
         jpeg = evidence_jpeg(frame, roll)
         read_id = uuid.uuid4().hex
         document = live_read_document(frame, roll, extra)
@@ -98,6 +101,7 @@ class DatabaseRecorder:
                 evidence_jpeg=jpeg,
                 actor=self.actor,
                 details=live_read_details(document),
+                frame_jpeg=plain_jpeg(frame.image),
             )
         self.metrics.reads.labels(verdict=str(document["verdict"])).inc()
         return StoredRead(read_id=read_id, evidence_sha256=sha256, evidence_jpeg=jpeg)

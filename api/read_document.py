@@ -47,6 +47,19 @@ def read_document(roll: Roll) -> dict[str, Any]:
     return doc
 
 
+# The plain frame's JPEG quality: near the camera's own (a table learns its dice from it, cut at 64 px).
+PLAIN_JPEG_QUALITY = 95
+
+
+def plain_jpeg(image: ImageArray) -> bytes | None:
+    """The frame as the camera gave it, nothing drawn on it, as JPEG (`PLAIN_JPEG_QUALITY`; None: not
+    encodable): what a table learns its dice from (`api.read_records.FRAME_KEY`)."""
+    import cv2
+
+    ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, PLAIN_JPEG_QUALITY])
+    return bytes(encoded) if ok else None
+
+
 def annotate_read(image: ImageArray, roll: Roll) -> ImageArray:
     """The annotated evidence frame (vision.annotate), its banner naming the winner and match count."""
     from vision.annotate import annotate

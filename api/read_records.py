@@ -18,6 +18,9 @@ from api.errors import NotFoundError, StateConflictError
 from api.events import publish
 from api.settings import Settings
 
+# The read document's key naming the plain frame (the camera's, nothing drawn on it) in the evidence store.
+FRAME_KEY = "frame_sha256"
+
 
 def record_read(
     session: Session,
@@ -30,13 +33,28 @@ def record_read(
     actor: str,
     details: dict[str, Any] | None = None,
     evidence_sha256: str | None = None,
+    frame_jpeg: bytes | None = None,
 ) -> str | None:
     """Store the read in `session` and return the evidence frame's SHA-256 (None: no frame kept).
 
     `details` are extra fields for the audit entry and the event (frame id, calibration id, ...).
     A frame larger than `settings.max_evidence_bytes` is not kept; the read still is. Without
     `evidence_jpeg`, `evidence_sha256` names a frame stored already (a worker uploaded it first).
+
+    `frame_jpeg` is the frame as the camera gave it, with nothing drawn on it: kept in the evidence store
+    too, its SHA-256 the document's `frame_sha256` (`FRAME_KEY`). The evidence frame is annotated (boxes,
+    faces, reasons drawn over the dice) for people to look at; a table learns its dice from the plain one
+    (`api.enrollment.plain_frame`). A worker uploads both and names the plain one in its document.
     """
+    if frame_jpeg and len(frame_jpeg) <= settings.max_evidence_bytes:
+        plain = store_evidence(
+            session,
+            evidence_dir=settings.evidence_dir,
+            data=frame_jpeg,
+            media_type="image/jpeg",
+            max_bytes=settings.max_evidence_bytes,
+        )
+        document = {**document, FRAME_KEY: plain}
     sha256 = evidence_sha256
     if evidence_jpeg and len(evidence_jpeg) <= settings.max_evidence_bytes:
         sha256 = store_evidence(
@@ -101,6 +119,7 @@ def store_read(
     document: dict[str, Any],
     evidence_jpeg: bytes,
     actor: str,
+    frame_jpeg: bytes | None = None,
 ) -> str | None:
     """`record_read` of a read the service made, in a transaction of its own; the evidence frame's SHA-256."""
     with database.session() as session:
@@ -112,6 +131,7 @@ def store_read(
             document=document,
             evidence_jpeg=evidence_jpeg,
             actor=actor,
+            frame_jpeg=frame_jpeg,
         )
 
 

@@ -123,7 +123,7 @@ def create_read(
     """Read the dice in one image: verdict, reasons, every die's face and box, winner, match count."""
     import cv2
 
-    from api.read_document import annotate_read, read_document
+    from api.read_document import annotate_read, plain_jpeg, read_document
     from api.uploads import decode_upload
     from vision.types import Frame
 
@@ -174,6 +174,7 @@ def create_read(
         document=document,
         evidence_jpeg=evidence,
         actor=principal.actor,
+        frame_jpeg=plain_jpeg(frame_bgr),
     )
     metrics.reads.labels(verdict=str(document["verdict"])).inc()
     return {"read_id": read_id, "evidence_sha256": sha256, **document}

@@ -83,19 +83,25 @@ class RemoteRecorder:
     def store_read(
         self, *, table_id: str, frame: CapturedFrame, roll: Any, extra: dict[str, Any]
     ) -> StoredRead:
-        """Upload the annotated frame and the read (now or spooled)."""
+        """Upload the annotated frame, the plain frame (the document's `frame_sha256`, what the table learns
+        its dice from) and the read (now or spooled)."""
+        from api.read_document import plain_jpeg
+        from api.read_records import FRAME_KEY
+
         jpeg = evidence_jpeg(frame, roll)
         sha256 = None
         if jpeg is not None:
             evidence = Outgoing("evidence", table_id, "POST", "/v1/evidence", jpeg, "image/jpeg")
             if self._send(evidence):
                 sha256 = hashlib.sha256(jpeg).hexdigest()
+        document = live_read_document(frame, roll, extra)
+        plain = plain_jpeg(frame.image)
+        if plain is not None:
+            upload = Outgoing("evidence", table_id, "POST", "/v1/evidence", plain, "image/jpeg")
+            if self._send(upload):
+                document[FRAME_KEY] = hashlib.sha256(plain).hexdigest()
         read_id = uuid.uuid4().hex
-        body = {
-            "table_id": table_id,
-            "document": live_read_document(frame, roll, extra),
-            "evidence_sha256": sha256,
-        }
+        body = {"table_id": table_id, "document": document, "evidence_sha256": sha256}
         self._send(Outgoing.json("read", table_id, "PUT", f"/v1/reads/{read_id}", body))
         return StoredRead(read_id=read_id, evidence_sha256=sha256, evidence_jpeg=jpeg)
 

@@ -34,6 +34,7 @@ from tests.vision.enroll_data import (
     CentreGreySession,
     ProbsOnlySession,
     SureRightSession,
+    annotated,
     die_boxes,
     fake_face_model,
     fake_manifest,
@@ -123,8 +124,9 @@ def add_confirmed_rolls(svc: Service, app: Any, rolls: list[tuple[list[int | Non
                 read_id=read_id,
                 table_id="T",
                 document=document,
-                evidence_jpeg=jpeg(frame(confirmed)),
+                evidence_jpeg=jpeg(annotated(frame(confirmed))),  # drawn over: not learned from
                 actor="test",
+                frame_jpeg=jpeg(frame(confirmed)),
             )
         round_id = svc.ok("POST", "/v1/tables/T/rounds", "dealer", 201)["id"]
         svc.ok("POST", f"/v1/rounds/{round_id}/no-more-bets", "dealer")

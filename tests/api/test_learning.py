@@ -23,7 +23,7 @@ from api.db.models import AuditEntry, EnrollmentJob
 from api.read_records import record_read
 from tests.api.conftest import Service
 from tests.api.test_enrollment import FIXTURE, enroll_service
-from tests.vision.enroll_data import SureRightSession, die_boxes, frame, jpeg
+from tests.vision.enroll_data import SureRightSession, annotated, die_boxes, frame, jpeg
 
 # (the reader's faces, None where unsure; the dealer's): every die certain, 20 dice covering each face 3+.
 BATCH = [
@@ -47,8 +47,9 @@ def confirm(svc: Service, app: Any, rolls: list[tuple[list[int | None], list[int
                 read_id=read_id,
                 table_id="T",
                 document={"verdict": "no_decision", "faces": [], "dice": dice},
-                evidence_jpeg=jpeg(frame(confirmed)),
+                evidence_jpeg=jpeg(annotated(frame(confirmed))),  # drawn over: not learned from
                 actor="test",
+                frame_jpeg=jpeg(frame(confirmed)),
             )
         round_id = svc.ok("POST", "/v1/tables/T/rounds", "dealer", 201)["id"]
         svc.ok("POST", f"/v1/rounds/{round_id}/no-more-bets", "dealer")
@@ -302,3 +303,64 @@ def test_a_console_decision_teaches_by_its_labelled_boxes_and_its_roll_is_not_re
         assert all(crop.ndim == 3 and crop.shape[2] == 3 and crop.size > 0 for crop, _ in examples)
         assert [b["label"] for b in labelled[0]["boxes"]].count("no_die") == 1
         assert len(labelled[0]["boxes"]) == 10 and labelled[0]["boxes"][-1]["origin"] == "person"
+
+
+def test_every_read_keeps_the_plain_frame_the_table_learns_from(tmp_path: Path) -> None:
+    """The evidence frame has the reader's boxes and words drawn over the dice; beside it each read keeps
+    the frame as the camera gave it (`frame_sha256`), and only that one is cut into labelled dice."""
+    import cv2
+    import numpy as np
+
+    with enroll_service("sqlite", tmp_path / "data") as (svc, app):
+        image = {"image": ("f.jpg", FIXTURE.read_bytes(), "image/jpeg")}
+        read_id = svc.ok("POST", "/v1/reads", "reader", 201, files=image, data={"table_id": "T"})["read_id"]
+        doc = svc.ok("GET", f"/v1/reads/{read_id}", "surveillance")
+        assert doc["frame_sha256"] != doc["evidence_sha256"]
+
+        def decoded(sha: str) -> Any:
+            data = svc.call("GET", f"/v1/evidence/{sha}", "surveillance").content
+            return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR).astype(np.int16)
+
+        original = cv2.imread(str(FIXTURE), cv2.IMREAD_COLOR).astype(np.int16)
+        plain, evidence = decoded(doc["frame_sha256"]), decoded(doc["evidence_sha256"])
+        assert float(np.abs(plain - original).mean()) < 2.0  # the camera's frame, JPEG at 95
+        assert float(np.abs(evidence - original).max()) > 100  # drawn over
+
+        # A read that kept only its annotated frame (stored before 2026-12-08) teaches nothing, and says so.
+        confirm_annotated_only(svc, app)
+        with app.state.database.read_session() as session:
+            examples, report = learning.learning_examples(
+                session, table_id="T", evidence_dir=svc.settings.evidence_dir
+            )
+        assert examples == [] and report["rolls_used"] == 0
+        assert "no plain frame" in report["skipped"][0]["reason"]
+
+
+def confirm_annotated_only(svc: Service, app: Any) -> None:
+    """One read stored with its annotated evidence frame alone, and the dealer's roll naming it."""
+    read_faces, confirmed = BATCH[0]
+    read_id = uuid.uuid4().hex
+    dice = [
+        {"face": f, "uncertain": f is None, "box_xyxy": list(box), "cocked": False, "stacked": False}
+        for f, box in zip(read_faces, die_boxes(len(read_faces)), strict=True)
+    ]
+    with app.state.database.session() as session:
+        record_read(
+            session,
+            settings=svc.settings,
+            read_id=read_id,
+            table_id="T",
+            document={"verdict": "no_decision", "faces": [], "dice": dice},
+            evidence_jpeg=jpeg(annotated(frame(confirmed))),
+            actor="test",
+        )
+    round_id = svc.ok("POST", "/v1/tables/T/rounds", "dealer", 201)["id"]
+    svc.ok("POST", f"/v1/rounds/{round_id}/no-more-bets", "dealer")
+    body = {
+        "roll_id": "old-0",
+        "source": "dealer",
+        "verdict": "valid",
+        "faces": confirmed,
+        "read_id": read_id,
+    }
+    svc.ok("POST", "/v1/tables/T/rolls", "dealer", 201, json=body)

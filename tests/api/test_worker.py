@@ -271,6 +271,9 @@ def test_two_workers_share_two_tables_read_settle_and_store_and_sigterm_hands_a_
                 read["evidence_sha256"] and read["evidence_sha256"] == reads[0]["payload"]["evidence_sha256"]
             )
             assert api.as_admin("GET", f"/v1/reads/{read_id}/frame").content[:2] == b"\xff\xd8"  # a JPEG
+            # and the plain frame beside it (what the table learns its dice from), uploaded by the worker
+            assert read["frame_sha256"] not in (None, read["evidence_sha256"])
+            assert api.as_admin("GET", f"/v1/evidence/{read['frame_sha256']}").content[:2] == b"\xff\xd8"
             (table_a,) = held[0]
             state = wait_until(
                 lambda: (h := health(port_a))["tables"][table_a]["last_frame_at"] and h, 10, "a frame at wa"
