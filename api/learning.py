@@ -36,7 +36,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +45,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api import audit
+from api.audit import EvidenceError
 from api.db.models import ConsoleDecision, EnrollmentJob, GameTable, Read, Roll, TableLearning
 from api.db.session import Database
 from api.enrollment import (
@@ -98,8 +99,7 @@ def console_examples(
     session: Session, *, table_id: str, evidence_dir: Path, limit: int
 ) -> tuple[dict[int, list[Example]], set[str], list[dict[str, Any]]]:
     """(crops by face, the dealer rolls they came from, what was skipped) of the table's valid console
-    decisions, newest first: every box the person gave a face, cut from the roll's evidence frame."""
-    from api.audit import EvidenceError
+    decisions, newest first: every box the person gave a face, cut from the read's plain frame."""
     from vision.pips.crops import crop_die
 
     by_face: dict[int, list[Example]] = {face: [] for face in FACES}
@@ -324,6 +324,7 @@ def refit(
         )
     except JobConflictError:
         return None
+    learn_no_die(database, calibration_dir=calibration_dir, evidence_dir=evidence_dir, table_id=table_id)
     try:
         check_enough(examples)
         model = face_model()
@@ -368,6 +369,87 @@ def refit(
     finally:
         staged.unlink(missing_ok=True)
     return job.id
+
+
+NO_DIE_DECISIONS = 500  # the newest console decisions a no-die filter learns from
+
+
+def no_die_boxes(
+    session: Session, *, table_id: str, evidence_dir: Path, limit: int = NO_DIE_DECISIONS
+) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
+    """(features, struck-out flags, frame index of each box, what was skipped) of the boxes of the table's
+    newest valid console decisions, each frame's boxes cut from its plain frame together: the reader's
+    boxes the person kept as dice, and those struck out as no die (a die the person added is no box the
+    detector made, and no kept die of an Extra Roll is counted)."""
+    import numpy as np
+
+    from vision.table.no_die import N_FEATURES, features
+
+    rows = session.scalars(
+        select(ConsoleDecision)
+        .where(ConsoleDecision.table_id == table_id, ConsoleDecision.verdict == "valid")
+        .order_by(ConsoleDecision.created_at.desc())
+        .limit(limit)
+    ).all()
+    xs, struck, frame_of, skipped = [], [], [], []
+    for n, row in enumerate(rows):
+        boxes = [b for b in row.boxes if b.get("origin") == "reader" and not b.get("kept")]
+        if not boxes:
+            continue
+        try:
+            image = plain_frame(session, evidence_dir, session.get(Read, row.read_id))
+        except EvidenceError as exc:
+            skipped.append({"roll_id": row.dealer_roll_id, "reason": str(exc)})
+            continue
+        xyxy = [
+            (float(x0), float(y0), float(x1), float(y1)) for x0, y0, x1, y1 in (b["box_xyxy"] for b in boxes)
+        ]
+        xs.append(features(image, xyxy))
+        struck += [b.get("label") == "no_die" for b in boxes]
+        frame_of += [n] * len(boxes)
+    x = np.vstack(xs) if xs else np.zeros((0, N_FEATURES))
+    return x, np.asarray(struck, np.bool_), np.asarray(frame_of, np.int64), skipped
+
+
+def learn_no_die(
+    database: Database, *, calibration_dir: Path, evidence_dir: Path, table_id: str
+) -> dict[str, Any]:
+    """Fit the table's no-die filter from its console decisions (vision/table/no_die.py) and store it when
+    it proves itself on frames it did not learn from; audited as `learning.no_die` either way (what it
+    learned from, the figures, stored or why not). Never raises: the face refit goes on whatever happens."""
+    from vision.table.no_die import cross_validate, fit_no_die, save_no_die, too_few
+
+    outcome: dict[str, Any] = {"stored": False}
+    try:
+        with database.read_session() as session:
+            x, struck, frame_of, skipped = no_die_boxes(session, table_id=table_id, evidence_dir=evidence_dir)
+        outcome.update(dice=int((~struck).sum()), struck=int(struck.sum()), frames_skipped=len(skipped))
+        why = too_few(struck)
+        if not why:
+            validation = cross_validate(x, struck, frame_of, table_id=table_id)
+            outcome["validation"] = validation.document()
+            why = validation.refusal()
+            if not why:
+                fitted = fit_no_die(
+                    x, struck, table_id=table_id, fitted_at=datetime.now(UTC).isoformat(timespec="seconds")
+                )
+                saved = save_no_die(replace(fitted, validation=validation.document()), calibration_dir)
+                outcome.update(stored=True, sha256=saved.checksum)
+        outcome["why_not"] = why or None
+    except Exception as exc:  # a failure of the filter changes nothing and says why
+        log.exception("no-die filter of table %s failed", table_id)
+        outcome["why_not"] = f"{type(exc).__name__}: {exc}"
+    try:
+        audit.append_alone(
+            database=database,
+            actor=LEARN_ACTOR,
+            action="learning.no_die",
+            subject=f"table:{table_id}",
+            payload=outcome,
+        )
+    except Exception:  # pragma: no cover - the audit's own failure is logged, the refit goes on
+        log.exception("audit of table %s's no-die filter failed", table_id)
+    return outcome
 
 
 def _fine_tune(
@@ -441,6 +523,9 @@ class LearningState:
     last_refit: dict[str, Any] | None  # the newest learning job: state, error, when
     path: RefitPath
     line: str
+    # The table's no-die filter (vision/table/no_die.py): boxes struck out and dice it learned from, its
+    # cross-validated figures; None: it has none.
+    no_die: dict[str, Any] | None = None
 
 
 def learning_state(database: Database, *, calibration_dir: Path, table_id: str) -> LearningState:
@@ -475,6 +560,9 @@ def learning_state(database: Database, *, calibration_dir: Path, table_id: str) 
     else:
         reads = f", reads {round(100 * held)} % of its held-out dice" if held is not None else ""
         line = f"learned from {dice:,} dice on {on or 'an unknown day'}{reads}"
+    no_die = _no_die_state(calibration_dir, table_id)
+    if no_die is not None:
+        line += f"; sets aside boxes like the {no_die['struck']:,} its people struck out"
     if last is not None and last["state"] == "failed":
         line += f"; the last refit changed nothing: {last['error']}"
     elif last is not None and last["state"] in ACTIVE_STATES:
@@ -492,7 +580,27 @@ def learning_state(database: Database, *, calibration_dir: Path, table_id: str) 
         last_refit=last,
         path=refit_path(),
         line=line,
+        no_die=no_die,
     )
+
+
+def _no_die_state(calibration_dir: Path, table_id: str) -> dict[str, Any] | None:
+    """The table's no-die filter in figures (None: it has none, or its file cannot be used)."""
+    from vision.table.no_die import NoDieError, load_no_die
+
+    try:
+        fitted = load_no_die(calibration_dir, table_id)
+    except NoDieError:
+        return None
+    if fitted is None:
+        return None
+    return {
+        "struck": fitted.examples.get("no_die", 0),
+        "dice": fitted.examples.get("die", 0),
+        "fitted_at": fitted.fitted_at,
+        "validation": fitted.validation,
+        "sha256": fitted.checksum,
+    }
 
 
 def set_learn_every(database: Database, *, table_id: str, every_dice: int, actor: str) -> None:
@@ -526,8 +634,9 @@ def rollback(
     actor: str,
     webhook_urls: list[str],
 ) -> dict[str, Any]:
-    """Go back to the shipped model (the current refit is kept as the previous) or to the previous refit
-    (the two swap); audited as `enrollment.rolled_back`. LearningError when there is nothing to go back to."""
+    """Go back to the shipped model (the current refit is kept as the previous; the table's no-die filter is
+    removed) or to the previous refit (the two swap; the filter stays); audited as `enrollment.rolled_back`.
+    LearningError when there is nothing to go back to."""
     from api.enrollment import enrollment_summary
     from vision.pips.enrolled import enrollment_path, load_enrollment
 
@@ -535,10 +644,15 @@ def rollback(
     with database.session() as session:
         if session.get(GameTable, table_id) is None:
             raise LearningError(f"no table {table_id!r}")
+        no_die_removed = False
         if to == "shipped":
-            if not current.is_file():
+            from vision.table.no_die import delete_no_die, no_die_path
+
+            if not current.is_file() and not no_die_path(calibration_dir, table_id).is_file():
                 raise LearningError(f"table {table_id!r} reads with the shipped model already")
-            os.replace(current, previous)
+            if current.is_file():
+                os.replace(current, previous)
+            no_die_removed = delete_no_die(calibration_dir, table_id)  # the shipped reader has none
         else:
             if not previous.is_file():
                 raise LearningError(f"table {table_id!r} has no previous refit to go back to")
@@ -556,6 +670,6 @@ def rollback(
             summary=summary,
             actor=actor,
             webhook_urls=webhook_urls,
-            extra={"to": to},
+            extra={"to": to, "no_die_removed": no_die_removed},
         )
     return summary

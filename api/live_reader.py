@@ -7,6 +7,9 @@ second, so `TableReader` looks at the record's file (its inode, size and modific
 before each read and loads it again only when it changed: the next throw after a refit is stored is read with
 it, and a roll back takes effect the same way, without restarting the loop.
 
+The table's no-die filter (`vision.table.no_die`, `<table>.no-die.json`, fitted from the boxes its people
+struck out) is followed the same way, by its own file: a reader through the enrollment, then the filter.
+
 A record that cannot be used (damaged, edited, its fine-tuned file missing, fitted on another face model)
 makes the table read with the shipped models, as a table with no enrollment does, and raises one
 `enrollment_unusable` alert naming why (once per state of the file; the dashboard's table faults name it too,
@@ -27,7 +30,7 @@ from vision.types import Frame, Roll
 
 log = logging.getLogger("throwbox.live")
 
-FileState = tuple[int, int, int] | None  # (inode, size, mtime ns) of the record; None: no record
+FileState = tuple[int, int, int] | None  # (inode, size, mtime ns) of a record; None: no record
 
 
 class TableReader:
@@ -45,33 +48,39 @@ class TableReader:
         on_unusable: Callable[[str], None] | None = None,
     ) -> None:
         from vision.pips.enrolled import enrollment_path
+        from vision.table.no_die import no_die_path
 
         self.shipped = shipped
         self.table_id = table_id
         self.calibration_dir = calibration_dir
         self.path = enrollment_path(calibration_dir, table_id)
+        self.no_die_path = no_die_path(calibration_dir, table_id)  # the table's no-die filter, followed too
         self.on_unusable = on_unusable
-        self._state: FileState | object = object()  # never a file's state: the first read loads
+        self._state: tuple[FileState, FileState] | object = (
+            object()
+        )  # never the files' state: first read loads
         self._reader: Any = shipped
         self.problem: str | None = None  # why the table's record is not used (None: it is, or there is none)
 
-    def _file_state(self) -> FileState:
+    @staticmethod
+    def _file_state(path: Path) -> FileState:
         try:
-            st = os.stat(self.path)
+            st = os.stat(path)
         except FileNotFoundError:
             return None
         return st.st_ino, st.st_size, st.st_mtime_ns
 
     def current(self) -> Any:
-        """The reader for the next read (the record loaded again if its file changed)."""
-        state = self._file_state()
+        """The reader for the next read (the records loaded again if either file changed)."""
+        state = (self._file_state(self.path), self._file_state(self.no_die_path))
         if state == self._state:
             return self._reader
         self._state = state
         self._reader, self.problem = self.shipped, None
-        if state is None:
+        if state == (None, None):
             return self._reader
         from vision.pips.enrolled import EnrollmentError, load_enrollment
+        from vision.table.no_die import NoDieError, load_no_die
 
         try:
             enrollment = load_enrollment(self.calibration_dir, self.table_id)
@@ -79,14 +88,26 @@ class TableReader:
                 self._reader = self.shipped.enrolled(enrollment)
                 log.info("table %s: reading with %s", self.table_id, self._reader.models.get("pips"))
         except (EnrollmentError, OSError, ValueError) as exc:
-            self.problem = (
+            self._unusable(
                 f"the table's enrollment cannot be used ({exc}): it reads with the shipped models "
                 "until the enrollment is fitted again or removed"
             )
-            log.warning("table %s: %s", self.table_id, self.problem)
-            if self.on_unusable is not None:
-                self.on_unusable(self.problem)
+        try:
+            no_die = load_no_die(self.calibration_dir, self.table_id)
+            if no_die is not None:
+                self._reader = self._reader.with_no_die(no_die)
+        except (NoDieError, OSError) as exc:
+            self._unusable(
+                f"the table's no-die filter cannot be used ({exc}): it reads without it until the table "
+                "learns again"
+            )
         return self._reader
+
+    def _unusable(self, problem: str) -> None:
+        self.problem = problem if self.problem is None else f"{self.problem}; {problem}"
+        log.warning("table %s: %s", self.table_id, problem)
+        if self.on_unusable is not None:
+            self.on_unusable(problem)
 
     @property
     def models(self) -> dict[str, str]:

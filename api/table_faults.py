@@ -77,13 +77,17 @@ def enrollment_fault(*, calibration_dir: Path, table_id: str, manifest_path: Pat
     """Why the table's enrollment cannot be used, or None (it has none, or it fits the shipped model)."""
     from calibration.errors import InvalidTableIdError
     from vision.pips.enrolled import EnrollmentError, load_enrollment
+    from vision.table.no_die import NoDieError, load_no_die
 
     try:
         enrollment = load_enrollment(calibration_dir, table_id)
+        load_no_die(calibration_dir, table_id)  # the table's no-die filter, learned with it
     except InvalidTableIdError:
         return None  # an id no file can be named after has no enrollment
     except EnrollmentError as exc:
         return f"enrollment: {exc}"
+    except NoDieError as exc:
+        return f"no-die filter: {exc}"
     if enrollment is None:
         return None
     shipped = _shipped_face_model_sha256(manifest_path)

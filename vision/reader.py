@@ -48,6 +48,7 @@ from vision.state.probe import probe_wedged, read_looked
 from vision.table.geometry import TableGeometry
 from vision.table.markers import marker_shift_px, markers_in_view, set_markers_aside
 from vision.table.marks import MARK_MIN_SCORE, changed_marks, find_table_marks, set_marks_aside
+from vision.table.no_die import NoDieFilter, set_struck_aside
 from vision.types import (
     DieCandidate,
     FaceReading,
@@ -207,6 +208,18 @@ class Reader:
         if cocked_model is not None:
             self.onnx_models["pips_cocked"] = cocked_model
         self.models = {name: model.spec.tag for name, model in self.onnx_models.items()}
+        # A table's no-die filter (vision/table/no_die.py: boxes like those its people struck out), set by
+        # `with_no_die`; None: every table's reader starts without one.
+        self.no_die_filter: NoDieFilter | None = None
+
+    def with_no_die(self, no_die: NoDieFilter) -> Reader:
+        """This reader with a table's no-die filter: where a frame has more boxes than the game's dice, the
+        boxes it calls no die are set aside first (never more than the surplus); its reads name it in
+        `models["no_die"]`."""
+        other = copy.copy(self)
+        other.no_die_filter = no_die
+        other.models = {**self.models, "no_die": f"table:{no_die.table_id}:{no_die.checksum[:8]}"}
+        return other
 
     def enrolled(self, enrollment: Enrollment) -> Reader:
         """This reader with its face model read through a table's enrollment (vision/pips/enrolled.py):
@@ -345,6 +358,10 @@ class Reader:
             image, weak_score=self.weak_score, coarse=coarse
         )
         table = self._table_look(image, candidates, weak_peaks, geometry)
+        if self.no_die_filter is not None and expected_dice is not None:
+            kept, struck = set_struck_aside(image, table.sifted.candidates, self.no_die_filter, expected_dice)
+            sifted = replace(table.sifted, candidates=kept, set_aside=table.sifted.set_aside + struck)
+            table = replace(table, sifted=sifted)
         candidates, weak_peaks, geometry = table.sifted.candidates, table.sifted.weak_peaks, table.geometry
         t1 = time.perf_counter()
 

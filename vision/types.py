@@ -228,7 +228,8 @@ class Finding:
         }
 
 
-SetAsideReason = Literal["no_die", "calibration_marker", "table_mark"]
+SetAsideReason = Literal["no_die", "calibration_marker", "table_mark", "table_no_die"]
+P_NO_DIE_REASONS = ("no_die", "table_no_die")  # the reasons whose figure is a probability of no die
 SET_ASIDE_REASONS: tuple[str, ...] = get_args(SetAsideReason)
 
 
@@ -240,12 +241,16 @@ class SetAside:
     - "calibration_marker": it lies on one of the table's corner markers, found whole
       (vision/table/markers.py);
     - "table_mark": it is print the detector found on the empty box at calibration, and the frame still
-      looks like the empty box there (vision/table/marks.py).
+      looks like the empty box there (vision/table/marks.py);
+    - "table_no_die": the table's no-die filter, learned from the boxes its people struck out, calls it no
+      die (vision/table/no_die.py), and the frame has more boxes than the game's dice.
     Kept in the result and drawn on the evidence frame, so a person can check that no die was left out."""
 
     box_xyxy: tuple[float, float, float, float]
     score: float  # the detector's
-    p_no_die: float | None  # the die-state classifier's probability of "no die"; None when it was not asked
+    # The probability of "no die": the die-state classifier's ("no_die") or the table's filter's
+    # ("table_no_die"); None for the other reasons.
+    p_no_die: float | None
     reason: SetAsideReason = "no_die"
     marker_id: int | None = None  # the ArUco id, for reason "calibration_marker"
     # The frame's correlation with the empty box there: always for "table_mark"; for "calibration_marker"
@@ -257,11 +262,11 @@ class SetAside:
             raise ValueError(f"reason must be one of {SET_ASIDE_REASONS}, got {self.reason!r}")
         if (self.reason == "calibration_marker") != (self.marker_id is not None):
             raise ValueError("a marker id goes with reason 'calibration_marker', and only with it")
-        if (self.reason == "no_die") != (self.p_no_die is not None):
-            raise ValueError("p_no_die goes with reason 'no_die', and only with it")
+        if (self.reason in P_NO_DIE_REASONS) != (self.p_no_die is not None):
+            raise ValueError("p_no_die goes with reasons 'no_die' and 'table_no_die', and only with them")
         if self.reason == "table_mark" and self.likeness is None:
             raise ValueError("a table mark set aside needs its likeness to the empty box")
-        if self.reason == "no_die" and self.likeness is not None:
+        if self.reason in P_NO_DIE_REASONS and self.likeness is not None:
             raise ValueError("a likeness goes with a marker or a table mark, not with reason 'no_die'")
 
     def as_dict(self) -> dict[str, Any]:
@@ -285,7 +290,7 @@ class SetAside:
     @property
     def label(self) -> str:
         """`what` with its figure, for the evidence frame and the console."""
-        figure = self.p_no_die if self.reason == "no_die" else self.likeness
+        figure = self.p_no_die if self.reason in P_NO_DIE_REASONS else self.likeness
         return self.what if figure is None else f"{self.what} {figure:.2f}"
 
 

@@ -40,6 +40,9 @@ class LearningOut(BaseModel):
     last_refit: dict[str, Any] | None
     path: Literal["head", "fine_tune"]
     line: str
+    # The table's no-die filter, learned from the boxes its people struck out (vision/table/no_die.py):
+    # {"struck", "dice", "fitted_at", "validation", "sha256"}; null: it has none.
+    no_die: dict[str, Any] | None = None
 
 
 class LearningIn(BaseModel):

@@ -182,22 +182,27 @@ def create_read(
 
 def _table_reader(reader: Any, settings: Settings, table_id: str | None) -> Any:
     """The reader through the table's enrollment where it has one (vision/pips/enrolled.py; its reads name
-    it in `models`), else the shared reader: the shipped face model. A damaged enrollment, or one fitted on
-    another face model, is that table's fault (409, naming it; other tables read on)."""
+    it in `models`), else the shared reader: the shipped face model; with the table's no-die filter where
+    it has one (vision/table/no_die.py). A damaged enrollment or filter, or an enrollment fitted on another
+    face model, is that table's fault (409, naming it; other tables read on)."""
     if table_id is None:
         return reader
     from calibration.errors import InvalidTableIdError
     from vision.pips.enrolled import EnrollmentError, load_enrollment
+    from vision.table.no_die import NoDieError, load_no_die
 
     try:
         enrollment = load_enrollment(settings.calibration_dir, table_id)
-        return reader if enrollment is None else reader.enrolled(enrollment)
+        no_die = load_no_die(settings.calibration_dir, table_id)
     except InvalidTableIdError:
         return reader  # an id no file can be named after has no enrollment
-    except EnrollmentError as exc:
+    except (EnrollmentError, NoDieError) as exc:
+        what = "enrollment" if isinstance(exc, EnrollmentError) else "no-die filter"
         raise HTTPException(
-            status.HTTP_409_CONFLICT, detail=f"table {table_id!r}: its enrollment: {exc}"
+            status.HTTP_409_CONFLICT, detail=f"table {table_id!r}: its {what}: {exc}"
         ) from exc
+    reader = reader if enrollment is None else reader.enrolled(enrollment)
+    return reader if no_die is None else reader.with_no_die(no_die)
 
 
 def _table_calibration(

@@ -70,6 +70,20 @@ def _enrollment_document(settings: Settings, table_id: str) -> dict[str, Any] | 
     return document
 
 
+def _no_die_document(settings: Settings, table_id: str) -> dict[str, Any] | None:
+    """The table's no-die filter file (checked as the reader loads it), or None when it has none."""
+    from calibration.errors import InvalidTableIdError
+    from vision.table.no_die import load_no_die, no_die_path
+
+    try:
+        if load_no_die(settings.calibration_dir, table_id) is None:
+            return None
+    except InvalidTableIdError:
+        return None
+    document: dict[str, Any] = json.loads(no_die_path(settings.calibration_dir, table_id).read_text("utf-8"))
+    return document
+
+
 def _acting_as(principal: Principal, worker_id: str) -> str:
     """The worker id a lease request acts as; 403 when a bound worker key names another."""
     try:
@@ -91,6 +105,7 @@ def live_config(
     """What a worker needs to run the table's live loop (worker, admin)."""
     from calibration.errors import CalibrationError
     from vision.pips.enrolled import EnrollmentError
+    from vision.table.no_die import NoDieError
 
     with database.read_session() as session:
         row = session.get(GameTable, table_id)
@@ -111,6 +126,12 @@ def live_config(
         raise HTTPException(
             status.HTTP_409_CONFLICT, detail=f"table {table_id!r}: its enrollment: {exc}"
         ) from exc
+    try:
+        no_die = _no_die_document(settings, table_id)
+    except (NoDieError, OSError, ValueError) as exc:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, detail=f"table {table_id!r}: its no-die filter: {exc}"
+        ) from exc
     return LiveConfigOut(
         table_id=table_id,
         game=game,
@@ -119,6 +140,7 @@ def live_config(
         calibration_id=calibration_id,
         calibration=calibration,
         enrollment=enrollment,
+        no_die=no_die,
         lease_ttl_s=settings.lease_ttl_s,
     )
 

@@ -33,6 +33,11 @@ class LiveConfigOut(BaseModel):
     enrollment: dict[str, Any] | None = Field(
         description="The table's face enrollment file (vision/pips/enrolled.py format), null when none."
     )
+    no_die: dict[str, Any] | None = Field(
+        default=None,
+        description="The table's no-die filter file (vision/table/no_die.py format: boxes like those its "
+        "people struck out are set aside), null when none.",
+    )
     lease_ttl_s: float = Field(description="The service's lease TTL: renew about every third of it.")
 
 

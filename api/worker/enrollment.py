@@ -8,7 +8,9 @@ then every `POLL_S` from the live-config again (`EnrollmentCopy.refresh`, called
 - a record of another checksum: its fine-tuned file first (`GET /v1/tables/{id}/enrollment/model`, checked
   against the record's SHA-256; a file already here under that name and SHA-256 is kept), then the record,
   each written whole (`os.replace`);
-- no record at the service (rolled back to the shipped model, or removed): the copy's record removed.
+- no record at the service (rolled back to the shipped model, or removed): the copy's record removed;
+- the table's no-die filter (`<table>.no-die.json`, vision/table/no_die.py) the same way, from the
+  live-config's `no_die` (`apply_no_die`).
 
 The table's loop reads through `api.live_reader.TableReader` on that folder, so the next throw reads with
 what was written. A copy that cannot be made (the service unreachable, the file refused) keeps what the
@@ -88,6 +90,27 @@ class EnrollmentCopy:
         log.info("table %s: its enrollment record %s copied", self.table_id, document.get("checksum"))
         return True
 
+    def apply_no_die(self, document: dict[str, Any] | None) -> bool:
+        """Make the copy of the table's no-die filter (vision/table/no_die.py) the service's `document`
+        (None: the table has none); whether it changed. The table's reader checks it as it loads it."""
+        from vision.table.no_die import no_die_path
+
+        path = no_die_path(self.folder, self.table_id)
+        if document is None:
+            if path.is_file():
+                path.unlink()
+                return True
+            return False
+        try:
+            held = json.loads(path.read_text(encoding="utf-8")).get("checksum")
+        except (OSError, ValueError, AttributeError):
+            held = None
+        if document.get("checksum") == held:
+            return False
+        write_whole(path, json.dumps(document).encode("utf-8"), mode=0o600)
+        log.info("table %s: its no-die filter %s copied", self.table_id, document.get("checksum"))
+        return True
+
     def _fetch_model(self, model_file: str, sha256: str) -> None:
         try:
             response = self.control.get(f"/v1/tables/{self.table_id}/enrollment/model")
@@ -115,7 +138,9 @@ class EnrollmentCopy:
             if response.status_code != 200:
                 why = f"live-config answered {response.status_code}: {response.text[:300]}"
                 raise EnrollmentCopyError(why)
-            changed = self.apply(response.json().get("enrollment"))
+            config = response.json()
+            changed = self.apply(config.get("enrollment"))
+            changed = self.apply_no_die(config.get("no_die")) or changed
         except (EnrollmentCopyError, httpx.HTTPError, ValueError, OSError) as exc:
             if str(exc) != self.problem:
                 log.warning("table %s: its enrollment not copied: %s", self.table_id, exc)

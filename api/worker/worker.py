@@ -130,7 +130,7 @@ class Worker:
         if not source:
             raise WorkerError(f"table {table_id} has no camera_source")
         rules = WorkerRules(self.outbox, runner.lease)
-        reader = self._reader_for(table_id, cfg.get("enrollment"))
+        reader = self._reader_for(table_id, cfg.get("enrollment"), cfg.get("no_die"))
 
         def on_read(read: LiveRead) -> None:
             runner.throws_read += 1
@@ -180,7 +180,7 @@ class Worker:
             on_read=on_read,
         )
 
-    def _reader_for(self, table_id: str, enrollment: Any) -> Any:
+    def _reader_for(self, table_id: str, enrollment: Any, no_die: Any = None) -> Any:
         """The table's reader: this worker's reader through the table's enrollment record, copied into the
         spool folder with its fine-tuned file and followed as the table learns (`refresh_enrollment`;
         api/worker/enrollment.py, api/live_reader.py). A record that cannot be copied or used: the shipped
@@ -203,6 +203,7 @@ class Worker:
             copy.path.unlink(missing_ok=True)  # not what the service has: the shipped models until it is
             copy.problem = str(exc)
             unusable(f"the table's enrollment could not be copied ({exc}): it reads with the shipped models")
+        copy.apply_no_die(no_die or None)
         self.enrollments[table_id] = copy
         return TableReader(self.reader, calibration_dir=copy.folder, table_id=table_id, on_unusable=unusable)
 

@@ -364,3 +364,66 @@ def confirm_annotated_only(svc: Service, app: Any) -> None:
         "read_id": read_id,
     }
     svc.ok("POST", "/v1/tables/T/rolls", "dealer", 201, json=body)
+
+
+def test_the_table_learns_the_boxes_its_people_struck_out_and_reads_through_them(tmp_path: Path) -> None:
+    """Console decisions whose struck-out boxes are the felt's print: the refit fits the table's no-die
+    filter from the plain frames, proves it on frames it did not learn from, stores it; the table's live
+    reader follows it (`models["no_die"]`); going back to the shipped model removes it."""
+    import numpy as np
+
+    from api.db.models import ConsoleDecision
+    from api.live_reader import TableReader
+    from tests.vision.test_no_die import table_frame
+    from vision.table.no_die import load_no_die, no_die_path
+
+    rng = np.random.default_rng(7)
+    with enroll_service("sqlite", tmp_path / "data") as (svc, app):
+        for n in range(14):
+            image, boxes, struck = table_frame(rng, 10, 2)
+            read_id = uuid.uuid4().hex
+            with app.state.database.session() as session:
+                record_read(
+                    session,
+                    settings=svc.settings,
+                    read_id=read_id,
+                    table_id="T",
+                    document={"verdict": "no_decision", "faces": [], "dice": []},
+                    evidence_jpeg=jpeg(image),
+                    actor="test",
+                    frame_jpeg=jpeg(image),
+                )
+                labelled = [
+                    {"box_xyxy": list(b), "label": "no_die" if s else "die", "face": None if s else 1,
+                     "origin": "reader", "kept": False}
+                    for b, s in zip(boxes, struck, strict=True)
+                ]  # fmt: skip
+                session.add(
+                    ConsoleDecision(
+                        roll_id=f"w-{n}", dealer_roll_id=f"d-{n}", table_id="T", round_id=n + 1,
+                        read_id=read_id, evidence_sha256=None, verdict="valid", faces=[1] * 10,
+                        boxes=labelled, request_sha256="0" * 64, mismatch=False, decided_by="test",
+                    )
+                )  # fmt: skip
+        calibration_dir = svc.settings.calibration_dir
+        outcome = learning.learn_no_die(
+            app.state.database,
+            calibration_dir=calibration_dir,
+            evidence_dir=svc.settings.evidence_dir,
+            table_id="T",
+        )
+        assert outcome["stored"], outcome
+        assert (outcome["dice"], outcome["struck"]) == (140, 28)
+        assert outcome["validation"]["dice_at_bar"] == 0 and outcome["validation"]["struck_at_bar"] >= 14
+        entries = svc.ok("GET", "/v1/audit?subject=table:T&limit=1000", "admin")
+        (audited,) = [e for e in entries if e["action"] == "learning.no_die"]
+        assert audited["payload"]["stored"] is True
+        state = svc.ok("GET", "/v1/tables/T/learning", "admin")
+        assert "sets aside boxes like the 28 its people struck out" in state["line"]
+        assert state["no_die"]["struck"] == 28 and state["no_die"]["validation"]["proves_itself"]
+
+        table = TableReader(app.state.reader, calibration_dir=calibration_dir, table_id="T")
+        assert table.models["no_die"].startswith("table:T:")
+        svc.ok("POST", "/v1/tables/T/learning/rollback", "admin", json={"to": "shipped"})
+        assert load_no_die(calibration_dir, "T") is None and not no_die_path(calibration_dir, "T").exists()
+        assert "no_die" not in table.models  # followed: the next read is the shipped reader's

@@ -140,6 +140,14 @@ def test_a_tables_broken_calibration_enrollment_and_camera_stop_only_that_table(
     assert _read(svc, "B").status_code == 409
     assert _read(svc, "C").status_code == 201
     assert svc.client.get(svc.base_url + "/readyz").status_code == 200
+    # C's no-die filter (learned from its struck-out boxes) damaged: C's fault, named; C's reads refused.
+    (folder / "C.no-die.json").write_text("{", encoding="utf-8")
+    (c_filter,) = _faults(svc, "C")
+    assert c_filter["part"] == "enrollment" and "no-die filter" in c_filter["detail"]
+    refused = _read(svc, "C")
+    assert refused.status_code == 409 and "its no-die filter" in refused.json()["detail"]
+    (folder / "C.no-die.json").unlink()
+    assert _read(svc, "C").status_code == 201
 
     # C's camera is lost (a table worker's alert): C's fault until the camera is back.
     alert = {"kind": "camera_lost", "message": "camera rtsp://c: no frames", "table_id": "C"}

@@ -133,6 +133,11 @@ class _Shipped:
         reader.models = {"pips": enrollment.tag("shipped")}
         return reader
 
+    def with_no_die(self, no_die: Any) -> Any:
+        reader = _Shipped()
+        reader.models = {**self.models, "no_die": f"table:{no_die.table_id}:{no_die.checksum[:8]}"}
+        return reader
+
 
 def test_a_workers_table_reads_through_its_copy_as_the_table_learns(table: Service, tmp_path: Path) -> None:
     """`Worker._reader_for` as a worker's loop gets it: the copy made from the live-config, a TableReader on
@@ -163,3 +168,32 @@ def test_a_workers_table_reads_through_its_copy_as_the_table_learns(table: Servi
         worker.control.close()
         worker.outbox.client.close()
         worker.spool.close()
+
+
+def test_the_workers_copy_follows_the_tables_no_die_filter(table: Service, tmp_path: Path) -> None:
+    """The no-die filter learned from the table's struck-out boxes (vision/table/no_die.py) travels in the
+    live-config and is copied, changed and removed as the service's is; the worker's table reader uses it."""
+    from tests.vision.test_no_die import table_boxes
+    from vision.table.no_die import delete_no_die, fit_no_die, no_die_path, save_no_die
+
+    svc, folder, spool = table, table.settings.calibration_dir, tmp_path / "spool" / "tables"
+    copy = _copy(svc, spool)
+    try:
+        assert svc.ok("GET", "/v1/tables/W/live-config", "worker")["no_die"] is None
+        x, struck, _ = table_boxes(12)
+        saved = save_no_die(fit_no_die(x, struck, table_id="W"), folder)
+        config = svc.ok("GET", "/v1/tables/W/live-config", "worker")
+        assert config["no_die"]["checksum"] == f"sha256:{saved.checksum}"
+        assert copy.apply_no_die(config["no_die"]) is True and copy.apply_no_die(config["no_die"]) is False
+        reader = TableReader(_Shipped(), calibration_dir=spool, table_id="W")
+        assert reader.models["no_die"] == f"table:W:{saved.checksum[:8]}"
+        assert delete_no_die(folder, "W")
+        assert copy.refresh(force=True) is True and not no_die_path(spool, "W").exists()
+        assert "no_die" not in reader.models
+        # a damaged filter at the service is that table's fault, named, not a worker reading half of it
+        save_no_die(fit_no_die(x, struck, table_id="W"), folder)
+        no_die_path(folder, "W").write_text("{broken")
+        refused = svc.call("GET", "/v1/tables/W/live-config", "worker")
+        assert refused.status_code == 409 and "no-die filter" in refused.json()["detail"]
+    finally:
+        copy.control.close()

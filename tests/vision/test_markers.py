@@ -72,6 +72,7 @@ def test_no_marker_in_view_sets_nothing_aside() -> None:
     ("kwargs", "message"),
     [
         ({"p_no_die": None, "reason": "no_die"}, "p_no_die goes with"),  # the classifier's call needs its p
+        ({"p_no_die": None, "reason": "table_no_die"}, "p_no_die goes with"),  # so does the table filter's
         ({"p_no_die": 0.9, "reason": "calibration_marker"}, "marker id goes with"),  # no id
         ({"p_no_die": 0.9, "reason": "no_die", "marker_id": 2}, "marker id goes with"),
         ({"p_no_die": 0.9, "reason": "chip"}, "reason must be one of"),
