@@ -63,6 +63,10 @@ class Played:
     # (`die_reason_kind`); empty for a roll it read valid.
     reasons: tuple[str, ...] = ()
     die_reasons: tuple[str, ...] = ()
+    # Boxes the table's no-die filter set aside (vision/table/no_die.py), and how many of them lay on a
+    # true die (a die taken out of the count: its box's face is then no one's)
+    struck_aside: int = 0
+    struck_true_dice: int = 0
 
 
 # An uncertain die's reason (vision/judge/validity.py::judge_die's words) -> its kind, by how the words begin.
@@ -162,6 +166,17 @@ def decision(waiting: dict[str, Any], scene: Scene) -> dict[str, Any]:
     }
 
 
+def struck_aside(doc: dict[str, Any], scene: Scene) -> tuple[int, int]:
+    """(boxes the table's no-die filter set aside in a read document, those of them on a true die)."""
+    boxes = [
+        a["box_xyxy"]
+        for a in doc.get("set_aside") or []
+        if isinstance(a, dict) and a.get("reason") == "table_no_die"
+    ]
+    on_die = match(boxes, [box for box, _ in scene.dice])
+    return len(boxes), sum(j is not None for j in on_die)
+
+
 def wrong_faces(read_dice: Sequence[dict[str, Any]], scene: Scene) -> tuple[int, int]:
     """(faces given, faces wrong) of a roll the reader decided: each read die against the true die under
     it (a die on no true die is wrong; a true die it missed is not a face given)."""
@@ -209,6 +224,9 @@ def summary(played: Sequence[Played], *, at_confirmed: Sequence[int], window: in
                 # every scene is a valid throw: one the reader called invalid or void is a wrong call (not
                 # left to a person, no face given), counted apart
                 "called_invalid_or_void": sum(p.verdict in ("invalid", "void") for p in part),
+                # boxes the table's no-die filter set aside, and those on a true die
+                "struck_aside": sum(p.struck_aside for p in part),
+                "struck_true_dice": sum(p.struck_true_dice for p in part),
                 # rolls left, by each reason found in them (a roll may have several), and uncertain dice by
                 # the kind of their reasons
                 "left_because": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
@@ -352,6 +370,7 @@ def play(
                 AtRest(captured, throw_index=i + 1, moving_since_s=0.0, still_since_s=0.5)
             )
             model = str(table_reader.models["pips"])
+            aside = struck_aside(_read_doc(svc, live.read_id), scene)
             if live.verdict == "no_decision":
                 waiting = svc.call("GET", f"/v1/console/waiting?table_id={TABLE}", "dealer")
                 if not waiting or waiting[0]["roll_id"] != live.roll_id:
@@ -360,13 +379,22 @@ def play(
                 confirmed += 1
                 why, kinds = why_left(_read_doc(svc, live.read_id))
                 played.append(
-                    Played(i, scene.scene_id, confirmed - 1, True, live.verdict, 0, 0, model, why, kinds)
+                    Played(
+                        i, scene.scene_id, confirmed - 1, True, live.verdict, 0, 0, model, why, kinds, *aside
+                    )
                 )
                 state = _wait_refit(svc)
                 job = state["last_refit"]
                 if job is not None and job["job_id"] != last_job:
                     last_job = job["job_id"]
-                    refits.append({"after_confirmed": confirmed, **job, "line": state["line"]})
+                    refits.append(
+                        {
+                            "after_confirmed": confirmed,
+                            **job,
+                            "line": state["line"],
+                            "no_die": state.get("no_die"),
+                        }
+                    )
                     if log is not None:
                         log(f"after {confirmed} confirmed rolls: {state['line']}")
                 continue
@@ -375,7 +403,9 @@ def play(
             # a valid throw called invalid or void is a wrong call: why is kept as for a roll left
             why, kinds = why_left(_read_doc(svc, live.read_id)) if live.verdict != "valid" else ((), ())
             played.append(
-                Played(i, scene.scene_id, confirmed, False, live.verdict, given, wrong, model, why, kinds)
+                Played(
+                    i, scene.scene_id, confirmed, False, live.verdict, given, wrong, model, why, kinds, *aside
+                )
             )
         loop.rules.close()
     finally:
@@ -413,6 +443,8 @@ def document(
         **meta,
         "throws": len(played),
         "confirmed_rolls": sum(p.left_to_person for p in played),
+        "struck_aside": sum(p.struck_aside for p in played),
+        "struck_true_dice": sum(p.struck_true_dice for p in played),
         "window": window,
         "at": summary(played, at_confirmed=at_confirmed, window=window),
         "refits": list(refits),

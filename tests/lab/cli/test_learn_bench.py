@@ -15,6 +15,7 @@ from lab.learn_bench import (
     decision,
     die_reason_kind,
     match,
+    struck_aside,
     summary,
     why_left,
     wilson,
@@ -59,6 +60,18 @@ def test_the_scripted_person_answers_from_the_truth() -> None:
     body = decision(waiting, SCENE)
     assert body["dice"] == [{"face": 5}, {"struck": True}] and body["call"] == "valid"
     assert body["added"] == [{"box_xyxy": list(BOXES[0]), "face": 2}, {"box_xyxy": list(BOXES[2]), "face": 6}]
+
+
+def test_boxes_the_tables_filter_set_aside_are_counted_and_those_on_a_die_named() -> None:
+    doc = {
+        "set_aside": [
+            {"box_xyxy": [200.0, 0.0, 220.0, 20.0], "reason": "table_no_die"},  # on no die: right
+            {"box_xyxy": list(BOXES[1]), "reason": "table_no_die"},  # on a true die: harm
+            {"box_xyxy": list(BOXES[2]), "reason": "no_die"},  # the die-state model's, not the table's
+        ]
+    }
+    assert struck_aside(doc, SCENE) == (2, 1)
+    assert struck_aside({}, SCENE) == (0, 0)
 
 
 def test_faces_wrong_are_counted_against_the_die_under_each_box() -> None:
