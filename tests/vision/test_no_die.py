@@ -140,3 +140,34 @@ def test_a_reader_with_a_filter_names_it_in_its_reads_models() -> None:
     table = reader.with_no_die(fitted)
     assert table.models["no_die"] == "table:T:abababab" and "no_die" not in reader.models
     assert table.no_die_filter is fitted and reader.no_die_filter is None
+
+
+class _Calls(NoDieFilter):
+    """A filter sure that one box of a frame, the last in detection order, is no die."""
+
+    def p_no_die(self, image: np.ndarray, boxes: object) -> np.ndarray:
+        p = np.zeros(len(boxes))  # type: ignore[arg-type]
+        p[-1] = 0.99
+        return p
+
+
+def test_the_reader_sets_the_filters_box_aside_before_the_count_and_names_it() -> None:
+    from dataclasses import replace
+
+    from vision.reader import Reader
+    from vision.types import Frame
+
+    image = cv2.imread(str(Path(__file__).resolve().parents[1] / "fixtures" / "layout" / "correct.jpg"))
+    reader = Reader(threads=1)
+    found = len(reader.read(Frame(image=image, frame_id="f"), expected_dice=None).dice)
+    assert found >= 3
+    x, struck, _ = table_boxes(12)
+    calls = _Calls(**{**replace(fit_no_die(x, struck, table_id="T"), checksum="cd" * 32).__dict__})
+    roll = reader.with_no_die(calls).read(Frame(image=image, frame_id="f"), expected_dice=found - 1)
+    (aside,) = [a for a in roll.set_aside if a.reason == "table_no_die"]
+    assert aside.p_no_die == pytest.approx(0.99) and len(roll.dice) == found - 1
+    assert roll.models["no_die"] == "table:T:cdcdcdcd"
+    assert aside.box_xyxy not in [d.candidate.box_xyxy for d in roll.dice]
+    # the game's count already met: the filter takes nothing out
+    same = reader.with_no_die(calls).read(Frame(image=image, frame_id="f"), expected_dice=found)
+    assert not [a for a in same.set_aside if a.reason == "table_no_die"] and len(same.dice) == found
