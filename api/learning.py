@@ -22,6 +22,9 @@
   saying why, and the table keeps what it had.
 - **Back.** The refit it replaced is kept (`previous_path`); `rollback` goes back to the shipped model or
   to that refit in one call, audited and published as an `enrollment` event.
+- **Boxes struck out** (`learn_no_die`): at each refit, before the faces, the table's no-die filter is fitted
+  on the console's labelled boxes (vision/table/no_die.py), stored only when it proves itself on frames it
+  did not learn from, audited (`learning.no_die`) either way; a failure there never stops the face refit.
 - **State** (`learning_state`): one line for the console, e.g. "learned from 1,840 dice on 2026-12-07,
   reads 97 % of its held-out dice".
 """
