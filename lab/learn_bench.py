@@ -300,7 +300,12 @@ def _ready_round(svc: BenchService, scene: Scene) -> None:
 
 
 def _wait_refit(svc: BenchService, timeout_s: float = 600.0) -> dict[str, Any]:
+    """The table's learning state once no refit of it runs: its thread (`api.learning.after_confirmation`
+    names it) joined first, since a refit gathers its dice before its job exists; then its job ended."""
     deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread.name == f"learn-{TABLE}":
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
     while True:
         state: dict[str, Any] = svc.call("GET", f"/v1/tables/{TABLE}/learning", "admin")
         last = state["last_refit"]
@@ -409,6 +414,7 @@ def play(
             )
         loop.rules.close()
     finally:
+        _wait_refit(svc)  # no refit thread left writing to the data folder when it is removed
         svc.close()
     return played, refits
 
