@@ -311,6 +311,7 @@ def test_live_config_gives_game_camera_calibration_and_enrollment(service: Servi
         "calibration_id": None,
         "calibration": None,
         "enrollment": None,
+        "no_die": None,  # the table's no-die filter (vision/table/no_die.py): none learned yet
         "lease_ttl_s": 5.0,
     }
     save_enrollment(
