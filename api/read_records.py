@@ -46,24 +46,22 @@ def record_read(
     faces, reasons drawn over the dice) for people to look at; a table learns its dice from the plain one
     (`api.enrollment.plain_frame`). A worker uploads both and names the plain one in its document.
     """
-    if frame_jpeg and len(frame_jpeg) <= settings.max_evidence_bytes:
-        plain = store_evidence(
+
+    def kept(jpeg: bytes | None) -> str | None:
+        """The JPEG stored in the evidence store (its SHA-256); None: none, or larger than the limit."""
+        if not jpeg or len(jpeg) > settings.max_evidence_bytes:
+            return None
+        return store_evidence(
             session,
             evidence_dir=settings.evidence_dir,
-            data=frame_jpeg,
+            data=jpeg,
             media_type="image/jpeg",
             max_bytes=settings.max_evidence_bytes,
         )
+
+    if (plain := kept(frame_jpeg)) is not None:
         document = {**document, FRAME_KEY: plain}
-    sha256 = evidence_sha256
-    if evidence_jpeg and len(evidence_jpeg) <= settings.max_evidence_bytes:
-        sha256 = store_evidence(
-            session,
-            evidence_dir=settings.evidence_dir,
-            data=evidence_jpeg,
-            media_type="image/jpeg",
-            max_bytes=settings.max_evidence_bytes,
-        )
+    sha256 = kept(evidence_jpeg) or evidence_sha256
     session.add(
         Read(id=read_id, table_id=table_id, result=document, evidence_sha256=sha256, created_by=actor)
     )

@@ -32,8 +32,16 @@ BATCH = [
 ]
 
 
-def confirm(svc: Service, app: Any, rolls: list[tuple[list[int | None], list[int]]], *, prefix: str) -> None:
-    """For each: a read of a drawn frame, and the dealer's keyed roll naming it (the round settles)."""
+def confirm(
+    svc: Service,
+    app: Any,
+    rolls: list[tuple[list[int | None], list[int]]],
+    *,
+    prefix: str,
+    plain: bool = True,
+) -> None:
+    """For each: a read of a drawn frame, and the dealer's keyed roll naming it (the round settles). The
+    read keeps its plain frame beside the annotated one, or (`plain=False`: stored before 2026-12-08) not."""
     for n, (read_faces, confirmed) in enumerate(rolls):
         read_id = uuid.uuid4().hex
         dice = [
@@ -49,7 +57,7 @@ def confirm(svc: Service, app: Any, rolls: list[tuple[list[int | None], list[int
                 document={"verdict": "no_decision", "faces": [], "dice": dice},
                 evidence_jpeg=jpeg(annotated(frame(confirmed))),  # drawn over: not learned from
                 actor="test",
-                frame_jpeg=jpeg(frame(confirmed)),
+                frame_jpeg=jpeg(frame(confirmed)) if plain else None,
             )
         round_id = svc.ok("POST", "/v1/tables/T/rounds", "dealer", 201)["id"]
         svc.ok("POST", f"/v1/rounds/{round_id}/no-more-bets", "dealer")
@@ -327,43 +335,13 @@ def test_every_read_keeps_the_plain_frame_the_table_learns_from(tmp_path: Path) 
         assert float(np.abs(evidence - original).max()) > 100  # drawn over
 
         # A read that kept only its annotated frame (stored before 2026-12-08) teaches nothing, and says so.
-        confirm_annotated_only(svc, app)
+        confirm(svc, app, BATCH[:1], prefix="old", plain=False)
         with app.state.database.read_session() as session:
             examples, report = learning.learning_examples(
                 session, table_id="T", evidence_dir=svc.settings.evidence_dir
             )
         assert examples == [] and report["rolls_used"] == 0
         assert "no plain frame" in report["skipped"][0]["reason"]
-
-
-def confirm_annotated_only(svc: Service, app: Any) -> None:
-    """One read stored with its annotated evidence frame alone, and the dealer's roll naming it."""
-    read_faces, confirmed = BATCH[0]
-    read_id = uuid.uuid4().hex
-    dice = [
-        {"face": f, "uncertain": f is None, "box_xyxy": list(box), "cocked": False, "stacked": False}
-        for f, box in zip(read_faces, die_boxes(len(read_faces)), strict=True)
-    ]
-    with app.state.database.session() as session:
-        record_read(
-            session,
-            settings=svc.settings,
-            read_id=read_id,
-            table_id="T",
-            document={"verdict": "no_decision", "faces": [], "dice": dice},
-            evidence_jpeg=jpeg(annotated(frame(confirmed))),
-            actor="test",
-        )
-    round_id = svc.ok("POST", "/v1/tables/T/rounds", "dealer", 201)["id"]
-    svc.ok("POST", f"/v1/rounds/{round_id}/no-more-bets", "dealer")
-    body = {
-        "roll_id": "old-0",
-        "source": "dealer",
-        "verdict": "valid",
-        "faces": confirmed,
-        "read_id": read_id,
-    }
-    svc.ok("POST", "/v1/tables/T/rolls", "dealer", 201, json=body)
 
 
 def test_the_table_learns_the_boxes_its_people_struck_out_and_reads_through_them(tmp_path: Path) -> None:
